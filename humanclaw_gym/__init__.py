@@ -1,0 +1,32 @@
+"""humanclaw-gym: the HumanClaw find-navigate-interact benchmark as a Gymnasium environment.
+
+Importing this package is cheap: it registers ``HumanClawFindNavInteract-v0`` with
+Gymnasium and exposes the action schema, but loads no simulator, renderer or torch.
+
+    import gymnasium as gym
+    import humanclaw_gym  # registers the env
+    env = gym.make("HumanClawFindNavInteract-v0", split="val100")
+"""
+
+from __future__ import annotations
+
+from humanclaw_gym.envs import ENV_ID, register_envs
+from humanclaw_gym.policy import Decision, Policy, Usage
+from humanclaw_gym.skills import Skill, SkillCall, SkillCallError, SkillCallParseError, action_space
+
+__version__ = "0.1.0"
+
+register_envs()
+
+__all__ = [
+    "ENV_ID",
+    "Decision",
+    "Policy",
+    "Skill",
+    "SkillCall",
+    "SkillCallError",
+    "SkillCallParseError",
+    "Usage",
+    "__version__",
+    "action_space",
+]

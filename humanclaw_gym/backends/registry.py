@@ -1,0 +1,209 @@
+"""Lazy registry of backends and the resolver that checks capabilities before building.
+
+A registration records a factory *path* (``"module:Class"``) and the capability record;
+nothing is imported until :func:`create` runs. :func:`resolve` compares what a config needs
+(render modes, skills, part shapes, scene features, contact queries) against the declared
+capabilities and raises :class:`BackendCapabilityError` naming the backend and the missing
+capability before any simulator, GL context or model is created.
+
+Third-party backends register the same way::
+
+    from humanclaw_gym.backends import registry
+    registry.register_physics("mysim", "mypkg.sim:MySim", PhysicsCapabilities(name="mysim"))
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from humanclaw_gym.backends.protocols import (
+    MotionCapabilities,
+    PhysicsCapabilities,
+    RenderCapabilities,
+)
+
+__all__ = [
+    "BackendCapabilityError",
+    "BackendEntry",
+    "ResolvedBackends",
+    "create",
+    "entries",
+    "register_motion",
+    "register_physics",
+    "register_render",
+    "resolve",
+]
+
+Kind = Literal["physics", "render", "motion"]
+
+
+class BackendCapabilityError(ValueError):
+    """A configuration asks for something a backend does not declare (or an unknown backend)."""
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    """One registered backend: its kind, name, factory path and capabilities."""
+
+    kind: Kind
+    name: str
+    target: str
+    capabilities: Any
+    description: str = ""
+
+    def load(self) -> Any:
+        """Import and return the factory (class or function)."""
+        module_name, _, attr = self.target.partition(":")
+        module = importlib.import_module(module_name)
+        return getattr(module, attr)
+
+
+_REGISTRY: dict[Kind, dict[str, BackendEntry]] = {"physics": {}, "render": {}, "motion": {}}
+
+
+def _register(kind: Kind, name: str, target: str, capabilities: Any, description: str) -> None:
+    if ":" not in target:
+        raise ValueError(f"backend target must look like 'module:Attr', got {target!r}")
+    if capabilities.name != name:
+        raise ValueError(f"capabilities.name {capabilities.name!r} differs from name {name!r}")
+    _REGISTRY[kind][name] = BackendEntry(kind, name, target, capabilities, description)
+
+
+def register_physics(name: str, target: str, capabilities: PhysicsCapabilities, description: str = "") -> None:
+    """Register a physics backend factory (no import happens here)."""
+    _register("physics", name, target, capabilities, description)
+
+
+def register_render(name: str, target: str, capabilities: RenderCapabilities, description: str = "") -> None:
+    """Register a render backend factory (no import happens here)."""
+    _register("render", name, target, capabilities, description)
+
+
+def register_motion(name: str, target: str, capabilities: MotionCapabilities, description: str = "") -> None:
+    """Register a motion generator factory (no import happens here)."""
+    _register("motion", name, target, capabilities, description)
+
+
+def entries(kind: Kind) -> dict[str, BackendEntry]:
+    """A copy of the registered backends of one kind."""
+    return dict(_REGISTRY[kind])
+
+
+def _entry(kind: Kind, name: str) -> BackendEntry:
+    try:
+        return _REGISTRY[kind][name]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY[kind])) or "none"
+        raise BackendCapabilityError(f"unknown {kind} backend {name!r}; registered: {known}") from None
+
+
+def create(kind: Kind, name: str, **kwargs: Any) -> Any:
+    """Import and instantiate a registered backend."""
+    return _entry(kind, name).load()(**kwargs)
+
+
+@dataclass(frozen=True)
+class ResolvedBackends:
+    """The backends a config resolved to (names are registry keys; ``render`` may list
+    fallbacks in order, e.g. ``("moderngl", "tiny")`` for ``"auto"``)."""
+
+    physics: BackendEntry
+    render: tuple[BackendEntry, ...]
+    motion: BackendEntry
+
+
+def _missing(required: Iterable[str], available: Iterable[str]) -> list[str]:
+    have = set(available)
+    return sorted(r for r in required if r not in have)
+
+
+def resolve(
+    *,
+    physics: str,
+    render: str,
+    motion: str,
+    render_modes: Iterable[str] = ("rgb",),
+    skills: Iterable[int] = range(8),
+    part_shapes: Iterable[str] = ("box", "cylinder", "sphere"),
+    scene_features: Iterable[str] = (),
+    need_contacts: bool = False,
+    need_ray_cast: bool = False,
+    image_size: int = 448,
+) -> ResolvedBackends:
+    """Check a configuration against declared capabilities; nothing is built.
+
+    Raises:
+        BackendCapabilityError: naming the backend and each missing capability.
+    """
+    problems: list[str] = []
+    phys = _entry("physics", physics)
+    caps: PhysicsCapabilities = phys.capabilities
+    for shape in _missing(part_shapes, caps.part_shapes):
+        problems.append(f"physics backend {physics!r} cannot collide part shape {shape!r}")
+    for feature in _missing(scene_features, caps.scene_features):
+        problems.append(f"physics backend {physics!r} does not support scene feature {feature!r}")
+    if need_contacts and not caps.contacts:
+        problems.append(f"physics backend {physics!r} has no contact queries (needed by metrics)")
+    if need_ray_cast and not caps.ray_cast:
+        problems.append(f"physics backend {physics!r} has no ray casts (needed by metrics)")
+
+    render_names = ["moderngl", "tiny"] if render == "auto" else [render]
+    render_entries = []
+    for name in render_names:
+        entry = _entry("render", name)
+        rcaps: RenderCapabilities = entry.capabilities
+        missing = _missing(render_modes, rcaps.modes)
+        missing += [f"part shape {s!r}" for s in _missing(part_shapes, rcaps.part_shapes)]
+        if image_size > rcaps.max_size:
+            missing.append(f"image size {image_size} (max {rcaps.max_size})")
+        if missing:
+            if render != "auto":
+                for m in missing:
+                    problems.append(f"render backend {name!r} lacks capability {m}")
+            continue
+        render_entries.append(entry)
+    if render == "auto" and not render_entries:
+        problems.append(f"no render backend supports modes {sorted(render_modes)}")
+
+    mot = _entry("motion", motion)
+    mcaps: MotionCapabilities = mot.capabilities
+    for skill in sorted(set(skills) - set(mcaps.skills)):
+        from humanclaw_gym.skills import Skill
+
+        problems.append(f"motion generator {motion!r} cannot generate skill {Skill(skill).name}")
+    if problems:
+        raise BackendCapabilityError("; ".join(problems))
+    return ResolvedBackends(physics=phys, render=tuple(render_entries), motion=mot)
+
+
+def _register_defaults() -> None:
+    register_physics(
+        "pybullet",
+        "humanclaw_gym.physics.pybullet_backend:PybulletHalfPhysics",
+        PhysicsCapabilities(name="pybullet"),
+        "pybullet DIRECT, half-physics frame contract, Y-up gravity",
+    )
+    register_render(
+        "moderngl",
+        "humanclaw_gym.render.moderngl_backend:ModernglRenderer",
+        RenderCapabilities(name="moderngl"),
+        "moderngl on a headless EGL context (Mesa llvmpipe on CPU)",
+    )
+    register_render(
+        "tiny",
+        "humanclaw_gym.render.tiny_backend:TinyRenderer",
+        RenderCapabilities(name="tiny"),
+        "pybullet TinyRenderer (CPU software rasteriser), the fallback when EGL is unavailable",
+    )
+    register_motion(
+        "procedural",
+        "humanclaw_gym.motion.procedural:ProceduralMotionGenerator",
+        MotionCapabilities(name="procedural"),
+        "procedural skill synthesizer (gait cycles, turns, steps, sit, stairs)",
+    )
+
+
+_register_defaults()

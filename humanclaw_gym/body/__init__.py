@@ -1,0 +1,41 @@
+"""The humanoid body: skeleton constants, 75-D frame layout, forward kinematics, link shapes."""
+
+from humanclaw_gym.body.skeleton import (
+    BODY_GROUPS,
+    EYE_OFFSET_IN_HEAD_M,
+    FRAME_DIM,
+    JOINT_INDEX,
+    JOINT_NAMES,
+    NUM_JOINTS,
+    PARENTS,
+    REST_JOINTS_M,
+    STANDING_PELVIS_HEIGHT_M,
+    LinkShape,
+    forward_kinematics,
+    frame_from_parts,
+    heading_yaw,
+    joint_body_group,
+    link_shapes,
+    neutral_body22_m,
+    split_frame,
+)
+
+__all__ = [
+    "BODY_GROUPS",
+    "EYE_OFFSET_IN_HEAD_M",
+    "FRAME_DIM",
+    "JOINT_INDEX",
+    "JOINT_NAMES",
+    "NUM_JOINTS",
+    "PARENTS",
+    "REST_JOINTS_M",
+    "STANDING_PELVIS_HEIGHT_M",
+    "LinkShape",
+    "forward_kinematics",
+    "frame_from_parts",
+    "heading_yaw",
+    "joint_body_group",
+    "link_shapes",
+    "neutral_body22_m",
+    "split_frame",
+]

@@ -1,0 +1,163 @@
+"""The observer API: how wrappers see inside an episode without widening ``info``.
+
+Wrappers (metrics, video, trajectory, recorders) register an :class:`EnvObserver` on
+``env.unwrapped`` *before* ``reset`` and declare what they need. The env computes an
+optional quantity only when at least one registered observer asked for it:
+
+=================  ====================================================================
+need               what the env then computes
+=================  ====================================================================
+``"instance"``     instance-id render of the decision's ego view (metrics: Find)
+``"contacts"``     one shared contact query per physics frame + at reset; spawn floor ray
+``"frame_ego"``    an ego RGB render of every physics frame (video)
+``"frame_exo"``    an exo (third-person) RGB render at reset and every frame (video)
+=================  ====================================================================
+
+Events are plain frozen dataclasses holding numpy arrays that the observer may keep (the env
+never mutates an array after handing it out). Observer callbacks run synchronously inside
+``reset``/``step``; an exception in an observer propagates to the caller.
+
+Events carry hidden simulator state (target ids, object poses, contacts). Observers are
+trusted in-process code; none of this reaches the observation or ``info`` the policy sees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from humanclaw_gym.episodes import Episode
+    from humanclaw_gym.policy import Decision
+    from humanclaw_gym.scenes.spec import SceneSpec
+    from humanclaw_gym.skills import SkillCall
+
+__all__ = [
+    "NEEDS",
+    "ChunkEvent",
+    "DecisionEvent",
+    "EndEvent",
+    "EnvObserver",
+    "FrameEvent",
+    "ResetEvent",
+    "StepEvent",
+]
+
+NEEDS = frozenset({"instance", "contacts", "frame_ego", "frame_exo"})
+
+
+@dataclass(frozen=True)
+class ResetEvent:
+    """After ``reset`` placed the humanoid and rendered the first ego view.
+
+    Attributes:
+        episode: the episode record (targets included).
+        scene: the scene spec of the episode.
+        seed_history: ``(5, 75)`` generated standing seed (world frame).
+        realized_frame: ``(75,)`` realized pose right after placement.
+        object_ids: dynamic object ids, row order of ``object_poses``.
+        object_poses: ``(M, 7)`` initial dynamic object poses.
+        link_origins: ``(P, 3)`` body points (pelvis, root, link origins).
+        ego_rgb: the first observation, ``uint8 (448, 448, 3)``.
+        contacts: contact rows before the first physics frame ("contacts" need) or None.
+        spawn_floor_y: spawn floor height by the downward ray rule ("contacts") or None.
+        body_lowest_y: lowest point of the standing body at spawn (metres) or None.
+        exo_rgb: exo view ("frame_exo") or None.
+        physics_contract: the physics backend's contract description (for manifests).
+    """
+
+    episode: Episode
+    scene: SceneSpec
+    seed_history: np.ndarray
+    realized_frame: np.ndarray
+    object_ids: tuple[int, ...]
+    object_poses: np.ndarray
+    link_origins: np.ndarray
+    ego_rgb: np.ndarray
+    contacts: np.ndarray | None = None
+    spawn_floor_y: float | None = None
+    body_lowest_y: float | None = None
+    exo_rgb: np.ndarray | None = None
+    physics_contract: dict[str, Any] | None = None
+    physics_state: Any = None
+
+
+@dataclass(frozen=True)
+class DecisionEvent:
+    """At the start of ``step``: the validated action for the current (pre-step) view.
+
+    ``instance`` is the instance-id image of the same ego camera transform as the image the
+    policy decided on ("instance" need), else None. ``decision`` is the Decision passed to
+    ``step`` (or None when a bare SkillCall / text / dict was passed).
+    """
+
+    step: int
+    call: SkillCall
+    decision: Decision | None
+    instance: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class ChunkEvent:
+    """The generated (pre-physics) motion of one motion decision: ``frames`` ``(15, 75)``."""
+
+    step: int
+    call: SkillCall
+    frames: np.ndarray
+
+
+@dataclass(frozen=True)
+class FrameEvent:
+    """After one generated frame was executed by physics (30 Hz)."""
+
+    step: int
+    frame_index: int
+    last_in_chunk: bool
+    call: SkillCall
+    generated: np.ndarray
+    realized: np.ndarray
+    object_poses: np.ndarray
+    contacts: np.ndarray | None = None
+    ego_rgb: np.ndarray | None = None
+    exo_rgb: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """At the end of ``step`` (after the final ego render)."""
+
+    step: int
+    call: SkillCall
+    observation: np.ndarray
+    terminated: bool
+    truncated: bool
+    link_origins: np.ndarray
+
+
+@dataclass(frozen=True)
+class EndEvent:
+    """The episode ended. ``reason``: ``"stop"`` (active stop), ``"truncated"`` (step limit),
+    ``"error"`` (an exception escaped ``step``), ``"abandoned"`` (reset/close mid-episode)."""
+
+    reason: str
+    steps: int
+    link_origins: np.ndarray | None
+    error: str | None = None
+
+
+class EnvObserver(Protocol):
+    """Receives episode events. Every method is optional (define only what you need)."""
+
+    def on_reset(self, event: ResetEvent) -> None: ...
+
+    def on_decision(self, event: DecisionEvent) -> None: ...
+
+    def on_chunk(self, event: ChunkEvent) -> None: ...
+
+    def on_frame(self, event: FrameEvent) -> None: ...
+
+    def on_step(self, event: StepEvent) -> None: ...
+
+    def on_episode_end(self, event: EndEvent) -> None: ...
