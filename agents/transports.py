@@ -1,0 +1,544 @@
+"""Model transports: one multimodal request in, one text reply (plus token usage) out.
+
+The agent sees every model through the small :class:`ChatModel` protocol::
+
+    reply = model.respond(prompt, image_rgb, stage="planner")
+    reply.text   # the model's answer (the agent parses the JSON itself)
+    reply.usage  # Usage record or None
+
+Two transports implement it:
+
+* :class:`OpenAICompatibleModel`: a direct chat-completions request through the official
+  ``openai`` package (optional extra ``humanclaw-gym[openai]``). The image travels as a PNG
+  data URL next to the prompt text. The client never retries on its own
+  (``max_retries=0``): the agent counts and logs every attempt itself.
+* :class:`FilesystemQueueModel`: writes the request into a queue folder and waits for an
+  external worker to answer; the worker owns the credentials (see ``docs/agents.md`` for
+  the protocol and :func:`answer_pending_requests` for a ready-made worker loop body).
+
+Both raise :class:`ModelCallError` (or its :class:`ModelTimeoutError` subclass) for any
+failed call; the agent treats that as a failed attempt and retries.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from humanclaw_agents.model_config import (
+    FilesystemQueueConfig,
+    ModelConfig,
+    OpenAICompatibleConfig,
+)
+
+from humanclaw_gym.policy import Usage, estimate_tokens
+
+__all__ = [
+    "QUEUE_PROTOCOL",
+    "ChatModel",
+    "FilesystemQueueModel",
+    "ModelCallError",
+    "ModelReply",
+    "MissingAPIKeyError",
+    "ModelTimeoutError",
+    "OpenAICompatibleModel",
+    "QueueRequest",
+    "answer_pending_requests",
+    "build_model",
+    "encode_png",
+    "png_data_url",
+]
+
+QUEUE_PROTOCOL = "humanclaw-queue/v1"
+"""Value of the ``protocol`` field of every queue ``request.json``."""
+
+_PENDING = "pending"
+_DONE = "done"
+_STAGING = "staging"
+_CLAIMED = "claimed"
+_REQUEST_FILE = "request.json"
+_IMAGE_FILE = "image.png"
+_RESPONSE_FILE = "response.json"
+_ESTIMATED = "estimated_chars_div_4"
+
+
+class ModelCallError(RuntimeError):
+    """One model call failed (transport, provider status, malformed reply)."""
+
+
+class ModelTimeoutError(ModelCallError, TimeoutError):
+    """One model call got no answer within its timeout."""
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """The answer of one model call.
+
+    Attributes:
+        text: the reply text (for the PSV agent, a JSON object as text).
+        usage: token usage of this call; ``stage`` is the stage passed to ``respond`` and
+            ``attempt`` is 1 (the agent restamps the attempt number). ``None`` when the
+            transport knows nothing about tokens.
+    """
+
+    text: str
+    usage: Usage | None = None
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A vision-language model behind one request/response call."""
+
+    def respond(self, prompt: str, image_rgb: np.ndarray | None, stage: str) -> ModelReply:
+        """Send one user turn (prompt text + optional RGB image) and return the reply.
+
+        Args:
+            prompt: the full prompt text.
+            image_rgb: ``uint8 (H, W, 3)`` image, or ``None`` for a text-only call.
+            stage: logical stage name (``"planner"``, ``"verifier"``), for usage and logs.
+
+        Raises:
+            ModelCallError: the call failed; the caller may retry.
+        """
+        ...
+
+
+# ---- images --------------------------------------------------------------------------------
+
+
+def encode_png(image_rgb: np.ndarray) -> bytes:
+    """Encode a ``uint8 (H, W, 3)`` RGB image as PNG bytes.
+
+    Raises:
+        ValueError: the array is not ``uint8`` with shape ``(H, W, 3)``.
+    """
+    from PIL import Image
+
+    array = np.asarray(image_rgb)
+    if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
+        raise ValueError(
+            f"image_rgb must be a uint8 array of shape (H, W, 3), got dtype {array.dtype} "
+            f"and shape {array.shape}"
+        )
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(array), mode="RGB").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def png_data_url(image_rgb: np.ndarray) -> str:
+    """The image as a ``data:image/png;base64,...`` URL."""
+    return "data:image/png;base64," + base64.b64encode(encode_png(image_rgb)).decode("ascii")
+
+
+def _estimated_usage(prompt: str, text: str, stage: str) -> Usage:
+    """chars/4 estimate for a call whose provider reported no usage (the image is not counted)."""
+    return Usage(
+        stage=stage,
+        attempt=1,
+        input_tokens=estimate_tokens(prompt),
+        output_tokens=estimate_tokens(text),
+        reasoning_tokens=0,
+        source=_ESTIMATED,
+    )
+
+
+def _non_negative_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return 0
+    return max(0, int(value))
+
+
+# ---- OpenAI-compatible -----------------------------------------------------------------------
+
+
+class OpenAICompatibleModel:
+    """Chat-completions transport over the official ``openai`` client.
+
+    The API key is read from the environment variable named by ``config.api_key_env`` when
+    the model is built; it is handed to the client only, and appears in no repr, log or file.
+
+    Token usage: ``input_tokens`` = ``prompt_tokens``; ``reasoning_tokens`` =
+    ``completion_tokens_details.reasoning_tokens`` when the provider reports it, else 0;
+    ``output_tokens`` = ``completion_tokens - reasoning_tokens`` (the OpenAI convention
+    counts hidden reasoning inside ``completion_tokens``; we keep it apart). Without a usage
+    field the reply carries a chars/4 estimate of prompt and reply text
+    (source ``"estimated_chars_div_4"``; the image is not counted).
+
+    Args:
+        config: the validated endpoint config.
+        environ: where to look the key up (defaults to ``os.environ``; tests pass a dict).
+
+    Raises:
+        ImportError: the ``openai`` package is not installed.
+        MissingAPIKeyError: the key's environment variable is unset or empty.
+    """
+
+    def __init__(
+        self, config: OpenAICompatibleConfig, *, environ: Mapping[str, str] | None = None
+    ) -> None:
+        if not isinstance(config, OpenAICompatibleConfig):
+            raise TypeError(
+                f"OpenAICompatibleModel needs an OpenAICompatibleConfig, got {type(config).__name__}"
+            )
+        try:
+            import openai
+        except ImportError as error:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "OpenAICompatibleModel needs the 'openai' package: "
+                "pip install 'humanclaw-gym[openai]'"
+            ) from error
+        env = os.environ if environ is None else environ
+        key = env.get(config.api_key_env)
+        if not key:
+            raise MissingAPIKeyError(
+                f"environment variable {config.api_key_env!r} (named by the model config "
+                f"field 'api_key_env') is not set or empty; export the API key there"
+            )
+        self.config = config
+        self._openai = openai
+        self._client = openai.OpenAI(
+            api_key=key,
+            base_url=config.base_url,
+            timeout=config.timeout_s,
+            max_retries=0,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAICompatibleModel(model={self.config.model!r}, "
+            f"base_url={self.config.base_url!r}, api_key_env={self.config.api_key_env!r})"
+        )
+
+    def close(self) -> None:
+        """Close the underlying HTTP client."""
+        self._client.close()
+
+    def build_messages(self, prompt: str, image_rgb: np.ndarray | None) -> list[dict[str, Any]]:
+        """The chat messages of one call: a single user turn with text and optional image."""
+        content: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
+        if image_rgb is not None:
+            content.append({"type": "image_url", "image_url": {"url": png_data_url(image_rgb)}})
+        return [{"role": "user", "content": content}]
+
+    def respond(self, prompt: str, image_rgb: np.ndarray | None, stage: str) -> ModelReply:
+        """One chat-completions request; see :meth:`ChatModel.respond`."""
+        config = self.config
+        kwargs: dict[str, Any] = {
+            "model": config.model,
+            "messages": self.build_messages(prompt, image_rgb),
+            config.max_tokens_field: config.max_tokens,
+        }
+        if config.temperature is not None:
+            kwargs["temperature"] = config.temperature
+        if config.response_format is not None:
+            kwargs["response_format"] = config.response_format
+        if config.extra_body:
+            kwargs["extra_body"] = dict(config.extra_body)
+        errors = self._openai
+        try:
+            completion = self._client.chat.completions.create(**kwargs)
+        except errors.APITimeoutError as error:
+            raise ModelTimeoutError(
+                f"{stage}: no reply from {config.base_url} within {config.timeout_s:g} s"
+            ) from error
+        except errors.APIStatusError as error:
+            raise ModelCallError(
+                f"{stage}: {config.base_url} answered HTTP {error.status_code}: "
+                f"{_short(str(error))}"
+            ) from error
+        except errors.APIError as error:
+            raise ModelCallError(f"{stage}: request to {config.base_url} failed: {error}") from (
+                error
+            )
+        except (ValueError, TypeError, AttributeError) as error:
+            # e.g. a body that is not valid JSON, or an object of the wrong shape.
+            raise ModelCallError(
+                f"{stage}: malformed reply from {config.base_url}: {error}"
+            ) from error
+        text = _completion_text(completion, stage, config.base_url)
+        usage = _completion_usage(completion, stage)
+        if usage is None:
+            usage = _estimated_usage(prompt, text, stage)
+        return ModelReply(text=text, usage=usage)
+
+
+class MissingAPIKeyError(RuntimeError):
+    """The environment variable named by a config's ``api_key_env`` is unset or empty."""
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _completion_text(completion: Any, stage: str, base_url: str) -> str:
+    choices = getattr(completion, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise ModelCallError(f"{stage}: reply from {base_url} has no 'choices'")
+    message = getattr(choices[0], "message", None)
+    content = getattr(message, "content", None)
+    if isinstance(content, list):  # some servers return content parts
+        content = "".join(
+            str(part.get("text", "")) if isinstance(part, Mapping) else str(part)
+            for part in content
+        )
+    if not isinstance(content, str) or not content.strip():
+        refusal = getattr(message, "refusal", None)
+        detail = f" (refusal: {_short(str(refusal))})" if refusal else ""
+        raise ModelCallError(
+            f"{stage}: reply from {base_url} has no text in choices[0].message.content{detail}"
+        )
+    return content
+
+
+def _completion_usage(completion: Any, stage: str) -> Usage | None:
+    usage = getattr(completion, "usage", None)
+    if usage is None:
+        return None
+    prompt_tokens = getattr(usage, "prompt_tokens", None)
+    completion_tokens = getattr(usage, "completion_tokens", None)
+    if prompt_tokens is None and completion_tokens is None:
+        return None
+    details = getattr(usage, "completion_tokens_details", None)
+    reasoning = _non_negative_int(getattr(details, "reasoning_tokens", 0) if details else 0)
+    completion_total = _non_negative_int(completion_tokens)
+    return Usage(
+        stage=stage,
+        attempt=1,
+        input_tokens=_non_negative_int(prompt_tokens),
+        output_tokens=max(0, completion_total - reasoning),
+        reasoning_tokens=reasoning,
+        source="provider",
+    )
+
+
+# ---- filesystem queue ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueRequest:
+    """One request as a worker sees it (see :func:`answer_pending_requests`).
+
+    Attributes:
+        request_id: the folder name, also the name of the response folder.
+        stage: logical stage name.
+        prompt: the prompt text.
+        image_png: the PNG bytes of the image, or ``None`` for a text-only call.
+        metadata: the whole parsed ``request.json``.
+    """
+
+    request_id: str
+    stage: str
+    prompt: str
+    image_png: bytes | None
+    metadata: Mapping[str, Any]
+
+
+class FilesystemQueueModel:
+    """Transport through a queue folder answered by an external, credential-owning worker.
+
+    Protocol (all paths below ``config.queue_dir``):
+
+    1. The agent builds ``staging/<id>/`` holding ``request.json`` (``protocol``,
+       ``request_id``, ``stage``, ``prompt``, ``image`` = ``"image.png"`` or ``null``,
+       ``created_unix_s``) and ``image.png``, then renames it to ``pending/<id>/`` in one
+       step, so a worker never sees a half-written request.
+    2. A worker answers by creating ``done/<id>/response.json`` atomically (write it
+       elsewhere in ``done/`` or ``staging/``, then rename): ``{"text": "..."}`` plus an
+       optional ``"usage": {"input_tokens", "output_tokens", "reasoning_tokens"}``, or
+       ``{"error": "..."}`` when its provider call failed. It may first move the request
+       to ``claimed/<id>/`` to keep other workers off it.
+    3. The agent reads the response and deletes ``done/<id>``, ``pending/<id>`` and
+       ``claimed/<id>``. On timeout it deletes its pending request and raises
+       :class:`ModelTimeoutError`.
+    """
+
+    def __init__(self, config: FilesystemQueueConfig) -> None:
+        if not isinstance(config, FilesystemQueueConfig):
+            raise TypeError(
+                f"FilesystemQueueModel needs a FilesystemQueueConfig, got {type(config).__name__}"
+            )
+        self.config = config
+        for name in (_PENDING, _DONE, _STAGING, _CLAIMED):
+            (config.queue_dir / name).mkdir(parents=True, exist_ok=True)
+
+    def __repr__(self) -> str:
+        return f"FilesystemQueueModel(queue_dir={str(self.config.queue_dir)!r})"
+
+    def respond(self, prompt: str, image_rgb: np.ndarray | None, stage: str) -> ModelReply:
+        """Queue one request and wait for its response; see :meth:`ChatModel.respond`."""
+        request_id = uuid.uuid4().hex
+        queue_dir = self.config.queue_dir
+        try:
+            self._submit(request_id, prompt, image_rgb, stage)
+            data = self._wait(request_id, stage)
+        finally:
+            for name in (_PENDING, _DONE, _CLAIMED, _STAGING):
+                shutil.rmtree(queue_dir / name / request_id, ignore_errors=True)
+        return _queue_reply(data, prompt, stage, request_id)
+
+    def _submit(
+        self, request_id: str, prompt: str, image_rgb: np.ndarray | None, stage: str
+    ) -> None:
+        queue_dir = self.config.queue_dir
+        staging = queue_dir / _STAGING / request_id
+        staging.mkdir(parents=True)
+        image_name = None
+        if image_rgb is not None:
+            (staging / _IMAGE_FILE).write_bytes(encode_png(image_rgb))
+            image_name = _IMAGE_FILE
+        request = {
+            "protocol": QUEUE_PROTOCOL,
+            "request_id": request_id,
+            "stage": stage,
+            "prompt": prompt,
+            "image": image_name,
+            "created_unix_s": time.time(),
+        }
+        (staging / _REQUEST_FILE).write_text(json.dumps(request), encoding="utf-8")
+        os.replace(staging, queue_dir / _PENDING / request_id)
+
+    def _wait(self, request_id: str, stage: str) -> Any:
+        response_path = self.config.queue_dir / _DONE / request_id / _RESPONSE_FILE
+        deadline = time.monotonic() + self.config.timeout_s
+        while True:
+            if response_path.is_file():
+                text = response_path.read_text(encoding="utf-8")
+                try:
+                    return json.loads(text)
+                except json.JSONDecodeError as error:
+                    raise ModelCallError(
+                        f"{stage}: queue response {request_id} is not valid JSON: {error}"
+                    ) from error
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ModelTimeoutError(
+                    f"{stage}: no queue response for request {request_id} in "
+                    f"{self.config.queue_dir} within {self.config.timeout_s:g} s "
+                    "(is a worker running?)"
+                )
+            time.sleep(min(self.config.poll_interval_s, remaining))
+
+
+def _queue_reply(data: Any, prompt: str, stage: str, request_id: str) -> ModelReply:
+    where = f"{stage}: queue response {request_id}"
+    if not isinstance(data, Mapping):
+        raise ModelCallError(f"{where} must be a JSON object, got {type(data).__name__}")
+    if data.get("error"):
+        raise ModelCallError(f"{where} reports a worker error: {_short(str(data['error']))}")
+    text = data.get("text")
+    if not isinstance(text, str):
+        raise ModelCallError(f"{where} field 'text'={text!r} is invalid: allowed a string")
+    raw_usage = data.get("usage")
+    if raw_usage is None:
+        return ModelReply(text=text, usage=_estimated_usage(prompt, text, stage))
+    if not isinstance(raw_usage, Mapping):
+        raise ModelCallError(f"{where} field 'usage'={raw_usage!r} is invalid: allowed an object")
+    counts = {}
+    for name in ("input_tokens", "output_tokens", "reasoning_tokens"):
+        value = raw_usage.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ModelCallError(
+                f"{where} field 'usage.{name}'={value!r} is invalid: allowed an integer >= 0"
+            )
+        counts[name] = value
+    return ModelReply(text=text, usage=Usage(stage=stage, attempt=1, source="provider", **counts))
+
+
+def answer_pending_requests(
+    queue_dir: str | os.PathLike[str],
+    handler: Callable[[QueueRequest], Mapping[str, Any]],
+) -> int:
+    """Worker side of the queue: answer every request currently pending, once.
+
+    Each pending request is claimed (renamed into ``claimed/``), passed to ``handler``,
+    and the handler's mapping (``{"text": ..., "usage": {...}}`` or ``{"error": ...}``) is
+    written atomically as ``done/<id>/response.json``. An exception in the handler is
+    answered as ``{"error": "<type>: <message>"}``. A worker process calls this in a loop
+    with a short sleep in between.
+
+    Args:
+        queue_dir: the queue root shared with :class:`FilesystemQueueModel`.
+        handler: turns one request into a response mapping (this is where the worker calls
+            its provider with its own credentials).
+
+    Returns:
+        The number of requests answered.
+    """
+    root = Path(queue_dir)
+    pending = root / _PENDING
+    if not pending.is_dir():
+        return 0
+    for name in (_DONE, _STAGING, _CLAIMED):
+        (root / name).mkdir(parents=True, exist_ok=True)
+    answered = 0
+    for entry in sorted(pending.iterdir()):
+        claimed = root / _CLAIMED / entry.name
+        try:
+            os.replace(entry, claimed)
+        except OSError:
+            continue  # another worker took it, or the agent withdrew it
+        try:
+            request = _read_request(claimed)
+            response: Mapping[str, Any] = handler(request)
+        except Exception as error:  # noqa: BLE001 - reported to the waiting agent
+            response = {"error": f"{type(error).__name__}: {error}"}
+        _write_response(root, entry.name, response)
+        answered += 1
+    return answered
+
+
+def _read_request(folder: Path) -> QueueRequest:
+    metadata = json.loads((folder / _REQUEST_FILE).read_text(encoding="utf-8"))
+    image_name = metadata.get("image")
+    image_png = (folder / image_name).read_bytes() if image_name else None
+    return QueueRequest(
+        request_id=folder.name,
+        stage=str(metadata.get("stage", "")),
+        prompt=str(metadata.get("prompt", "")),
+        image_png=image_png,
+        metadata=metadata,
+    )
+
+
+def _write_response(root: Path, request_id: str, response: Mapping[str, Any]) -> None:
+    staging = Path(tempfile.mkdtemp(prefix=f"{request_id}.", dir=root / _STAGING))
+    try:
+        (staging / _RESPONSE_FILE).write_text(json.dumps(dict(response)), encoding="utf-8")
+        os.replace(staging, root / _DONE / request_id)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+# ---- factory ----------------------------------------------------------------------------------
+
+
+def build_model(config: ModelConfig, **kwargs: Any) -> ChatModel:
+    """Build the transport a model config asks for.
+
+    Args:
+        config: a config from :func:`~humanclaw_agents.model_config.load_model_config`.
+        **kwargs: passed to the transport (``environ=`` for :class:`OpenAICompatibleModel`).
+
+    Returns:
+        An :class:`OpenAICompatibleModel` or a :class:`FilesystemQueueModel`.
+    """
+    if isinstance(config, OpenAICompatibleConfig):
+        return OpenAICompatibleModel(config, **kwargs)
+    if isinstance(config, FilesystemQueueConfig):
+        return FilesystemQueueModel(config, **kwargs)
+    raise TypeError(
+        "build_model needs an OpenAICompatibleConfig or a FilesystemQueueConfig, "
+        f"got {type(config).__name__}"
+    )
