@@ -1,0 +1,496 @@
+"""The per-episode metric recorder and the ``metrics.json`` schema (``humanclaw_metrics_v1``).
+
+:class:`EpisodeMetricRecorder` is fed by the environment's metrics wrapper while an episode
+runs and produces one JSON-ready dict at the end. Event order for one episode::
+
+    rec = EpisodeMetricRecorder(...)                      # after reset: floor, penetration known
+    for each decision step s = 0, 1, ...:
+        rec.record_decision(s, target_pixels, visible_state, skill, usage)
+        if skill is not Stop:
+            rec.record_generated_chunk(s, frames_75)      # the 15 generated frames
+            for i in range(15):                           # the realized frames, in order
+                rec.record_frame(s, skill, i, i == 14, contacts, object_ids, object_positions)
+    metrics = rec.finalize(final_body_points, ended_by)   # "stop" | "truncated" | "error"
+    write_metrics_json(run_dir / "metrics.json", metrics)
+
+Contact rows are consumed immediately and never stored; the recorder keeps only small
+counters, step sets, per-object positions and the generated frames (for Motion Jerk).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from humanclaw_gym.body.skeleton import BODY_GROUPS, FRAME_DIM, NUM_JOINTS
+from humanclaw_gym.metrics._checks import (
+    as_contacts,
+    as_finite_float,
+    as_id_set,
+    as_int,
+    as_skill,
+    check_human_links,
+    check_object_positions,
+)
+from humanclaw_gym.metrics.collision import CollisionTracker
+from humanclaw_gym.metrics.disturbance import DisturbanceTracker
+from humanclaw_gym.metrics.find import FindTracker
+from humanclaw_gym.metrics.geometry import body_to_target_aabb_distance
+from humanclaw_gym.metrics.interact import InteractTracker
+from humanclaw_gym.metrics.jerk import motion_jerk
+from humanclaw_gym.metrics.thresholds import (
+    COLLISION_MIN_HEIGHT_M,
+    FIND_PIXEL_THRESHOLD,
+    INITIAL_PENETRATION_FLAG_M,
+    JERK_FPS,
+    JERK_STRIDE,
+    JERK_WINDOW,
+    NAV_DISTANCE_M,
+    NAV_RELAXED_DISTANCE_M,
+)
+from humanclaw_gym.metrics.usage import TOKEN_SOURCE_LABELS, UsageTracker
+from humanclaw_gym.skills import Skill
+
+if TYPE_CHECKING:
+    from humanclaw_gym.policy import Usage
+
+__all__ = [
+    "ENDED_BY",
+    "METRICS_SCHEMA",
+    "EpisodeMetricRecorder",
+    "MetricsFileError",
+    "validate_metrics",
+    "write_metrics_json",
+]
+
+#: Schema tag of every per-episode metrics.json.
+METRICS_SCHEMA = "humanclaw_metrics_v1"
+
+#: How an episode can end: the policy's Stop, the step limit, or an error.
+ENDED_BY: tuple[str, ...] = ("stop", "truncated", "error")
+
+
+class MetricsFileError(ValueError):
+    """A metrics dict or file does not follow the ``humanclaw_metrics_v1`` schema."""
+
+
+def write_metrics_json(path: str | os.PathLike[str], metrics: Mapping[str, Any]) -> Path:
+    """Write ``metrics`` as indented JSON atomically (temp file + ``os.replace``).
+
+    Non-finite floats are rejected (the schema uses ``null`` for "no value").
+
+    Returns:
+        The written path.
+    """
+    path = Path(path)
+    text = json.dumps(metrics, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+class EpisodeMetricRecorder:
+    """Collects every paper metric of one episode from decision, chunk and frame events.
+
+    Args:
+        episode_id: episode identifier.
+        scene_id: scene identifier.
+        category: target category (``"chair"``, ``"couch"``, ...); also the name the FindSR
+            text rule looks for (with its aliases).
+        target_ids: scene object ids of the resolved target instances (>= 1).
+        target_aabbs: ``(K, 2, 3)`` world AABBs of the target instances (min, max corners),
+            metres, one per id in ``target_ids``.
+        interact: whether this is an interact (sit) episode.
+        dynamic_ids: ids of the scene's movable objects.
+        floor_height_m: the episode floor, world y in metres (see
+            :func:`~humanclaw_gym.metrics.collision.spawn_floor_height`).
+        initial_penetration_m: deepest humanoid penetration of the reset-time contact query,
+            metres (see :func:`~humanclaw_gym.metrics.collision.initial_penetration`).
+        difficulty: the episode's difficulty label, if any.
+    """
+
+    def __init__(
+        self,
+        episode_id: str,
+        scene_id: str,
+        category: str,
+        target_ids: Sequence[int],
+        target_aabbs: np.ndarray,
+        interact: bool,
+        dynamic_ids: Sequence[int],
+        floor_height_m: float,
+        initial_penetration_m: float,
+        difficulty: str | None = None,
+    ) -> None:
+        for name, value in (
+            ("episode_id", episode_id),
+            ("scene_id", scene_id),
+            ("category", category),
+        ):
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        if difficulty is not None and not isinstance(difficulty, str):
+            raise ValueError(f"difficulty must be a string or None, got {difficulty!r}")
+        if not isinstance(interact, (bool, np.bool_)):
+            raise ValueError(f"interact must be a bool, got {interact!r}")
+        ids = [as_int(v, f"target_ids[{i}]", 1) for i, v in enumerate(target_ids)]
+        if not ids:
+            raise ValueError("target_ids must contain at least one object id")
+        aabbs = np.asarray(target_aabbs, dtype=np.float64)
+        if aabbs.shape != (len(ids), 2, 3):
+            raise ValueError(
+                f"target_aabbs must have shape ({len(ids)}, 2, 3) (one box per target id), "
+                f"got {aabbs.shape}"
+            )
+        body_to_target_aabb_distance(np.zeros((1, 3)), aabbs)  # validates the boxes
+        penetration = as_finite_float(initial_penetration_m, "initial_penetration_m")
+        if penetration < 0:
+            raise ValueError(f"initial_penetration_m must be >= 0, got {initial_penetration_m!r}")
+
+        self.episode_id = episode_id
+        self.scene_id = scene_id
+        self.category = category
+        self.difficulty = difficulty
+        self.interact = bool(interact)
+        self.target_ids = tuple(ids)
+        self._target_aabbs = aabbs.copy()
+        self.dynamic_ids = tuple(sorted(as_id_set(dynamic_ids, "dynamic_ids")))
+        self.initial_penetration_m = penetration
+
+        self._find = FindTracker([category])
+        self._collision = CollisionTracker(self.dynamic_ids, floor_height_m)
+        self._disturbance = DisturbanceTracker(self.dynamic_ids)
+        self._interact = InteractTracker(self.target_ids)
+        self._usage = UsageTracker()
+
+        self._steps = 0
+        self._last_step: int | None = None
+        self._last_skill: Skill | None = None
+        self._stopped = False
+        self._chunks: list[np.ndarray] = []
+        self._chunk_steps: set[int] = set()
+        self._next_frame_index = 0
+        self._chunk_closed = False
+        self._result: dict[str, Any] | None = None
+
+    # -- events ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._result is not None:
+            raise RuntimeError(f"episode {self.episode_id!r}: recorder already finalized")
+
+    def _check_motion_step(self, step: int, what: str) -> int:
+        step = as_int(step, "step", 0)
+        if self._last_step is None or step != self._last_step:
+            raise ValueError(
+                f"{what}: step must be the current decision step {self._last_step}, got {step} "
+                "(call record_decision first)"
+            )
+        if self._last_skill == Skill.STOP:
+            raise ValueError(f"{what}: step {step} is a Stop decision and has no motion")
+        return step
+
+    def record_decision(
+        self,
+        step: int,
+        target_pixels: int,
+        visible_state: str | None,
+        skill: Skill | int,
+        usage: Sequence[Usage] = (),
+    ) -> None:
+        """Record one decision (including the final Stop).
+
+        Args:
+            step: decision step index, strictly increasing within the episode.
+            target_pixels: target-instance pixel count of the semantic render of the ego
+                image this decision was made from.
+            visible_state: the policy's visibility statement (``None`` if it made none).
+            skill: the executed skill.
+            usage: one :class:`~humanclaw_gym.policy.Usage` per real model call of this
+                decision, retries included.
+        """
+        self._check_open()
+        if self._stopped:
+            raise RuntimeError(
+                f"episode {self.episode_id!r}: decision after the Stop at step {self._last_step}"
+            )
+        step = as_int(step, "step", 0)
+        if self._last_step is not None and step <= self._last_step:
+            raise ValueError(f"step must increase: got {step} after {self._last_step}")
+        skill = as_skill(skill)
+        # Check everything before any tracker changes state.
+        as_int(target_pixels, "target_pixels", 0)
+        if visible_state is not None and not isinstance(visible_state, str):
+            raise ValueError(f"visible_state must be a str or None, got {visible_state!r}")
+        self._usage.record(usage)
+        self._find.record(step, target_pixels, visible_state)
+        self._steps += 1
+        self._last_step = step
+        self._last_skill = skill
+        self._next_frame_index = 0
+        self._chunk_closed = False
+        if skill == Skill.STOP:
+            self._stopped = True
+
+    def record_generated_chunk(self, step: int, frames_75: np.ndarray) -> None:
+        """Record the generated (pre-physics) frames of the current motion decision.
+
+        Args:
+            step: the current decision step.
+            frames_75: ``(n, 75)`` world-frame generated frames (normally ``n = 15``).
+        """
+        self._check_open()
+        step = self._check_motion_step(step, "record_generated_chunk")
+        if step in self._chunk_steps:
+            raise ValueError(f"record_generated_chunk: step {step} already has a generated chunk")
+        self._chunks.append(self._check_generated(frames_75, "frames_75"))
+        self._chunk_steps.add(step)
+
+    @staticmethod
+    def _check_generated(frames_75: np.ndarray, name: str) -> np.ndarray:
+        frames = np.array(frames_75, dtype=np.float64)
+        if frames.ndim != 2 or frames.shape[1] != FRAME_DIM or frames.shape[0] < 1:
+            raise ValueError(
+                f"{name} must have shape (n, {FRAME_DIM}) with n >= 1, got {frames.shape}"
+            )
+        if not np.all(np.isfinite(frames)):
+            raise ValueError(f"{name} must be finite")
+        return frames
+
+    def record_frame(
+        self,
+        step: int,
+        skill: Skill | int,
+        frame_index: int,
+        last_in_chunk: bool,
+        contacts: np.ndarray,
+        object_ids: Sequence[int],
+        object_positions: np.ndarray,
+    ) -> None:
+        """Record one realized (post-physics) 30 Hz frame of the current motion decision.
+
+        Args:
+            step: the current decision step.
+            skill: that decision's skill (checked against :meth:`record_decision`).
+            frame_index: 0-based index of the frame within its chunk, in order.
+            last_in_chunk: ``True`` on the chunk's final frame (the landed pose).
+            contacts: ``CONTACT_DTYPE`` rows of this frame's shared contact query.
+            object_ids: ids of the dynamic objects whose positions follow.
+            object_positions: ``(M, 3)`` world positions of those objects, metres.
+        """
+        self._check_open()
+        step = self._check_motion_step(step, "record_frame")
+        skill = as_skill(skill)
+        if skill != self._last_skill:
+            raise ValueError(
+                f"record_frame: skill {skill.name} differs from the decision's {self._last_skill.name}"
+            )
+        if self._chunk_closed:
+            raise ValueError(f"record_frame: step {step} already received its last_in_chunk frame")
+        index = as_int(frame_index, "frame_index", 0)
+        if index != self._next_frame_index:
+            raise ValueError(
+                f"frame_index must be {self._next_frame_index} (frames arrive in order), got {index}"
+            )
+        rows = as_contacts(contacts)
+        # Reject bad input before any tracker changes state.
+        check_human_links(rows, NUM_JOINTS)
+        object_ids = list(object_ids)
+        check_object_positions(object_ids, object_positions)
+        self._collision.record_frame(step, rows)
+        self._disturbance.record_frame(rows, object_ids, object_positions)
+        self._interact.record_frame(step, skill, rows, bool(last_in_chunk))
+        self._next_frame_index += 1
+        self._chunk_closed = bool(last_in_chunk)
+
+    # -- result ---------------------------------------------------------------------------
+
+    def finalize(self, final_body_points: np.ndarray, ended_by: str) -> dict[str, Any]:
+        """Compute the episode's metrics (the content of metrics.json).
+
+        Args:
+            final_body_points: ``(P, 3)`` world points of the final realized body (pelvis,
+                articulated root and every link origin), metres.
+            ended_by: ``"stop"`` (the policy chose Stop; requires a recorded Stop decision),
+                ``"truncated"`` (step limit; no Stop may have been recorded) or ``"error"``.
+                Only ``"stop"`` is an active stop.
+
+        Returns:
+            JSON-ready dict with ``"schema": "humanclaw_metrics_v1"``.
+        """
+        self._check_open()
+        if ended_by not in ENDED_BY:
+            raise ValueError(f"ended_by must be one of {ENDED_BY}, got {ended_by!r}")
+        if ended_by == "stop" and not self._stopped:
+            raise ValueError("ended_by='stop' but no Stop decision was recorded")
+        if ended_by == "truncated" and self._stopped:
+            raise ValueError("ended_by='truncated' but the policy chose Stop")
+        active_stop = ended_by == "stop"
+        distance = body_to_target_aabb_distance(final_body_points, self._target_aabbs)
+        generated = np.concatenate(self._chunks) if self._chunks else np.zeros((0, FRAME_DIM))
+        jerk = motion_jerk(generated) if len(generated) else None
+        collision = self._collision.summary()
+        tokens = self._usage.summary()
+        steps = self._steps
+        result: dict[str, Any] = {
+            "schema": METRICS_SCHEMA,
+            "episode_id": self.episode_id,
+            "scene_id": self.scene_id,
+            "category": self.category,
+            "difficulty": self.difficulty,
+            "interact": self.interact,
+            "target_ids": list(self.target_ids),
+            "ended_by": ended_by,
+            "active_stop": active_stop,
+            "steps": steps,
+            **self._find.summary(),
+            "final_distance_m": distance,
+            "nav_success_20cm": bool(active_stop and distance <= NAV_DISTANCE_M),
+            "geo_nav_success_20cm": bool(distance <= NAV_DISTANCE_M),
+            "nav_success_1m": bool(active_stop and distance < NAV_RELAXED_DISTANCE_M),
+            **self._interact.summary(active_stop, self.interact),
+            **collision,
+            **self._disturbance.summary(),
+            "motion_jerk_m_s3": jerk,
+            "generated_frames": int(len(generated)),
+            "initial_penetration_m": self.initial_penetration_m,
+            "initial_penetration_flag": bool(
+                self.initial_penetration_m > INITIAL_PENETRATION_FLAG_M
+            ),
+            "tokens": {
+                **tokens,
+                "input_tokens_per_step": tokens["input_tokens"] / steps if steps else None,
+                "output_tokens_per_step": tokens["output_tokens"] / steps if steps else None,
+            },
+            "thresholds": {
+                "find_pixels": FIND_PIXEL_THRESHOLD,
+                "nav_distance_m": NAV_DISTANCE_M,
+                "nav_relaxed_distance_m": NAV_RELAXED_DISTANCE_M,
+                "collision_min_height_m": COLLISION_MIN_HEIGHT_M,
+                "initial_penetration_flag_m": INITIAL_PENETRATION_FLAG_M,
+                "jerk_fps": JERK_FPS,
+                "jerk_stride": JERK_STRIDE,
+                "jerk_window": JERK_WINDOW,
+            },
+        }
+        self._result = result
+        return result
+
+
+# -- schema check ----------------------------------------------------------------------------
+
+_BOOL_KEYS = (
+    "interact",
+    "active_stop",
+    "find_success",
+    "geo_find_success",
+    "nav_success_20cm",
+    "geo_nav_success_20cm",
+    "nav_success_1m",
+    "initial_penetration_flag",
+)
+_INT_KEYS = (
+    "steps",
+    "motion_steps",
+    "collision_steps",
+    "affected_object_count",
+    "affected_objects_with_path",
+)
+_NUMBER_KEYS = ("final_distance_m", "affected_path_length_sum_m", "initial_penetration_m")
+_OPTIONAL_NUMBER_KEYS = ("collision_rate", "motion_jerk_m_s3")
+_TOKEN_INT_KEYS = ("input_tokens", "output_tokens", "reasoning_tokens")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )
+
+
+def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
+    """Check that ``metrics`` follows ``humanclaw_metrics_v1``; return it as a dict.
+
+    Args:
+        metrics: a parsed metrics.json.
+        where: what to name in errors (usually the file path).
+
+    Raises:
+        MetricsFileError: naming ``where`` and the offending field.
+    """
+
+    def fail(message: str) -> MetricsFileError:
+        return MetricsFileError(f"{where}: {message}")
+
+    if not isinstance(metrics, dict):
+        raise fail(f"expected a JSON object, got {type(metrics).__name__}")
+    if metrics.get("schema") != METRICS_SCHEMA:
+        raise fail(f"schema must be {METRICS_SCHEMA!r}, got {metrics.get('schema')!r}")
+    for key in ("episode_id", "scene_id", "category"):
+        if not isinstance(metrics.get(key), str):
+            raise fail(f"{key} must be a string, got {metrics.get(key)!r}")
+    if metrics.get("difficulty") is not None and not isinstance(metrics["difficulty"], str):
+        raise fail(f"difficulty must be a string or null, got {metrics['difficulty']!r}")
+    for key in _BOOL_KEYS:
+        if not isinstance(metrics.get(key), bool):
+            raise fail(f"{key} must be a boolean, got {metrics.get(key)!r}")
+    for key in _INT_KEYS:
+        if not _is_int(metrics.get(key)) or metrics[key] < 0:
+            raise fail(f"{key} must be a non-negative integer, got {metrics.get(key)!r}")
+    for key in _NUMBER_KEYS:
+        if not _is_number(metrics.get(key)):
+            raise fail(f"{key} must be a finite number, got {metrics.get(key)!r}")
+    for key in _OPTIONAL_NUMBER_KEYS:
+        if key not in metrics or not (metrics[key] is None or _is_number(metrics[key])):
+            raise fail(f"{key} must be a finite number or null, got {metrics.get(key)!r}")
+    for key in ("interact_success", "geo_interact_success"):
+        value = metrics.get(key, "missing")
+        ok = isinstance(value, bool) if metrics["interact"] else value is None
+        if not ok:
+            want = "a boolean" if metrics["interact"] else "null (not an interact episode)"
+            raise fail(f"{key} must be {want}, got {value!r}")
+    groups = metrics.get("collision_rate_by_group")
+    if not isinstance(groups, dict) or set(groups) != set(BODY_GROUPS):
+        raise fail(f"collision_rate_by_group must map exactly {tuple(BODY_GROUPS)}, got {groups!r}")
+    for group, value in groups.items():
+        if not (value is None or _is_number(value)):
+            raise fail(
+                f"collision_rate_by_group[{group!r}] must be a number or null, got {value!r}"
+            )
+    tokens = metrics.get("tokens")
+    if not isinstance(tokens, dict):
+        raise fail(f"tokens must be an object, got {tokens!r}")
+    for key in _TOKEN_INT_KEYS:
+        if not _is_int(tokens.get(key)) or tokens[key] < 0:
+            raise fail(f"tokens.{key} must be a non-negative integer, got {tokens.get(key)!r}")
+    if tokens.get("source") not in TOKEN_SOURCE_LABELS:
+        raise fail(
+            f"tokens.source must be one of {TOKEN_SOURCE_LABELS}, got {tokens.get('source')!r}"
+        )
+    if metrics["affected_objects_with_path"] > metrics["affected_object_count"]:
+        raise fail("affected_objects_with_path exceeds affected_object_count")
+    return metrics

@@ -1,0 +1,85 @@
+"""Interact metrics: did the humanoid end up sitting on the exact target object?
+
+Only contact counts, never proximity: a humanoid contact row whose link is the pelvis
+(joint 0) and whose other body is one of the target instance ids. Only the *last* frame of
+a motion chunk is looked at (the landed pose); a contact earlier in the chunk that is gone
+by its last frame does not count.
+
+* GeoInteract: the last frame of at least one Sit chunk has pelvis-target contact.
+* Interact: at least one Sit chunk was executed, the policy stopped actively, and the last
+  frame of the last motion chunk before the Stop has pelvis-target contact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from humanclaw_gym.metrics._checks import as_contacts, as_id_set, as_int, as_skill
+from humanclaw_gym.physics.types import HUMAN_ID
+from humanclaw_gym.skills import Skill
+
+__all__ = ["InteractTracker", "pelvis_target_contact"]
+
+_PELVIS_LINK = 0
+
+
+def pelvis_target_contact(contacts: np.ndarray, target_ids: Iterable[int]) -> bool:
+    """Whether any row is a humanoid-pelvis contact with one of ``target_ids``."""
+    rows = as_contacts(contacts)
+    targets = np.fromiter(as_id_set(target_ids, "target_ids"), dtype=np.int64)
+    hit = (rows["a"] == HUMAN_ID) & (rows["link_a"] == _PELVIS_LINK) & np.isin(rows["b"], targets)
+    return bool(np.any(hit))
+
+
+class InteractTracker:
+    """Online Sit/contact state of one episode.
+
+    Args:
+        target_ids: scene object ids of the resolved target instances (>= 1).
+    """
+
+    def __init__(self, target_ids: Iterable[int]) -> None:
+        self._targets = as_id_set(target_ids, "target_ids")
+        if not self._targets:
+            raise ValueError("target_ids must contain at least one object id")
+        self.sit_chunks = 0
+        self.sit_chunks_with_contact = 0
+        self.chunks = 0
+        self.last_chunk_contact = False
+
+    def record_frame(
+        self, step: int, skill: Skill | int, contacts: np.ndarray, last_in_chunk: bool
+    ) -> None:
+        """Record one realized frame; only frames with ``last_in_chunk`` matter."""
+        as_int(step, "step", 0)
+        skill = as_skill(skill)
+        rows = as_contacts(contacts)
+        if not last_in_chunk:
+            return
+        contact = pelvis_target_contact(rows, self._targets)
+        self.chunks += 1
+        self.last_chunk_contact = contact
+        if skill == Skill.SIT:
+            self.sit_chunks += 1
+            self.sit_chunks_with_contact += int(contact)
+
+    @property
+    def geo_interact_success(self) -> bool:
+        return self.sit_chunks_with_contact > 0
+
+    def interact_success(self, active_stop: bool) -> bool:
+        """InteractSR given whether the episode ended with an active Stop."""
+        return bool(active_stop and self.sit_chunks > 0 and self.last_chunk_contact)
+
+    def summary(self, active_stop: bool, interact_episode: bool) -> dict[str, Any]:
+        """JSON-ready fields; success flags are ``None`` for non-interact episodes."""
+        return {
+            "interact_success": self.interact_success(active_stop) if interact_episode else None,
+            "geo_interact_success": self.geo_interact_success if interact_episode else None,
+            "sit_chunks": self.sit_chunks,
+            "sit_chunks_with_target_contact": self.sit_chunks_with_contact,
+            "last_chunk_pelvis_target_contact": self.last_chunk_contact,
+        }

@@ -1,0 +1,83 @@
+"""Bar charts of success by category and by difficulty (optional ``plot`` extra: matplotlib)."""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["plot_success_breakdown"]
+
+_SERIES = (
+    ("FindSR", "find_sr_pct"),
+    ("NavSR@20cm", "nav_sr_20cm_pct"),
+    ("InteractSR", "interact_sr_pct"),
+    ("GeoFindSR", "geo_find_sr_pct"),
+    ("GeoNavSR@20cm", "geo_nav_sr_20cm_pct"),
+)
+
+
+def _require_matplotlib() -> Any:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise RuntimeError(
+            "plotting needs matplotlib, which is not installed; "
+            "install it with: pip install 'humanclaw-gym[plot]'"
+        ) from exc
+    return Figure
+
+
+def plot_success_breakdown(summary: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Draw success rates by category and by difficulty (two panels) and save atomically.
+
+    Args:
+        summary: a summary from :func:`humanclaw_gym.metrics.aggregate`.
+        path: output image; the format follows the suffix (``.png``, ``.pdf``, ``.svg``).
+
+    Returns:
+        The written path.
+
+    Raises:
+        RuntimeError: when matplotlib is not installed.
+    """
+    figure_cls = _require_matplotlib()
+    path = Path(path)
+    fmt = path.suffix.lstrip(".").lower()
+    if not fmt:
+        raise ValueError(f"plot path needs a file suffix such as .png, got {str(path)!r}")
+    panels = (("by category", summary["by_category"]), ("by difficulty", summary["by_difficulty"]))
+    fig = figure_cls(figsize=(12, 4.5), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True)
+    width = 0.8 / len(_SERIES)
+    for ax, (title, groups) in zip(axes, panels, strict=True):
+        names = list(groups)
+        for k, (label, key) in enumerate(_SERIES):
+            xs = [i + (k - (len(_SERIES) - 1) / 2) * width for i in range(len(names))]
+            values = [groups[name].get(key) for name in names]
+            # a rate without a denominator (e.g. InteractSR of chairs) is drawn as no bar
+            heights = [math.nan if v is None else v for v in values]
+            ax.bar(xs, heights, width, label=label if ax is axes[0] else None)
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels([f"{n}\n(n={groups[n]['episodes']})" for n in names])
+        ax.set_title(f"Success {title}")
+        ax.set_ylim(0, 100)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("success (%)")
+    fig.legend(loc="outside upper center", ncol=len(_SERIES), fontsize="small")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format=fmt, dpi=120)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path

@@ -1,0 +1,169 @@
+"""MetricsWrapper: the paper metrics of every episode, computed while it runs.
+
+Attaching the wrapper asks the env (through the observer API) for exactly two optional
+things: the instance-id render of each decision's ego view (Find) and one shared contact
+query per physics frame plus the spawn-floor ray (Collision, Interact, Disturbance, initial
+penetration). Without this wrapper neither is computed.
+
+Where the policy's text comes from: pass a :class:`~humanclaw_gym.policy.Decision` to
+``env.step``. Its ``visible_state`` feeds the FindSR sentence rule and its ``usage`` records
+feed the cost metrics. A bare SkillCall means "no visibility claim, no model call".
+
+At the end of an episode (Stop or step limit) the metrics dict is put into the final
+step's ``info["metrics"]`` and, with ``output_dir``, written to ``output_dir/metrics.json``
+(atomically). An episode that ends by an exception gets no metrics (it is not a finished
+rollout); an episode abandoned by ``reset`` neither.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from humanclaw_gym.envs.events import (
+    ChunkEvent,
+    DecisionEvent,
+    EndEvent,
+    FrameEvent,
+    ResetEvent,
+)
+
+__all__ = ["MetricsWrapper"]
+
+
+class _MetricsObserver:
+    def __init__(self, owner: MetricsWrapper) -> None:
+        self._owner = owner
+
+    def on_reset(self, event: ResetEvent) -> None:
+        self._owner._on_reset(event)
+
+    def on_decision(self, event: DecisionEvent) -> None:
+        self._owner._on_decision(event)
+
+    def on_chunk(self, event: ChunkEvent) -> None:
+        rec = self._owner._recorder
+        if rec is not None:
+            rec.record_generated_chunk(event.step, event.frames)
+
+    def on_frame(self, event: FrameEvent) -> None:
+        self._owner._on_frame(event)
+
+    def on_episode_end(self, event: EndEvent) -> None:
+        self._owner._on_end(event)
+
+
+class MetricsWrapper(gym.Wrapper):
+    """Compute HumanClaw's paper metrics per episode (see module docstring).
+
+    Args:
+        env: a ``HumanClawFindNavInteract-v0`` env (possibly wrapped).
+        output_dir: where to write ``metrics.json`` at each episode end (None: info only).
+            Change it between episodes with :meth:`set_output_dir`.
+    """
+
+    def __init__(self, env: gym.Env, output_dir: str | os.PathLike[str] | None = None) -> None:
+        super().__init__(env)
+        self._output_dir = None if output_dir is None else Path(output_dir)
+        self._recorder: Any = None
+        self._targets: frozenset[int] = frozenset()
+        self._object_ids: tuple[int, ...] = ()
+        self._pending: dict[str, Any] | None = None
+        self.last_metrics: dict[str, Any] | None = None
+        self._handle: int | None = env.unwrapped.add_observer(
+            _MetricsObserver(self), needs=("instance", "contacts")
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def set_output_dir(self, output_dir: str | os.PathLike[str] | None) -> None:
+        """Where the next ``metrics.json`` goes."""
+        self._output_dir = None if output_dir is None else Path(output_dir)
+
+    def detach(self) -> None:
+        """Stop observing the env without closing it (idempotent)."""
+        if self._handle is not None:
+            self.env.unwrapped.remove_observer(self._handle)
+            self._handle = None
+
+    def close(self) -> None:
+        self.detach()
+        super().close()
+
+    def step(self, action: Any):
+        self._pending = None
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self._pending is not None:
+            info = dict(info)
+            info["metrics"] = self._pending
+            self._pending = None
+        return obs, reward, terminated, truncated, info
+
+    # -- observer callbacks ------------------------------------------------------------
+    def _on_reset(self, event: ResetEvent) -> None:
+        from humanclaw_gym.metrics import EpisodeMetricRecorder, initial_penetration
+
+        episode, scene = event.episode, event.scene
+        target_ids = [int(g.object_id) for g in episode.goals]
+        aabbs = np.array([np.stack(scene.object_by_id(i).aabb()) for i in target_ids])
+        if event.spawn_floor_y is None or event.contacts is None:
+            raise RuntimeError("MetricsWrapper did not receive contacts/spawn floor at reset")
+        info = getattr(episode, "info", {}) or {}
+        self._targets = frozenset(target_ids)
+        self._object_ids = tuple(event.object_ids)
+        self._recorder = EpisodeMetricRecorder(
+            episode_id=episode.episode_id,
+            scene_id=episode.scene_id,
+            category=episode.object_category,
+            target_ids=target_ids,
+            target_aabbs=aabbs,
+            interact=bool(episode.interact),
+            dynamic_ids=list(event.object_ids),
+            floor_height_m=float(event.spawn_floor_y),
+            initial_penetration_m=float(initial_penetration(event.contacts)),
+            difficulty=info.get("difficulty"),
+        )
+
+    def _on_decision(self, event: DecisionEvent) -> None:
+        if self._recorder is None:
+            return
+        pixels = 0
+        if event.instance is not None and self._targets:
+            pixels = int(np.isin(event.instance, np.fromiter(self._targets, dtype=np.int64)).sum())
+        decision = event.decision
+        self._recorder.record_decision(
+            event.step,
+            pixels,
+            None if decision is None else decision.visible_state,
+            int(event.call.skill),
+            () if decision is None else decision.usage,
+        )
+
+    def _on_frame(self, event: FrameEvent) -> None:
+        if self._recorder is None:
+            return
+        positions = event.object_poses[:, :3] if len(self._object_ids) else np.zeros((0, 3))
+        self._recorder.record_frame(
+            event.step,
+            int(event.call.skill),
+            event.frame_index,
+            event.last_in_chunk,
+            event.contacts,
+            self._object_ids,
+            positions,
+        )
+
+    def _on_end(self, event: EndEvent) -> None:
+        rec, self._recorder = self._recorder, None
+        if rec is None or event.reason not in ("stop", "truncated"):
+            return
+        metrics = rec.finalize(event.link_origins, event.reason)
+        self.last_metrics = metrics
+        self._pending = metrics
+        if self._output_dir is not None:
+            from humanclaw_gym.metrics import write_metrics_json
+
+            write_metrics_json(self._output_dir / "metrics.json", metrics)
