@@ -253,8 +253,8 @@ def _quat_z_to(direction: np.ndarray) -> tuple[float, float, float, float]:
 
 # (joint, child-or-target, radius, mass) for bone capsules; target may be a point offset.
 _BONE_CAPSULES: tuple[tuple[str, str, float, float], ...] = (
-    ("left_hip", "left_knee", 0.068, 8.0),
-    ("right_hip", "right_knee", 0.068, 8.0),
+    ("left_hip", "left_knee", 0.06, 8.0),
+    ("right_hip", "right_knee", 0.06, 8.0),
     ("left_knee", "left_ankle", 0.048, 3.6),
     ("right_knee", "right_ankle", 0.048, 3.6),
     ("spine1", "spine2", 0.095, 5.0),
@@ -270,8 +270,13 @@ _BONE_CAPSULES: tuple[tuple[str, str, float, float], ...] = (
     ("right_wrist", "right_hand", 0.034, 0.4),
 )
 
-#: Height of the sole below the ankle joint centre in the rest pose (m).
+#: Height of the sole below the lower ankle joint centre in the rest pose (m).
 _SOLE_BELOW_ANKLE_M = 0.085
+#: Pelvis-relative height of both soles at rest (the two SMPL ankles differ by 7 mm).
+_SOLE_Y_M = float(
+    min(REST_JOINTS_M[JOINT_INDEX["left_ankle"]][1], REST_JOINTS_M[JOINT_INDEX["right_ankle"]][1])
+    - _SOLE_BELOW_ANKLE_M
+)
 
 
 @lru_cache(maxsize=1)
@@ -297,9 +302,10 @@ def link_shapes() -> tuple[LinkShape, ...]:
     for name, target, radius, mass in _BONE_CAPSULES:
         j, t = JOINT_INDEX[name], JOINT_INDEX[target]
         by_joint[j] = capsule(j, rest[j], rest[t], radius, mass)
-    # pelvis: a wide capsule between the hips, slightly above them.
+    # pelvis: a wide capsule across the hips, reaching lower than the thighs so that a
+    # seated body rests on its pelvis (the Interact metric needs pelvis-seat contact).
     lh, rh = rest[JOINT_INDEX["left_hip"]], rest[JOINT_INDEX["right_hip"]]
-    lift = np.array([0.0, 0.045, -0.01])
+    lift = np.array([0.0, 0.02, -0.01])
     by_joint[0] = capsule(0, rh + lift - [0.03, 0, 0], lh + lift + [0.03, 0, 0], 0.1, 11.0)
     # chest (spine3): wide capsule between the collars' roots.
     s3 = rest[JOINT_INDEX["spine3"]]
@@ -314,11 +320,11 @@ def link_shapes() -> tuple[LinkShape, ...]:
     for side in ("left", "right"):
         ankle, foot = JOINT_INDEX[f"{side}_ankle"], JOINT_INDEX[f"{side}_foot"]
         a, f = rest[ankle], rest[foot]
-        sole_y = a[1] - _SOLE_BELOW_ANKLE_M
+        sole_y = _SOLE_Y_M  # both soles on one plane at rest
         heel_z, ball_z = a[2] - 0.06, f[2]
         hy = 0.5 * (a[1] - 0.01 - sole_y)
         center = np.array([0.5 * (a[0] + f[0]), sole_y + hy, 0.5 * (heel_z + ball_z)]) - a
-        by_joint[ankle] = LinkShape(ankle, "box", 0.0, 0.0, (0.045, hy, 0.5 * (ball_z - heel_z)),
+        by_joint[ankle] = LinkShape(ankle, "box", 0.0, 0.0, (0.045, float(hy), float(0.5 * (ball_z - heel_z))),
                                     tuple(float(v) for v in center), ident, 1.0)  # fmt: skip
         toe_h = 0.022
         toe_center = np.array([f[0], sole_y + toe_h, f[2] + 0.035]) - f
@@ -335,9 +341,19 @@ def link_shapes() -> tuple[LinkShape, ...]:
 
 
 #: Pelvis height above a flat floor when standing in the rest pose (sole on the floor), m.
-STANDING_PELVIS_HEIGHT_M: float = float(
-    -(REST_JOINTS_M[JOINT_INDEX["left_ankle"]][1] - _SOLE_BELOW_ANKLE_M)
-)
+STANDING_PELVIS_HEIGHT_M: float = -_SOLE_Y_M
+
+#: Distance from the pelvis joint down to the lowest point of the pelvis shape (m): a body
+#: seated on a surface at height h has its pelvis joint at about h + this.
+PELVIS_SEAT_OFFSET_M: float = 0.0
 
 #: Eye (ego camera) position in the head joint's frame, metres: slightly up and forward.
 EYE_OFFSET_IN_HEAD_M: tuple[float, float, float] = (0.0, 0.07, 0.11)
+
+
+def _pelvis_seat_offset() -> float:
+    shape = link_shapes()[0]
+    return float(-(shape.offset_m[1] - shape.radius))
+
+
+PELVIS_SEAT_OFFSET_M = _pelvis_seat_offset()

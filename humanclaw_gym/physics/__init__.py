@@ -1,0 +1,25 @@
+"""Physics: the half-physics frame contract and the data it hands to metrics.
+
+* :mod:`humanclaw_gym.physics.types` -- contact rows (:data:`CONTACT_DTYPE`), :data:`HUMAN_ID`.
+* :mod:`humanclaw_gym.physics.pybullet_backend` -- :class:`PybulletHalfPhysics`, the pybullet
+  implementation of :class:`~humanclaw_gym.backends.protocols.PhysicsBackend`.
+* :mod:`humanclaw_gym.physics.rotations` -- the quaternion helpers it uses (numpy only).
+
+Nothing here imports pybullet at import time; the backend imports it in ``build``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, empty_contacts
+
+__all__ = ["CONTACT_DTYPE", "HUMAN_ID", "PybulletHalfPhysics", "empty_contacts"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PybulletHalfPhysics":
+        from humanclaw_gym.physics.pybullet_backend import PybulletHalfPhysics
+
+        return PybulletHalfPhysics
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

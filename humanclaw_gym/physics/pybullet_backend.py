@@ -1,0 +1,906 @@
+"""pybullet implementation of the half-physics frame contract.
+
+``docs/physics.md`` explains every clause; the comments below name the clause each piece of
+code implements. One generated 30 Hz frame (:meth:`PybulletHalfPhysics.step_frame`):
+
+1. Drives are computed from the previous generated frame, the new generated frame and the
+   realized state: root x/z velocity, root angular velocity and one spherical-motor target
+   per joint, each rotation taken along the shortest arc and capped at 30 degrees per frame.
+2. Four Bullet substeps of 1/120 s. The root x/z velocity is written before substeps 0 and 2,
+   the root angular velocity before substep 0 only; gravity and contacts act on every
+   substep (vertical root motion is never written).
+3. The realized state is read back once and cached for the readout methods.
+
+The simulation world is Y-up (gravity ``(0, -9.8, 0)``), like every other module, so no axis
+conversion happens anywhere. pybullet is imported only inside :meth:`build`.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from humanclaw_gym.backends.protocols import PhysicsCapabilities
+from humanclaw_gym.body.skeleton import FRAME_DIM, JOINT_NAMES, NUM_JOINTS
+from humanclaw_gym.physics.rotations import (
+    cap_rotvec,
+    quat_conj,
+    quat_exp,
+    quat_log,
+    quat_mul,
+    quat_rotate,
+)
+from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, empty_contacts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from humanclaw_gym.scenes.spec import SceneObject, SceneSpec
+
+__all__ = [
+    "COLLISION_MARGIN_M",
+    "FRAME_RATE_HZ",
+    "GRAVITY_M_S2",
+    "HUMAN_FRICTION",
+    "MAX_DRIVE_PER_FRAME_RAD",
+    "PJSC_GAINS",
+    "RESTITUTION",
+    "ROOT_ANGULAR_SUBSTEP",
+    "ROOT_VELOCITY_SUBSTEPS",
+    "SCENE_FRICTION",
+    "SUBSTEPS_PER_FRAME",
+    "SUBSTEP_S",
+    "PybulletHalfPhysics",
+    "contract_summary",
+]
+
+# ---------------------------------------------------------------------------------------
+# The frame contract (public so that replay manifests can record it).
+# ---------------------------------------------------------------------------------------
+#: Rate of generated frames, Hz.
+FRAME_RATE_HZ = 30.0
+#: Bullet substeps per generated frame.
+SUBSTEPS_PER_FRAME = 4
+#: Length of one Bullet substep, seconds (1/120).
+SUBSTEP_S = 1.0 / (FRAME_RATE_HZ * SUBSTEPS_PER_FRAME)
+#: Zero-based substeps before which the generated root x/z velocity is written.
+ROOT_VELOCITY_SUBSTEPS: tuple[int, ...] = (0, 2)
+#: Zero-based substep before which the root angular velocity is written (once per frame;
+#: it must be one of ``ROOT_VELOCITY_SUBSTEPS``: both are written by one base-velocity call).
+ROOT_ANGULAR_SUBSTEP = 0
+#: Magnitude of gravity along world -Y, m/s^2.
+GRAVITY_M_S2 = 9.8
+#: Cap of every joint drive and of the root angular drive, per generated frame.
+MAX_DRIVE_PER_FRAME_RAD = math.radians(30.0)
+#: Lateral friction of every humanoid link, the base (pelvis) included.
+HUMAN_FRICTION = 0.4
+#: Lateral friction of every scene object (Bullet multiplies the two bodies' values).
+SCENE_FRICTION = 1.0
+#: Restitution of every body.
+RESTITUTION = 0.0
+#: Collision margin set on every created body, metres.
+COLLISION_MARGIN_M = 0.01
+#: PJSC gains that differ from the default 1.0 (SMPL "shoulder" = upper-arm joint).
+PJSC_GAINS: dict[str, float] = {
+    "left_shoulder": 0.03,
+    "right_shoulder": 0.03,
+    "left_wrist": 0.1,
+    "right_wrist": 0.1,
+    "left_ankle": 0.1,
+    "right_ankle": 0.1,
+}
+
+_NUM_BODY_JOINTS = NUM_JOINTS - 1
+_LINKS = list(range(_NUM_BODY_JOINTS))
+_ZERO_VEL3 = [[0.0, 0.0, 0.0]] * _NUM_BODY_JOINTS
+_IDENTITY_QUAT = np.array([0.0, 0.0, 0.0, 1.0])
+# Collision filter group of the humanoid's links; rays cast with a mask that lacks this bit
+# ignore the humanoid. Bullet's own groups are 1 (dynamic bodies) and 2 (static bodies).
+_HUMAN_FILTER_GROUP = 1 << 5
+_ALL_FILTER = -1
+_RAY_MASK = _ALL_FILTER & ~_HUMAN_FILTER_GROUP
+# pybullet cylinders run along local +Z; scene cylinders along +Y: rotate -90 deg about X.
+_CYLINDER_Z_TO_Y = (-math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))
+# Where the humanoid waits between build() and the first reset() (far below any scene).
+_PARK_POSITION = (0.0, -1000.0, 0.0)
+
+# Spherical position motors. pybullet's spherical motor turns the rotation error into a
+# velocity target ``position_gain * erp * error / dt`` with Bullet's non-contact erp (its
+# velocity gain is ignored). Measured: tracking is best for gains 5-8, the body becomes
+# unstable from about 12; 5 keeps a margin. Maximum torques (N m per axis) are those of a
+# strong adult; legs and spine carry the body (vertical root motion is gravity/contact
+# driven, so the legs must hold the pelvis up).
+_MOTOR_POSITION_GAIN = 5.0
+# Fraction of a contact penetration Bullet removes per substep. Measured: a body driven into
+# a wall at 1.2 m/s sinks 5.2 cm with pybullet's default and 2.4 cm with 0.4; the motors use
+# the separate non-contact erp.
+_CONTACT_ERP = 0.4
+_MOTOR_MAX_TORQUE_NM: dict[str, float] = {
+    "left_hip": 400.0,
+    "right_hip": 400.0,
+    "spine1": 400.0,
+    "left_knee": 400.0,
+    "right_knee": 400.0,
+    "spine2": 400.0,
+    "left_ankle": 250.0,
+    "right_ankle": 250.0,
+    "spine3": 400.0,
+    "left_foot": 60.0,
+    "right_foot": 60.0,
+    "neck": 80.0,
+    "left_collar": 120.0,
+    "right_collar": 120.0,
+    "head": 60.0,
+    "left_shoulder": 120.0,
+    "right_shoulder": 120.0,
+    "left_elbow": 80.0,
+    "right_elbow": 80.0,
+    "left_wrist": 30.0,
+    "right_wrist": 30.0,
+    "left_hand": 15.0,
+    "right_hand": 15.0,
+}
+
+
+def contract_summary() -> dict[str, Any]:
+    """The frame-contract constants as a JSON-ready dict (for replay manifests)."""
+    return {
+        "backend": "pybullet",
+        "frame_rate_hz": FRAME_RATE_HZ,
+        "substeps_per_frame": SUBSTEPS_PER_FRAME,
+        "substep_s": SUBSTEP_S,
+        "root_velocity_substeps": list(ROOT_VELOCITY_SUBSTEPS),
+        "root_angular_substep": ROOT_ANGULAR_SUBSTEP,
+        "gravity_m_s2": GRAVITY_M_S2,
+        "max_drive_per_frame_rad": MAX_DRIVE_PER_FRAME_RAD,
+        "human_friction": HUMAN_FRICTION,
+        "scene_friction": SCENE_FRICTION,
+        "restitution": RESTITUTION,
+        "collision_margin_m": COLLISION_MARGIN_M,
+        "pjsc_gains": {name: PJSC_GAINS.get(name, 1.0) for name in JOINT_NAMES[1:]},
+        "motor_position_gain": _MOTOR_POSITION_GAIN,
+        "contact_erp": _CONTACT_ERP,
+        "motor_max_torque_nm": dict(_MOTOR_MAX_TORQUE_NM),
+    }
+
+
+def _validate_frame(frame_75: np.ndarray, where: str) -> np.ndarray:
+    frame = np.asarray(frame_75, dtype=np.float64)
+    if frame.shape != (FRAME_DIM,):
+        raise ValueError(f"{where}: frame_75 must have shape ({FRAME_DIM},), got {frame.shape}")
+    if not np.all(np.isfinite(frame)):
+        bad = int(np.flatnonzero(~np.isfinite(frame))[0])
+        raise ValueError(f"{where}: frame_75 must be finite, value {bad} is {frame[bad]}")
+    return frame
+
+
+def _frame_rotations(frame: np.ndarray) -> np.ndarray:
+    """Quaternions ``(24, 4)`` of a frame: row 0 the root (body -> world), rows 1..23 the
+    joints' local rotations."""
+    return quat_exp(frame[3:].reshape(NUM_JOINTS, 3))
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """Opaque snapshot of :meth:`PybulletHalfPhysics.get_state` (valid until the next reset)."""
+
+    owner: int
+    episode: int
+    state_id: int
+    prev_gen: np.ndarray
+    prev_rot: np.ndarray
+    command: np.ndarray
+    stepped: bool
+
+
+def _release_state(backend_ref: weakref.ReferenceType, episode: int, state_id: int) -> None:
+    backend = backend_ref()
+    if backend is not None:
+        backend._forget_saved_state(episode, state_id)
+
+
+class PybulletHalfPhysics:
+    """Half-physics execution of generated humanoid motion in pybullet (``p.DIRECT``).
+
+    Each instance owns its own pybullet client (every call passes ``physicsClientId``), so
+    several backends can live in one process.
+
+    Determinism: :meth:`reset` rebuilds the whole world (``resetSimulation`` and the same
+    creation sequence as :meth:`build`) and then places the humanoid, so an episode's
+    trajectory is bit-identical whatever ran before it. Snapshots from :meth:`get_state`
+    restore exactly (pybullet ``saveState``/``restoreState``, contacts included) and stay
+    valid until the next :meth:`reset` or :meth:`close`.
+
+    Args:
+        solver_iterations: Bullet constraint-solver iterations per substep. Time grows with
+            it (see ``docs/physics.md``); 10 keeps standing height and tracking tight.
+        root_correction_gain: weight of the realized-to-generated correction in the root
+            angular drive (the same blend as PJSC). 1.0 (default) makes the root orientation
+            track the generated one, so contact-induced tilt is undone at up to 30 degrees
+            per frame; 0.0 replays only the generated per-frame rotation delta.
+        pjsc_gains: per-joint PJSC gain overrides by joint name (default :data:`PJSC_GAINS`,
+            1.0 elsewhere), each in ``[0, 1]``.
+        motor_torque_scale: multiplies every joint motor's maximum torque (> 0).
+    """
+
+    capabilities = PhysicsCapabilities(name="pybullet")
+
+    def __init__(
+        self,
+        solver_iterations: int = 10,
+        *,
+        root_correction_gain: float = 1.0,
+        pjsc_gains: dict[str, float] | None = None,
+        motor_torque_scale: float = 1.0,
+    ) -> None:
+        if isinstance(solver_iterations, bool) or not isinstance(solver_iterations, int):
+            raise TypeError(f"solver_iterations must be an int, got {solver_iterations!r}")
+        if not 1 <= solver_iterations <= 1000:
+            raise ValueError(f"solver_iterations must be in [1, 1000], got {solver_iterations}")
+        if not 0.0 <= float(root_correction_gain) <= 1.0:
+            raise ValueError(f"root_correction_gain must be in [0, 1], got {root_correction_gain}")
+        if not float(motor_torque_scale) > 0.0:
+            raise ValueError(f"motor_torque_scale must be > 0, got {motor_torque_scale}")
+        gains = dict(PJSC_GAINS)
+        for name, gain in (pjsc_gains or {}).items():
+            if name not in JOINT_NAMES[1:]:
+                raise ValueError(f"pjsc_gains: unknown joint {name!r}; allowed: {JOINT_NAMES[1:]}")
+            if not 0.0 <= float(gain) <= 1.0:
+                raise ValueError(f"pjsc_gains[{name!r}] must be in [0, 1], got {gain}")
+            gains[name] = float(gain)
+        self.solver_iterations = solver_iterations
+        self.root_correction_gain = float(root_correction_gain)
+        self.pjsc_gains = np.array([gains.get(name, 1.0) for name in JOINT_NAMES[1:]])
+        self._pjsc_col = self.pjsc_gains[:, None]
+        self._motor_forces = [
+            [_MOTOR_MAX_TORQUE_NM[name] * float(motor_torque_scale)] * 3 for name in JOINT_NAMES[1:]
+        ]
+        self._motor_gains = [_MOTOR_POSITION_GAIN] * _NUM_BODY_JOINTS
+
+        self._p: Any = None
+        self._client: int | None = None
+        self._tmpdir: Path | None = None
+        self._urdf_path: Path | None = None
+        self._scene: SceneSpec | None = None
+        self._pristine = False  # world exactly as populated, nothing placed or stepped
+        self._stepped = False  # a substep ran since the humanoid was placed (manifolds exist)
+        self._episode = 0
+        self._episode_ready = False
+        self._saved_states: set[int] = set()
+        # world bookkeeping (filled by _populate)
+        self._human = -1
+        self._body_to_object: dict[int, int] = {}
+        self._object_bodies: dict[int, int] = {}
+        self._objects: dict[int, SceneObject] = {}
+        self._dynamic_ids: tuple[int, ...] = ()
+        self._dynamic_bodies: list[int] = []
+        self._dynamic_com_local = np.zeros((0, 3))
+        self._dynamic_body_set: frozenset[int] = frozenset()
+        self._base_com_local = np.zeros(3)
+        self._link_to_joint = np.arange(1, NUM_JOINTS)
+        # controller + realized state
+        self._prev_gen = np.zeros(FRAME_DIM)
+        self._prev_rot = np.tile(_IDENTITY_QUAT, (NUM_JOINTS, 1))
+        self._command = np.tile(_IDENTITY_QUAT, (_NUM_BODY_JOINTS, 1))
+        self._real_pos = np.zeros(3)
+        self._real_rot = np.tile(_IDENTITY_QUAT, (NUM_JOINTS, 1))
+
+    def contract(self) -> dict[str, Any]:
+        """The frame contract and this instance's tuning, JSON-ready (for replay manifests)."""
+        out = contract_summary()
+        out["solver_iterations"] = self.solver_iterations
+        out["root_correction_gain"] = self.root_correction_gain
+        out["pjsc_gains"] = {
+            name: float(g) for name, g in zip(JOINT_NAMES[1:], self.pjsc_gains, strict=True)
+        }
+        out["motor_max_torque_nm"] = {
+            name: float(f[0]) for name, f in zip(JOINT_NAMES[1:], self._motor_forces, strict=True)
+        }
+        return out
+
+    # ================================================================== lifecycle
+    def build(self, scene: SceneSpec) -> None:
+        """Connect a private ``DIRECT`` client and create the scene and the humanoid.
+
+        Raises:
+            RuntimeError: already built, or pybullet refused a body (the backend is closed).
+        """
+        if self._client is not None:
+            raise RuntimeError("PybulletHalfPhysics.build: already built; call close() first")
+        import pybullet
+
+        from humanclaw_gym.body.urdf import build_humanoid_urdf
+
+        self._p = pybullet
+        try:
+            client = int(pybullet.connect(pybullet.DIRECT))
+            if client < 0:
+                raise RuntimeError("pybullet.connect(DIRECT) failed")
+            self._client = client
+            self._tmpdir = Path(tempfile.mkdtemp(prefix="humanclaw_pybullet_"))
+            self._urdf_path = build_humanoid_urdf(self._tmpdir)
+            self._scene = scene
+            self._populate()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Disconnect and delete temporary files. Idempotent; safe after a failed build."""
+        client, self._client = self._client, None
+        if client is not None and self._p is not None:
+            try:
+                self._p.disconnect(physicsClientId=client)
+            except Exception:  # noqa: BLE001 - the server may already be gone
+                pass
+        self._saved_states.clear()
+        self._episode_ready = False
+        self._pristine = False
+        self._human = -1
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+            self._urdf_path = None
+
+    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    # ================================================================== world creation
+    def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Call ``pybullet.<name>`` on this backend's client."""
+        return getattr(self._p, name)(*args, physicsClientId=self._client, **kwargs)
+
+    def _require_built(self, where: str) -> None:
+        if self._client is None:
+            raise RuntimeError(f"PybulletHalfPhysics.{where}: call build(scene) first")
+
+    def _require_episode(self, where: str) -> None:
+        self._require_built(where)
+        if not self._episode_ready:
+            raise RuntimeError(f"PybulletHalfPhysics.{where}: call reset(frame_75) first")
+
+    def _populate(self) -> None:
+        """Create the world from scratch (same call sequence every time: determinism)."""
+        assert self._scene is not None
+        # Y-up world: gravity along -Y; it acts on the humanoid and on every dynamic object
+        # on every substep (contract: "movable objects get mass * gravity before every
+        # substep" -- Bullet applies exactly m * g to each awake body before each internal
+        # step, and dynamic objects are never allowed to sleep, see _create_objects).
+        self._call("setGravity", 0.0, -GRAVITY_M_S2, 0.0)
+        # Contract: one substep = 1/120 s, stepped manually (4 per generated frame).
+        self._call(
+            "setPhysicsEngineParameter",
+            fixedTimeStep=SUBSTEP_S,
+            numSubSteps=1,
+            numSolverIterations=self.solver_iterations,
+            deterministicOverlappingPairs=1,
+            contactERP=_CONTACT_ERP,
+        )
+        self._create_objects(self._scene)
+        self._create_humanoid()
+        self._pristine = True
+
+    def _create_objects(self, scene: SceneSpec) -> None:
+        p = self._p
+        self._body_to_object = {}
+        self._object_bodies = {}
+        self._objects = {}
+        dyn_ids: list[int] = []
+        dyn_bodies: list[int] = []
+        dyn_com: list[np.ndarray] = []
+        for obj in scene.objects:
+            unsupported = [
+                part.shape for part in obj.parts if part.shape not in self.capabilities.part_shapes
+            ]
+            if unsupported:
+                raise ValueError(
+                    f"object {obj.name!r}: part shapes {unsupported} are not supported"
+                )
+            # Dynamic objects get their centre of mass at the volume-weighted centroid of
+            # their parts; pybullet's base frame is the inertial frame, so shapes are shifted.
+            com_local = _parts_centroid(obj) if obj.dynamic else np.zeros(3)
+            types, radii, halves, lengths, positions, orientations = [], [], [], [], [], []
+            for part in obj.parts:
+                if part.shape == "box":
+                    types.append(p.GEOM_BOX)
+                    radii.append(0.0)
+                    halves.append(list(part.size))
+                    lengths.append(0.0)
+                    orientations.append([0.0, 0.0, 0.0, 1.0])
+                elif part.shape == "cylinder":
+                    types.append(p.GEOM_CYLINDER)
+                    radii.append(part.size[0])
+                    halves.append([0.0, 0.0, 0.0])
+                    lengths.append(2.0 * part.size[1])
+                    orientations.append(list(_CYLINDER_Z_TO_Y))
+                else:
+                    types.append(p.GEOM_SPHERE)
+                    radii.append(part.size[0])
+                    halves.append([0.0, 0.0, 0.0])
+                    lengths.append(0.0)
+                    orientations.append([0.0, 0.0, 0.0, 1.0])
+                positions.append((np.asarray(part.offset) - com_local).tolist())
+            shape = self._call(
+                "createCollisionShapeArray",
+                shapeTypes=types,
+                radii=radii,
+                halfExtents=halves,
+                lengths=lengths,
+                collisionFramePositions=positions,
+                collisionFrameOrientations=orientations,
+            )
+            if shape < 0:
+                raise RuntimeError(f"pybullet refused the collision shape of object {obj.name!r}")
+            com_world = np.asarray(obj.position) + obj.rotation() @ com_local
+            body = self._call(
+                "createMultiBody",
+                baseMass=float(obj.mass_kg) if obj.dynamic else 0.0,
+                baseCollisionShapeIndex=shape,
+                baseVisualShapeIndex=-1,  # the renderer is separate: no visual shapes here
+                basePosition=com_world.tolist(),
+                baseOrientation=list(obj.quat_xyzw()),
+            )
+            if body < 0:
+                raise RuntimeError(f"pybullet refused the body of object {obj.name!r}")
+            # One property per call: pybullet's changeDynamics silently skips some later
+            # properties when an earlier one (e.g. collisionMargin) is handled first.
+            self._call("changeDynamics", body, -1, lateralFriction=SCENE_FRICTION)
+            self._call("changeDynamics", body, -1, restitution=RESTITUTION)
+            self._call("changeDynamics", body, -1, collisionMargin=COLLISION_MARGIN_M)
+            if obj.dynamic:
+                # Never sleep: a sleeping body would skip gravity (e.g. a cup left hovering
+                # after the object under it was pushed away).
+                self._call(
+                    "changeDynamics", body, -1, activationState=p.ACTIVATION_STATE_DISABLE_SLEEPING
+                )
+                dyn_ids.append(obj.object_id)
+                dyn_bodies.append(body)
+                dyn_com.append(com_local)
+            self._body_to_object[body] = obj.object_id
+            self._object_bodies[obj.object_id] = body
+            self._objects[obj.object_id] = obj
+        self._dynamic_ids = tuple(dyn_ids)
+        self._dynamic_bodies = dyn_bodies
+        self._dynamic_body_set = frozenset(dyn_bodies)
+        self._dynamic_com_local = np.array(dyn_com, dtype=np.float64).reshape(-1, 3)
+
+    def _create_humanoid(self) -> None:
+        p = self._p
+        human = self._call(
+            "loadURDF",
+            str(self._urdf_path),
+            basePosition=list(_PARK_POSITION),
+            flags=p.URDF_USE_INERTIA_FROM_FILE | p.URDF_MAINTAIN_LINK_ORDER,
+        )
+        if human < 0:
+            raise RuntimeError(
+                f"pybullet could not load the humanoid URDF {str(self._urdf_path)!r}"
+            )
+        self._human = human
+        n = self._call("getNumJoints", human)
+        if n != _NUM_BODY_JOINTS:
+            raise RuntimeError(f"humanoid URDF has {n} joints, expected {_NUM_BODY_JOINTS}")
+        # Explicit map pybullet link index -> skeleton joint index (link i is the child link
+        # of pybullet joint i; the base is the pelvis, joint 0). With URDF_MAINTAIN_LINK_ORDER
+        # and links written in JOINT_NAMES order this is i + 1; checked, never assumed.
+        link_to_joint = np.empty(n, dtype=np.int64)
+        for link in range(n):
+            info = self._call("getJointInfo", human, link)
+            name = info[12].decode("utf-8")
+            if info[2] != p.JOINT_SPHERICAL:
+                raise RuntimeError(f"humanoid joint {name!r} is not spherical")
+            link_to_joint[link] = JOINT_NAMES.index(name)
+        self._link_to_joint = link_to_joint
+        for link in range(-1, n):
+            self._call("changeDynamics", human, link, lateralFriction=HUMAN_FRICTION)
+            self._call("changeDynamics", human, link, restitution=RESTITUTION)
+            self._call("changeDynamics", human, link, collisionMargin=COLLISION_MARGIN_M)
+            self._call("setCollisionFilterGroupMask", human, link, _HUMAN_FILTER_GROUP, _ALL_FILTER)
+        info = self._call("getDynamicsInfo", human, -1)
+        if np.abs(np.asarray(info[4]) - _IDENTITY_QUAT).max() > 1e-9:
+            raise RuntimeError("humanoid base inertial frame is rotated; expected axis-aligned")
+        self._base_com_local = np.asarray(info[3], dtype=np.float64)
+
+    # ================================================================== episode
+    def reset(self, frame_75: np.ndarray) -> None:
+        """Rebuild the world, place the humanoid exactly at ``frame_75`` and clear the drives.
+
+        Raises:
+            ValueError: ``frame_75`` is not a finite ``(75,)`` vector.
+        """
+        self._require_built("reset")
+        frame = _validate_frame(frame_75, "reset")
+        self._episode_ready = False
+        self._episode += 1
+        self._saved_states.clear()  # resetSimulation discards pybullet's saved states
+        if not self._pristine:
+            self._call("resetSimulation")
+            self._populate()
+        self._pristine = False
+        rot = _frame_rotations(frame)
+        root_pos = frame[0:3]
+        com = root_pos + quat_rotate(rot[0], self._base_com_local)
+        self._call("resetBasePositionAndOrientation", self._human, com.tolist(), rot[0].tolist())
+        self._call("resetBaseVelocity", self._human, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
+        self._call(
+            "resetJointStatesMultiDof",
+            self._human,
+            _LINKS,
+            rot[1:].tolist(),
+            targetVelocities=_ZERO_VEL3,
+        )
+        self._prev_gen = frame.copy()
+        self._prev_rot = rot
+        self._command = rot[1:].copy()
+        self._stepped = False
+        self._apply_motors()
+        self._read_state()
+        self._episode_ready = True
+
+    def _apply_motors(self) -> None:
+        self._call(
+            "setJointMotorControlMultiDofArray",
+            self._human,
+            _LINKS,
+            self._p.POSITION_CONTROL,
+            targetPositions=self._command.tolist(),
+            positionGains=self._motor_gains,
+            forces=self._motor_forces,
+        )
+
+    def _read_state(self) -> None:
+        com, quat = self._call("getBasePositionAndOrientation", self._human)
+        rot = np.empty((NUM_JOINTS, 4))
+        rot[0] = quat
+        rot[1:] = [s[0] for s in self._call("getJointStatesMultiDof", self._human, _LINKS)]
+        pos = np.asarray(com, dtype=np.float64) - quat_rotate(rot[0], self._base_com_local)
+        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(rot))):
+            raise RuntimeError("pybullet simulation diverged: the humanoid state is not finite")
+        self._real_pos = pos
+        self._real_rot = rot
+
+    def _write_root_velocity(self, v_root_xz: np.ndarray, omega_world: np.ndarray | None) -> None:
+        """Write the base velocity so that the pelvis joint moves at ``v_root_xz`` (x, z).
+
+        The vertical velocity is kept (gravity/contacts own it). ``omega_world`` replaces the
+        angular velocity when given, else the current one is kept. pybullet's base velocity
+        is that of the base's centre of mass, which sits ``c`` away from the pelvis joint:
+        ``v_joint = v_com + omega x (-c)``, hence the horizontal ``v_com`` written below.
+        """
+        lin, ang = self._call("getBaseVelocity", self._human)
+        omega = np.asarray(ang, dtype=np.float64) if omega_world is None else omega_world
+        _, quat = self._call("getBasePositionAndOrientation", self._human)
+        com_to_joint = -quat_rotate(np.asarray(quat, dtype=np.float64), self._base_com_local)
+        # horizontal components of omega x com_to_joint
+        lever_x = omega[1] * com_to_joint[2] - omega[2] * com_to_joint[1]
+        lever_z = omega[0] * com_to_joint[1] - omega[1] * com_to_joint[0]
+        v_com = [float(v_root_xz[0] - lever_x), lin[1], float(v_root_xz[1] - lever_z)]
+        self._call("resetBaseVelocity", self._human, v_com, omega.tolist())
+
+    def step_frame(self, frame_75: np.ndarray) -> None:
+        """Execute one generated 30 Hz frame: drives, then 4 substeps of 1/120 s.
+
+        Raises:
+            ValueError: ``frame_75`` is not a finite ``(75,)`` vector.
+            RuntimeError: called before :meth:`reset`, or the simulation diverged.
+        """
+        self._require_episode("step_frame")
+        frame = _validate_frame(frame_75, "step_frame")
+        gen_rot = _frame_rotations(frame)
+        prev_rot = self._prev_rot
+
+        # -- Root x/z velocity: difference of consecutive generated root positions * 30 Hz.
+        v_root_xz = (frame[[0, 2]] - self._prev_gen[[0, 2]]) * FRAME_RATE_HZ
+
+        # -- Root angular velocity (world frame), shortest arc, capped at 30 deg per frame:
+        # blend of the generated delta and the correction realized -> generated.
+        g_root = self.root_correction_gain
+        root_gen = quat_log(quat_mul(gen_rot[0], quat_conj(prev_rot[0])))
+        root_corr = quat_log(quat_mul(gen_rot[0], quat_conj(self._real_rot[0])))
+        root_delta = cap_rotvec(
+            (1.0 - g_root) * root_gen + g_root * root_corr, MAX_DRIVE_PER_FRAME_RAD
+        )
+        omega_world = root_delta * FRAME_RATE_HZ
+
+        # -- Joint drives with PJSC (local joint frames, shortest arcs). The expected pose
+        # integrates the *uncapped* generated delta from the reset pose, which is exactly
+        # the generated pose, so ``gen_rot`` is the PJSC target. The drive command moves by
+        #   delta = (1 - g) * generated_delta + g * log(command^-1 * expected),
+        # capped at 30 deg, and the motor target is kept within 30 deg of the realized
+        # rotation (pybullet ignores velocity limits of spherical motors, so the cap is
+        # enforced on the target). See docs/physics.md for why the command, not the realized
+        # rotation, is the base of the increment.
+        real_joint = self._real_rot[1:]
+        gen_delta = quat_log(quat_mul(quat_conj(prev_rot[1:]), gen_rot[1:]))
+        corr = quat_log(quat_mul(quat_conj(self._command), gen_rot[1:]))
+        g = self._pjsc_col
+        delta = cap_rotvec((1.0 - g) * gen_delta + g * corr, MAX_DRIVE_PER_FRAME_RAD)
+        wanted = quat_mul(self._command, quat_exp(delta))
+        lead = cap_rotvec(
+            quat_log(quat_mul(quat_conj(real_joint), wanted)), MAX_DRIVE_PER_FRAME_RAD
+        )
+        self._command = quat_mul(real_joint, quat_exp(lead))
+        self._apply_motors()
+
+        # -- Four substeps. x/z velocity before substeps 0 and 2 (contacts may change it in
+        # substeps 1 and 3), angular velocity before substep 0 only.
+        self._pristine = False
+        self._stepped = True
+        for sub in range(SUBSTEPS_PER_FRAME):
+            if sub in ROOT_VELOCITY_SUBSTEPS:
+                self._write_root_velocity(
+                    v_root_xz, omega_world if sub == ROOT_ANGULAR_SUBSTEP else None
+                )
+            self._call("stepSimulation")
+        self._prev_gen = frame.copy()
+        self._prev_rot = gen_rot
+        self._read_state()
+
+    # ================================================================== readouts
+    def realized_frame(self) -> np.ndarray:
+        """The humanoid's realized pose as a 75-D frame (root position, root axis-angle and
+        each joint's local axis-angle from ``getJointStatesMultiDof``), ``float64 (75,)``."""
+        self._require_episode("realized_frame")
+        out = np.empty(FRAME_DIM)
+        out[0:3] = self._real_pos
+        out[3:] = quat_log(self._real_rot).reshape(-1)
+        return out
+
+    def link_poses(self) -> np.ndarray:
+        """World pose ``[x, y, z, qx, qy, qz, qw]`` of every link frame (= joint frame),
+        rows in ``JOINT_NAMES`` order, ``float64 (24, 7)``."""
+        self._require_episode("link_poses")
+        out = np.empty((NUM_JOINTS, 7))
+        out[0, 0:3] = self._real_pos
+        out[0, 3:7] = self._real_rot[0]
+        states = self._call("getLinkStates", self._human, _LINKS, computeForwardKinematics=1)
+        for link, state in enumerate(states):
+            row = self._link_to_joint[link]
+            out[row, 0:3] = state[4]  # worldLinkFramePosition (URDF link frame, not the COM)
+            out[row, 3:7] = state[5]
+        return out
+
+    def link_origins(self) -> np.ndarray:
+        """Row 0: the articulated root (base frame origin); rows 1..24: every link origin in
+        ``JOINT_NAMES`` order (row 1 = pelvis). In this model the root *is* the pelvis joint,
+        so rows 0 and 1 coincide. ``float64 (25, 3)``."""
+        poses = self.link_poses()
+        return np.concatenate([self._real_pos[None, :], poses[:, 0:3]], axis=0)
+
+    @property
+    def dynamic_object_ids(self) -> tuple[int, ...]:
+        """Scene ids of the dynamic objects (scene order), the rows of :meth:`object_poses`."""
+        return self._dynamic_ids
+
+    def object_poses(self) -> np.ndarray:
+        """World pose of every dynamic object's frame (not its centre of mass), ``(M, 7)``."""
+        self._require_built("object_poses")
+        out = np.empty((len(self._dynamic_bodies), 7))
+        for row, body in enumerate(self._dynamic_bodies):
+            com, quat = self._call("getBasePositionAndOrientation", body)
+            q = np.asarray(quat, dtype=np.float64)
+            out[row, 0:3] = np.asarray(com) - quat_rotate(q, self._dynamic_com_local[row])
+            out[row, 3:7] = q
+        return out
+
+    def contacts(self) -> np.ndarray:
+        """Contact points of the current state (:data:`CONTACT_DTYPE` rows), computed on call.
+
+        Returned: every humanoid-vs-object point (``a = HUMAN_ID``, ``link_a`` = skeleton
+        joint index), every dynamic-vs-dynamic point and every dynamic-vs-static point
+        (object rows with ``a < b``); static bodies never touch each other in Bullet. An
+        object's ``link`` field is the index of its part nearest to the contact point.
+
+        After a substep these are Bullet's contact-manifold points of the last substep (found
+        at the start of that 1/120 s substep). Bullet keeps a manifold point until it
+        separates by more than its contact-breaking distance, so ``distance`` may be slightly
+        positive (a near contact); consumers needing touching contacts filter
+        ``distance <= 0``. Right after :meth:`reset`, before any substep, there are no
+        manifolds yet: the rows are then exact closest-point queries (``distance <= 0``)
+        at the placed pose, e.g. for the initial-penetration check. Neither path changes the
+        simulation (no collision pass is run outside ``stepSimulation``).
+        """
+        self._require_episode("contacts")
+        raw = self._call("getContactPoints") if self._stepped else self._closest_points()
+        rows: list[tuple] = []
+        human = self._human
+        dynamic = self._dynamic_body_set
+        for cp in raw:
+            body_a, body_b, link_a, link_b = cp[1], cp[2], cp[3], cp[4]
+            pos_a, pos_b, distance = cp[5], cp[6], cp[8]
+            if body_b == human:
+                body_a, body_b, link_a, link_b, pos_a, pos_b = (
+                    body_b,
+                    body_a,
+                    link_b,
+                    link_a,
+                    pos_b,
+                    pos_a,
+                )
+            if body_a == human:
+                obj_b = self._body_to_object.get(body_b)
+                if obj_b is None:  # the humanoid itself (self-collision is off anyway)
+                    continue
+                joint = 0 if link_a < 0 else int(self._link_to_joint[link_a])
+                rows.append(
+                    (HUMAN_ID, joint, obj_b, self._part_index(obj_b, pos_b), pos_a, pos_b, distance)
+                )
+                continue
+            if body_a not in dynamic and body_b not in dynamic:
+                continue
+            obj_a = self._body_to_object.get(body_a)
+            obj_b = self._body_to_object.get(body_b)
+            if obj_a is None or obj_b is None:
+                continue
+            if obj_a > obj_b:
+                obj_a, obj_b, pos_a, pos_b = obj_b, obj_a, pos_b, pos_a
+            rows.append(
+                (
+                    obj_a,
+                    self._part_index(obj_a, pos_a),
+                    obj_b,
+                    self._part_index(obj_b, pos_b),
+                    pos_a,
+                    pos_b,
+                    distance,
+                )
+            )
+        if not rows:
+            return empty_contacts()
+        return np.array(rows, dtype=CONTACT_DTYPE)
+
+    def _closest_points(self) -> list[tuple]:
+        """Touching/penetrating closest points (pybullet contact tuples) of the humanoid and
+        of every dynamic object against everything their AABBs overlap. Pure queries."""
+        human = self._human
+        movers = [(human, list(range(-1, _NUM_BODY_JOINTS)))]
+        movers += [(body, [-1]) for body in self._dynamic_bodies]
+        done: set[tuple[int, int]] = set()
+        points: list[tuple] = []
+        for body, links in movers:
+            lo = np.full(3, np.inf)
+            hi = np.full(3, -np.inf)
+            for link in links:
+                a, b = self._call("getAABB", body, link)
+                lo = np.minimum(lo, a)
+                hi = np.maximum(hi, b)
+            overlapping = self._call("getOverlappingObjects", lo.tolist(), hi.tolist()) or ()
+            for other in sorted({uid for uid, _ in overlapping}):
+                pair = (min(body, other), max(body, other))
+                if other == body or pair in done:
+                    continue
+                done.add(pair)
+                points.extend(self._call("getClosestPoints", body, other, 0.0))
+        return points
+
+    def _part_index(self, object_id: int, point_world: Any) -> int:
+        """Index of the part of an object whose surface is nearest to a world point."""
+        obj = self._objects[object_id]
+        if len(obj.parts) == 1:
+            return 0
+        body = self._object_bodies[object_id]
+        if body in self._dynamic_body_set:
+            com, q = self._call("getBasePositionAndOrientation", body)
+            quat = np.asarray(q, dtype=np.float64)
+            row = self._dynamic_bodies.index(body)
+            origin = np.asarray(com) - quat_rotate(quat, self._dynamic_com_local[row])
+        else:
+            origin, quat = np.asarray(obj.position), np.asarray(obj.quat_xyzw())
+        local = quat_rotate(quat_conj(quat), np.asarray(point_world, dtype=np.float64) - origin)
+        best, best_d = -1, math.inf
+        for index, part in enumerate(obj.parts):
+            d = _part_distance(part.shape, part.size, local - np.asarray(part.offset))
+            if d < best_d:
+                best, best_d = index, d
+        return best
+
+    def ray_cast_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
+        """Height of the first scene surface hit by a vertical ray at ``(x, z)`` from
+        ``from_y`` down to ``to_y`` (the humanoid is filtered out), or None."""
+        self._require_built("ray_cast_down")
+        values = [float(v) for v in (x, z, from_y, to_y)]
+        if not all(math.isfinite(v) for v in values):
+            raise ValueError(f"ray_cast_down: x, z, from_y, to_y must be finite, got {values}")
+        if not from_y > to_y:
+            raise ValueError(
+                f"ray_cast_down: from_y must be > to_y, got from_y={from_y}, to_y={to_y}"
+            )
+        hit = self._call(
+            "rayTest",
+            [values[0], values[2], values[1]],
+            [values[0], values[3], values[1]],
+            collisionFilterMask=_RAY_MASK,
+        )[0]
+        if hit[0] < 0 or hit[0] == self._human:
+            return None
+        return float(hit[3][1])
+
+    # ================================================================== snapshots
+    def get_state(self) -> object:
+        """Snapshot of the whole simulation and of the drive state (valid until the next
+        :meth:`reset`); restoring it and stepping the same frames reproduces them exactly."""
+        self._require_episode("get_state")
+        state_id = int(self._call("saveState"))
+        self._saved_states.add(state_id)
+        snap = _Snapshot(
+            owner=id(self),
+            episode=self._episode,
+            state_id=state_id,
+            prev_gen=self._prev_gen.copy(),
+            prev_rot=self._prev_rot.copy(),
+            command=self._command.copy(),
+            stepped=self._stepped,
+        )
+        weakref.finalize(snap, _release_state, weakref.ref(self), self._episode, state_id)
+        return snap
+
+    def set_state(self, state: object) -> None:
+        """Restore a snapshot taken by :meth:`get_state` in the current episode.
+
+        Raises:
+            ValueError: not a snapshot of this backend, or taken before the last reset.
+        """
+        self._require_built("set_state")
+        if not isinstance(state, _Snapshot) or state.owner != id(self):
+            raise ValueError("set_state: state must be a snapshot from this backend's get_state()")
+        if state.episode != self._episode or state.state_id not in self._saved_states:
+            raise ValueError(
+                f"set_state: the snapshot is from episode {state.episode}, the current episode is "
+                f"{self._episode}; snapshots are valid until the next reset()"
+            )
+        self._call("restoreState", state.state_id)
+        self._pristine = False
+        self._prev_gen = state.prev_gen.copy()
+        self._prev_rot = state.prev_rot.copy()
+        self._command = state.command.copy()
+        self._stepped = state.stepped
+        self._apply_motors()
+        self._read_state()
+        self._episode_ready = True
+
+    def _forget_saved_state(self, episode: int, state_id: int) -> None:
+        if self._client is None or episode != self._episode or state_id not in self._saved_states:
+            return
+        self._saved_states.discard(state_id)
+        try:
+            self._call("removeState", state_id)
+        except Exception:  # noqa: BLE001 - best effort
+            pass
+
+
+def _parts_centroid(obj: SceneObject) -> np.ndarray:
+    """Volume-weighted centroid of an object's parts, object frame."""
+    total = 0.0
+    acc = np.zeros(3)
+    for part in obj.parts:
+        if part.shape == "box":
+            volume = 8.0 * part.size[0] * part.size[1] * part.size[2]
+        elif part.shape == "cylinder":
+            volume = math.pi * part.size[0] ** 2 * 2.0 * part.size[1]
+        else:
+            volume = 4.0 / 3.0 * math.pi * part.size[0] ** 3
+        total += volume
+        acc += volume * np.asarray(part.offset)
+    return acc / total
+
+
+def _part_distance(shape: str, size: tuple[float, float, float], p: np.ndarray) -> float:
+    """Unsigned distance from a point (part frame) to a part's surface."""
+    if shape == "box":
+        q = np.abs(p) - np.asarray(size)
+        outside = float(np.linalg.norm(np.maximum(q, 0.0)))
+        return outside if outside > 0.0 else float(-np.max(q))
+    if shape == "cylinder":
+        radius, half_h = size[0], size[1]
+        q = np.array([math.hypot(p[0], p[2]) - radius, abs(p[1]) - half_h])
+        outside = float(np.linalg.norm(np.maximum(q, 0.0)))
+        return outside if outside > 0.0 else float(-np.max(q))
+    return abs(float(np.linalg.norm(p)) - size[0])
