@@ -334,11 +334,8 @@ class FindNavInteractEnv(gym.Env):
         self._release_scene()
         self._physics = self._resolved.physics.load()(solver_iterations=self._solver_iterations)
         self._physics.build(scene)
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
         self._ensure_backends()
-        self._renderer.build(scene)
+        self._renderer.build(scene)  # renderers accept a new scene without a new context
         self._scene = scene
         self._scene_id = scene_id
 
@@ -361,6 +358,25 @@ class FindNavInteractEnv(gym.Env):
             idx = idx[shard :: self._num_shards]
         return idx
 
+    def _order_for_seed(self, seed: int) -> list[int]:
+        """Episode order after ``reset(seed=seed)``: this env's shard (``seed mod num_shards``
+        when no ``shard_index`` was given), scenes shuffled by the seed, episodes of a scene
+        kept together in their split order (so a scene is built once)."""
+        shard = self._shard_index
+        if shard is None and self._num_shards > 1:
+            shard = seed % self._num_shards
+        indices = self._shard_indices(shard)
+        rng = np.random.default_rng(seed)
+        scenes: dict[str, list[int]] = {}
+        for i in indices:
+            scenes.setdefault(self._episodes[i].scene_id, []).append(i)
+        keys = sorted(scenes)
+        return [i for k in rng.permutation(len(keys)) for i in scenes[keys[int(k)]]]
+
+    def episodes_for_seed(self, seed: int) -> tuple[Any, ...]:
+        """The episodes, in order, that resets after ``reset(seed=seed)`` will play."""
+        return tuple(self._episodes[i] for i in self._order_for_seed(int(seed)))
+
     def _choose_episode(self, seed: int | None, options: Mapping[str, Any]) -> Any:
         episode_id = options.get("episode_id")
         scene_id = options.get("scene_id")
@@ -374,18 +390,7 @@ class FindNavInteractEnv(gym.Env):
                 raise ValueError(f"options['episode_id']={episode_id!r} is not in this env's episodes")
             return matches[0]
         if seed is not None:
-            shard = self._shard_index
-            if shard is None and self._num_shards > 1:
-                shard = int(seed) % self._num_shards
-            indices = self._shard_indices(shard)
-            rng = np.random.default_rng(int(seed))
-            # Shuffle scenes, keep episodes of a scene together (a scene is built once).
-            scenes: dict[str, list[int]] = {}
-            for i in indices:
-                scenes.setdefault(self._episodes[i].scene_id, []).append(i)
-            keys = sorted(scenes)
-            order = [i for k in rng.permutation(len(keys)) for i in scenes[keys[int(k)]]]
-            self._order = order
+            self._order = self._order_for_seed(int(seed))
             self._cursor = 0
         if self._order is None:
             self._order = self._shard_indices()

@@ -1,0 +1,227 @@
+"""Where the env's cameras sit: ego (on the head), exo (third person) and top-down.
+
+Pure functions of the humanoid's link poses (``float64 (24, 7)``, rows
+``[x, y, z, qx, qy, qz, qw]`` of each joint frame, :func:`body.skeleton.link_shapes`
+convention) or of a :class:`~humanclaw_gym.scenes.spec.SceneSpec`; they return
+:class:`~humanclaw_gym.backends.protocols.Camera` records that either render backend takes.
+
+Choices (see ``docs/rendering.md``):
+
+* **Ego**: the eye point :data:`~humanclaw_gym.body.skeleton.EYE_OFFSET_IN_HEAD_M` in the
+  head link frame, looking along the head's +Z pitched down by
+  :data:`EGO_PITCH_DOWN_DEG` (20 degrees) with a 90 degree vertical field of view. At eye
+  height (about 1.6 m) that shows the floor from about 0.75 m ahead of the feet up to 25
+  degrees above the horizon, so both the free floor ahead and furniture (beds, couches,
+  tables at 0.4-0.9 m) are in view; looking straight ahead would spend half of the image
+  on walls and ceiling height.
+* **Exo**: behind the pelvis along the body's floor heading, above it, looking at the
+  chest, returned as a :class:`CutawayCamera`: a vertical *cutaway plane*
+  :data:`EXO_CUTAWAY_BEHIND_M` behind the pelvis removes the scenery (walls, furniture,
+  small objects) on the camera's side of it, so a wall behind the humanoid does not hide
+  it. Floors, rugs, stairs and platforms (:data:`UNCUT_CATEGORIES`) and the humanoid are
+  never cut. A plain near plane cannot do this: seen from above, the foot of a
+  wall just behind the body is as far from the camera as the floor there, so only a cut
+  that knows which objects are floors keeps the floor and drops the wall.
+* **Top-down**: above the centre of the scene looking straight down, image right = world
+  +X, image up = world -Z.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from humanclaw_gym.backends.protocols import Camera
+from humanclaw_gym.body.skeleton import EYE_OFFSET_IN_HEAD_M, JOINT_INDEX
+from humanclaw_gym.render.transforms import check_link_poses, quat_xyzw_to_matrix
+
+__all__ = [
+    "EGO_FOV_Y_DEG",
+    "EGO_PITCH_DOWN_DEG",
+    "EXO_BEHIND_M",
+    "EXO_CUTAWAY_BEHIND_M",
+    "EXO_FOV_Y_DEG",
+    "EXO_HEIGHT_ABOVE_PELVIS_M",
+    "UNCUT_CATEGORIES",
+    "CutawayCamera",
+    "ego_camera",
+    "exo_camera",
+    "top_down_camera",
+]
+
+#: Vertical field of view of the ego camera (square image: horizontal is the same).
+EGO_FOV_Y_DEG = 90.0
+#: How far the ego camera looks below the head's forward axis.
+EGO_PITCH_DOWN_DEG = 20.0
+#: Exo camera placement relative to the pelvis (along the body's floor heading).
+EXO_BEHIND_M = 2.2
+EXO_HEIGHT_ABOVE_PELVIS_M = 1.6
+EXO_FOV_Y_DEG = 60.0
+#: The exo camera looks at this point above the pelvis (the chest).
+_EXO_TARGET_ABOVE_PELVIS_M = 0.3
+#: The exo cutaway plane is this far behind the pelvis (clear of the back and the arms).
+EXO_CUTAWAY_BEHIND_M = 0.45
+#: Scene categories a cutaway never removes (what the body stands on).
+UNCUT_CATEGORIES: frozenset[str] = frozenset({"floor", "rug", "stairs", "platform"})
+
+_PELVIS = JOINT_INDEX["pelvis"]
+_HEAD = JOINT_INDEX["head"]
+
+
+@dataclass(frozen=True)
+class CutawayCamera(Camera):
+    """A :class:`Camera` with a cutaway plane for third-person views.
+
+    ``cutaway_plane`` is ``(nx, ny, nz, d)``: scene objects whose category is not in
+    :data:`UNCUT_CATEGORIES` are not drawn where ``n . x + d < 0`` (world point ``x``).
+    The moderngl renderer clips them per pixel; the TinyRenderer fallback hides each such
+    object whole when its bounding box lies entirely on the cut side, or reaches onto it
+    and blocks a sight line from the camera to the humanoid. Renderers that know nothing
+    of cutaways draw it as a plain camera. ``None`` disables the cut.
+    """
+
+    cutaway_plane: tuple[float, float, float, float] | None = None
+
+
+def _tuple3(v: np.ndarray) -> tuple[float, float, float]:
+    return (float(v[0]), float(v[1]), float(v[2]))
+
+
+def ego_camera(
+    link_poses: np.ndarray,
+    width: int = 448,
+    height: int = 448,
+    fov_y_deg: float = EGO_FOV_Y_DEG,
+    pitch_down_deg: float = EGO_PITCH_DOWN_DEG,
+    near_m: float = 0.05,
+    far_m: float = 50.0,
+) -> Camera:
+    """The egocentric camera on the head.
+
+    Args:
+        link_poses: ``(24, 7)`` world poses of the humanoid's link frames.
+        width, height: image size in pixels.
+        fov_y_deg: vertical field of view.
+        pitch_down_deg: rotation of the view axis below the head's forward (+Z) axis,
+            about the head's +X axis.
+        near_m, far_m: clip planes.
+
+    Returns:
+        A camera at the eye point, moving and turning with the head.
+    """
+    poses = check_link_poses(link_poses)
+    rot = quat_xyzw_to_matrix(poses[_HEAD, 3:7])
+    eye = poses[_HEAD, :3] + rot @ np.asarray(EYE_OFFSET_IN_HEAD_M)
+    pitch = math.radians(pitch_down_deg)
+    forward_local = np.array([0.0, -math.sin(pitch), math.cos(pitch)])
+    up_local = np.array([0.0, math.cos(pitch), math.sin(pitch)])
+    return Camera(
+        position=_tuple3(eye),
+        forward=_tuple3(rot @ forward_local),
+        up=_tuple3(rot @ up_local),
+        fov_y_deg=float(fov_y_deg),
+        width=int(width),
+        height=int(height),
+        near_m=float(near_m),
+        far_m=float(far_m),
+    )
+
+
+def exo_camera(
+    link_poses: np.ndarray,
+    width: int = 512,
+    height: int = 512,
+    fov_y_deg: float = EXO_FOV_Y_DEG,
+    behind_m: float = EXO_BEHIND_M,
+    above_m: float = EXO_HEIGHT_ABOVE_PELVIS_M,
+    cutaway: bool = True,
+    far_m: float = 50.0,
+) -> CutawayCamera:
+    """A third-person camera behind and above the pelvis, looking at the chest.
+
+    The body's heading is the pelvis' +Z projected on the floor, so the camera does not
+    pitch or roll with the body; it stays level (up = world +Y).
+
+    Args:
+        link_poses: ``(24, 7)`` world poses of the humanoid's link frames.
+        width, height: image size in pixels.
+        fov_y_deg: vertical field of view.
+        behind_m: horizontal distance behind the pelvis.
+        above_m: height above the pelvis.
+        cutaway: cut away the static scenery more than :data:`EXO_CUTAWAY_BEHIND_M`
+            behind the pelvis (see :class:`CutawayCamera`); False draws everything.
+        far_m: far clip plane.
+
+    Returns:
+        The exo camera (a :class:`CutawayCamera`).
+    """
+    poses = check_link_poses(link_poses)
+    pelvis = poses[_PELVIS, :3]
+    fwd = quat_xyzw_to_matrix(poses[_PELVIS, 3:7])[:, 2]
+    heading = np.array([fwd[0], 0.0, fwd[2]])
+    norm = np.linalg.norm(heading)
+    heading = np.array([0.0, 0.0, 1.0]) if norm < 1e-6 else heading / norm
+    target = pelvis + np.array([0.0, _EXO_TARGET_ABOVE_PELVIS_M, 0.0])
+    position = pelvis - behind_m * heading + np.array([0.0, above_m, 0.0])
+    forward = target - position
+    plane = None
+    if cutaway:
+        cut_point = pelvis - EXO_CUTAWAY_BEHIND_M * heading
+        plane = (
+            float(heading[0]),
+            0.0,
+            float(heading[2]),
+            float(-(heading[0] * cut_point[0] + heading[2] * cut_point[2])),
+        )
+    return CutawayCamera(
+        position=_tuple3(position),
+        forward=_tuple3(forward / np.linalg.norm(forward)),
+        up=(0.0, 1.0, 0.0),
+        fov_y_deg=float(fov_y_deg),
+        width=int(width),
+        height=int(height),
+        near_m=0.05,
+        far_m=float(far_m),
+        cutaway_plane=plane,
+    )
+
+
+def top_down_camera(
+    scene: object,
+    width: int = 512,
+    height: int = 512,
+    fov_y_deg: float = 50.0,
+    margin_m: float = 0.5,
+) -> Camera:
+    """A camera above the scene centre looking straight down (image up = world -Z).
+
+    Args:
+        scene: a :class:`~humanclaw_gym.scenes.spec.SceneSpec` (anything with ``bounds()``).
+        width, height: image size in pixels.
+        fov_y_deg: vertical field of view; the height is chosen so the whole footprint
+            plus ``margin_m`` fits.
+        margin_m: free border around the scene footprint.
+
+    Returns:
+        The top-down camera.
+    """
+    lo, hi = (np.asarray(v, dtype=np.float64) for v in scene.bounds())  # type: ignore[attr-defined]
+    centre = 0.5 * (lo + hi)
+    half_x = 0.5 * (hi[0] - lo[0]) + margin_m
+    half_z = 0.5 * (hi[2] - lo[2]) + margin_m
+    tan_y = math.tan(math.radians(fov_y_deg) * 0.5)
+    tan_x = tan_y * width / height
+    distance = max(half_z / tan_y, half_x / tan_x)
+    position = np.array([centre[0], hi[1] + distance, centre[2]])
+    return Camera(
+        position=_tuple3(position),
+        forward=(0.0, -1.0, 0.0),
+        up=(0.0, 0.0, -1.0),
+        fov_y_deg=float(fov_y_deg),
+        width=int(width),
+        height=int(height),
+        near_m=0.05,
+        far_m=float(distance + (hi[1] - lo[1]) + 10.0),
+    )

@@ -1,0 +1,381 @@
+"""The fallback renderer: pybullet's software TinyRenderer in its own DIRECT client.
+
+Needs nothing beyond pybullet (already a dependency), so it works where no EGL/GL driver
+exists, at roughly ten times the cost of the moderngl renderer. It owns a private pybullet
+client that never steps: every scene part and every humanoid link is a visual-only,
+massless multibody (no collision shape), moved with ``resetBasePositionAndOrientation``.
+The camera uses the very same view and projection matrices as the moderngl renderer
+(:mod:`humanclaw_gym.render.transforms`), so both backends show the same view of a scene.
+
+Instance ids come from TinyRenderer's segmentation mask (pybullet body uid per pixel,
+-1 where nothing was drawn), mapped through a lookup table to scene object ids (0 for the
+humanoid). Materials are drawn as plain colours; the background is replaced by the same
+sky colour the moderngl renderer clears to. A
+:class:`~humanclaw_gym.render.cameras.CutawayCamera` hides whole objects while the image
+is taken (TinyRenderer has no per-pixel clip planes); see :meth:`TinyRenderer.render`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from humanclaw_gym.backends.protocols import Camera, RenderCapabilities, RenderResult
+from humanclaw_gym.render.cameras import UNCUT_CATEGORIES
+from humanclaw_gym.render.errors import RenderBackendUnavailable
+from humanclaw_gym.render.materials import DEFAULT_BODY_COLOR, SKY_COLOR
+from humanclaw_gym.render.transforms import (
+    check_link_poses,
+    check_object_poses,
+    cutaway_plane_of,
+    projection_matrix,
+    quat_xyzw_to_matrix,
+    validate_camera,
+    view_matrix,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from humanclaw_gym.scenes.spec import SceneSpec
+
+__all__ = ["TinyRenderer"]
+
+_MAX_SIZE = 4096
+#: pybullet cylinders run along local +Z; scene cylinders along +Y: -90 degrees about X.
+_CYLINDER_Z_TO_Y = (-math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))
+#: Where the humanoid waits (far outside any frustum) until its first pose arrives.
+_HIDDEN_POSITION = (0.0, -1.0e4, 0.0)
+_LIGHT_DIRECTION = (0.3, 1.0, 0.45)
+
+
+def _box_corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The 8 corners ``(8, 3)`` of the box ``[lo, hi]``."""
+    return np.array(
+        [[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])]
+    )
+
+
+def _segments_hit_boxes(
+    start: np.ndarray, ends: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray:
+    """For each box ``(O, 3)`` bounds, whether any segment ``start -> ends[k]`` crosses it
+    (slab test), ``bool (O,)``."""
+    direction = ends - start  # (K, 3)
+    safe = np.where(np.abs(direction) < 1e-12, 1e-12, direction)
+    t1 = (lo[None, :, :] - start) / safe[:, None, :]  # (K, O, 3)
+    t2 = (hi[None, :, :] - start) / safe[:, None, :]
+    t_enter = np.minimum(t1, t2).max(axis=2)
+    t_exit = np.maximum(t1, t2).min(axis=2)
+    hit = (t_exit >= np.maximum(t_enter, 0.0)) & (t_enter <= 1.0)
+    return hit.any(axis=0)
+
+
+class TinyRenderer:
+    """Software rasteriser on a private pybullet DIRECT client.
+
+    Args:
+        body_color: RGB colour of the humanoid.
+
+    Raises:
+        RenderBackendUnavailable: pybullet cannot be imported or connected.
+    """
+
+    capabilities = RenderCapabilities(name="tiny", modes=frozenset({"rgb", "instance"}))
+
+    def __init__(self, body_color: tuple[float, float, float] = DEFAULT_BODY_COLOR) -> None:
+        color = np.asarray(body_color, dtype=np.float64)
+        if color.shape != (3,) or np.any(color < 0.0) or np.any(color > 1.0):
+            raise ValueError(f"body_color must be 3 numbers in [0, 1], got {body_color!r}")
+        self._body_color = color
+        self._sky = np.round(np.asarray(SKY_COLOR) * 255.0).astype(np.uint8)
+        self._client: int | None = None
+        self._closed = False
+        self._scene: SceneSpec | None = None
+        self._lut = np.full(1, -1, dtype=np.int32)
+        self._dyn_parts: dict[int, list[tuple[int, np.ndarray]]] = {}
+        self._link_bodies: list[tuple[int, int]] = []
+        # current pose of every scene part body (to restore after a cutaway)
+        self._part_pose: dict[int, tuple[list, list]] = {}
+        # objects a cutaway may hide: their part bodies and world box corners (O, 8, 3)
+        self._cut_uids: list[list[int]] = []
+        self._cut_corners = np.zeros((0, 8, 3))
+        self._cut_local: dict[int, tuple[int, np.ndarray]] = {}
+        self._link_positions: np.ndarray | None = None
+        self.device = "pybullet TinyRenderer (CPU)"
+        try:
+            import pybullet
+        except ImportError as exc:  # pragma: no cover - pybullet is a hard dependency
+            raise RenderBackendUnavailable(
+                "the tiny renderer needs pybullet: pip install pybullet"
+            ) from exc
+        self._pb = pybullet
+        client = pybullet.connect(pybullet.DIRECT)
+        if client < 0:  # pragma: no cover
+            raise RenderBackendUnavailable("pybullet could not open a DIRECT client")
+        self._client = client
+
+    # ----------------------------------------------------------------------------------
+    def _require_open(self) -> None:
+        if self._closed or self._client is None:
+            raise RuntimeError("TinyRenderer is closed")
+
+    def _visual_body(
+        self,
+        shape_kwargs: dict[str, Any],
+        rgb: Sequence[float],
+        frame_pos: Sequence[float],
+        frame_quat: Sequence[float],
+        base_pos: Sequence[float],
+        base_quat: Sequence[float],
+    ) -> int:
+        pb, cid = self._pb, self._client
+        visual = pb.createVisualShape(
+            rgbaColor=[float(rgb[0]), float(rgb[1]), float(rgb[2]), 1.0],
+            visualFramePosition=[float(v) for v in frame_pos],
+            visualFrameOrientation=[float(v) for v in frame_quat],
+            physicsClientId=cid,
+            **shape_kwargs,
+        )
+        return pb.createMultiBody(
+            baseMass=0.0,
+            baseCollisionShapeIndex=-1,
+            baseVisualShapeIndex=visual,
+            basePosition=[float(v) for v in base_pos],
+            baseOrientation=[float(v) for v in base_quat],
+            physicsClientId=cid,
+        )
+
+    def _part_shape(self, part: Any) -> tuple[dict[str, Any], tuple[float, ...]]:
+        pb = self._pb
+        if part.shape == "box":
+            return {"shapeType": pb.GEOM_BOX, "halfExtents": list(part.size)}, (0.0, 0.0, 0.0, 1.0)
+        if part.shape == "cylinder":
+            radius, half_height, _ = part.size
+            kwargs = {"shapeType": pb.GEOM_CYLINDER, "radius": radius, "length": 2.0 * half_height}
+            return kwargs, _CYLINDER_Z_TO_Y
+        return {"shapeType": pb.GEOM_SPHERE, "radius": part.size[0]}, (0.0, 0.0, 0.0, 1.0)
+
+    def _link_pieces(self, shape: Any) -> list[tuple[dict[str, Any], np.ndarray]]:
+        """Visual shapes of one humanoid link: ``(createVisualShape kwargs, offset)``.
+
+        A capsule becomes a cylinder plus two end spheres (pybullet's own capsule mesh is
+        too coarse in TinyRenderer: short wide capsules render as diamonds)."""
+        pb = self._pb
+        offset = np.asarray(shape.offset_m, dtype=np.float64)
+        if shape.kind == "box":
+            return [({"shapeType": pb.GEOM_BOX, "halfExtents": list(shape.half_extents)}, offset)]
+        if shape.kind == "sphere":
+            return [({"shapeType": pb.GEOM_SPHERE, "radius": shape.radius}, offset)]
+        if shape.kind == "capsule":
+            r, half = shape.radius, shape.half_length
+            axis = quat_xyzw_to_matrix(np.asarray(shape.quat_xyzw))[:, 2] * half
+            cylinder = {"shapeType": pb.GEOM_CYLINDER, "radius": r, "length": 2.0 * half}
+            sphere = {"shapeType": pb.GEOM_SPHERE, "radius": r}
+            return [(cylinder, offset), (sphere, offset + axis), (sphere, offset - axis)]
+        raise ValueError(f"link shape kind {shape.kind!r} of joint {shape.joint} is not drawable")
+
+    # ----------------------------------------------------------------------------------
+    def build(self, scene: SceneSpec) -> None:
+        """Create one visual-only body per scene part and per humanoid link.
+
+        Calling it again replaces the previous scene; the humanoid stays hidden until the
+        next :meth:`set_body_pose`.
+        """
+        from humanclaw_gym.body.skeleton import link_shapes
+
+        self._require_open()
+        pb, cid = self._pb, self._client
+        pb.resetSimulation(physicsClientId=cid)
+        uid_to_id: dict[int, int] = {}
+        self._dyn_parts = {}
+        self._part_pose = {}
+        self._link_positions = None
+        cut_uids: list[list[int]] = []
+        cut_corners: list[np.ndarray] = []
+        self._cut_local = {}
+        for obj in scene.objects:
+            quat = list(obj.quat_xyzw())
+            uids = []
+            for part in obj.parts:
+                kwargs, frame_quat = self._part_shape(part)
+                centre = obj.part_world_center(part)
+                uid = self._visual_body(kwargs, part.color, (0, 0, 0), frame_quat, centre, quat)
+                uid_to_id[uid] = obj.object_id
+                uids.append(uid)
+                self._part_pose[uid] = (centre.tolist(), quat)
+                if obj.dynamic:
+                    self._dyn_parts.setdefault(obj.object_id, []).append(
+                        (uid, np.asarray(part.offset, dtype=np.float64))
+                    )
+            if obj.category in UNCUT_CATEGORIES:
+                continue
+            if obj.dynamic:
+                offsets = np.array([p.offset for p in obj.parts])
+                halves = np.array([p.local_half_extents() for p in obj.parts])
+                local = _box_corners((offsets - halves).min(axis=0), (offsets + halves).max(axis=0))
+                self._cut_local[obj.object_id] = (len(cut_uids), local)
+                corners = np.asarray(obj.position) + local @ obj.rotation().T
+            else:
+                corners = _box_corners(*obj.aabb())
+            cut_uids.append(uids)
+            cut_corners.append(corners)
+        self._cut_uids = cut_uids
+        self._cut_corners = np.array(cut_corners).reshape(-1, 8, 3)
+        self._link_bodies = []
+        for shape in link_shapes():
+            for kwargs, offset in self._link_pieces(shape):
+                uid = self._visual_body(
+                    kwargs,
+                    self._body_color,
+                    offset,
+                    shape.quat_xyzw,
+                    _HIDDEN_POSITION,
+                    (0, 0, 0, 1),
+                )
+                uid_to_id[uid] = 0
+                self._link_bodies.append((shape.joint, uid))
+        lut = np.full(max(uid_to_id) + 2, -1, dtype=np.int32)
+        for uid, oid in uid_to_id.items():
+            lut[uid] = oid
+        self._lut = lut
+        self._scene = scene
+
+    def set_body_pose(self, link_poses: np.ndarray) -> None:
+        """Place the humanoid from ``(24, 7)`` world link poses (and make it visible)."""
+        self._require_open()
+        if self._scene is None:
+            raise RuntimeError("TinyRenderer.set_body_pose called before build()")
+        poses = check_link_poses(link_poses)
+        self._link_positions = poses[:, :3].copy()
+        reset = self._pb.resetBasePositionAndOrientation
+        for joint, uid in self._link_bodies:
+            row = poses[joint]
+            reset(uid, row[:3].tolist(), row[3:7].tolist(), physicsClientId=self._client)
+
+    def set_object_poses(self, object_ids: Sequence[int], poses: np.ndarray) -> None:
+        """Move dynamic objects to ``(M, 7)`` world poses (rows aligned with ``object_ids``)."""
+        self._require_open()
+        if self._scene is None:
+            raise RuntimeError("TinyRenderer.set_object_poses called before build()")
+        ids, arr = check_object_poses(object_ids, poses, self._dyn_parts, self._scene.scene_id)
+        rots = quat_xyzw_to_matrix(arr[:, 3:7]) if len(ids) else np.zeros((0, 3, 3))
+        reset = self._pb.resetBasePositionAndOrientation
+        for row, oid in enumerate(ids):
+            quat = (arr[row, 3:7] / np.linalg.norm(arr[row, 3:7])).tolist()
+            for uid, offset in self._dyn_parts[oid]:
+                pos = (arr[row, :3] + rots[row] @ offset).tolist()
+                reset(uid, pos, quat, physicsClientId=self._client)
+                self._part_pose[uid] = (pos, quat)
+            if oid in self._cut_local:
+                index, local = self._cut_local[oid]
+                self._cut_corners[index] = arr[row, :3] + local @ rots[row].T
+
+    def render(self, camera: Camera, instance: bool = False) -> RenderResult:
+        """Draw the scene (and the humanoid once posed) from ``camera``.
+
+        With a :class:`~humanclaw_gym.render.cameras.CutawayCamera`, cuttable objects that
+        the cut removes are moved out of sight for this image only (see
+        :meth:`_apply_cutaway`).
+
+        Returns:
+            ``rgb uint8 (H, W, 3)`` and, if ``instance``, ``int32 (H, W)`` ids (-1 background,
+            0 humanoid, >= 1 scene objects). Row 0 is the top of the image.
+        """
+        self._require_open()
+        if self._scene is None:
+            raise RuntimeError("TinyRenderer.render called before build()")
+        validate_camera(camera, _MAX_SIZE)
+        pb = self._pb
+        w, h = int(camera.width), int(camera.height)
+        hidden = self._apply_cutaway(camera, cutaway_plane_of(camera))
+        try:
+            rgba, seg = self._camera_image(camera, w, h)
+        finally:
+            for uid in hidden:
+                position, quat = self._part_pose[uid]
+                pb.resetBasePositionAndOrientation(
+                    uid, position, quat, physicsClientId=self._client
+                )
+        rgb = np.asarray(rgba, dtype=np.uint8).reshape(h, w, 4)[:, :, :3].copy()
+        uids = np.asarray(seg, dtype=np.int64).reshape(h, w)
+        background = uids < 0
+        rgb[background] = self._sky
+        ids = None
+        if instance:
+            ids = np.where(background, -1, self._lut[np.clip(uids, 0, len(self._lut) - 1)])
+            ids = ids.astype(np.int32)
+        return RenderResult(rgb=rgb, instance=ids)
+
+    def _apply_cutaway(self, camera: Camera, plane: np.ndarray | None) -> list[int]:
+        """Hide the objects a cutaway removes; return their part bodies for restoring.
+
+        TinyRenderer cannot clip per pixel, so an object is removed whole when it lies
+        entirely on the cut side of the plane, or when it reaches onto the cut side and its
+        bounding box blocks a sight line from the camera to a humanoid link origin.
+        """
+        if plane is None or not self._cut_uids:
+            return []
+        corners = self._cut_corners
+        side = corners @ plane[:3] + plane[3]  # (O, 8)
+        hide = np.all(side < 0.0, axis=1)
+        if self._link_positions is not None:
+            blocks = _segments_hit_boxes(
+                np.asarray(camera.position, dtype=np.float64),
+                self._link_positions,
+                corners.min(axis=1),
+                corners.max(axis=1),
+            )
+            hide |= np.any(side < 0.0, axis=1) & blocks
+        hidden = []
+        for index in np.nonzero(hide)[0]:
+            for uid in self._cut_uids[index]:
+                self._pb.resetBasePositionAndOrientation(
+                    uid, list(_HIDDEN_POSITION), [0, 0, 0, 1], physicsClientId=self._client
+                )
+                hidden.append(uid)
+        return hidden
+
+    def _camera_image(self, camera: Camera, w: int, h: int) -> tuple[Any, Any]:
+        pb = self._pb
+        _, _, rgba, _, seg = pb.getCameraImage(
+            w,
+            h,
+            viewMatrix=view_matrix(camera).flatten(order="F").tolist(),
+            projectionMatrix=projection_matrix(camera).flatten(order="F").tolist(),
+            renderer=pb.ER_TINY_RENDERER,
+            shadow=0,
+            lightDirection=list(_LIGHT_DIRECTION),
+            lightColor=[1.0, 1.0, 1.0],
+            lightAmbientCoeff=0.6,
+            lightDiffuseCoeff=0.4,
+            lightSpecularCoeff=0.0,
+            physicsClientId=self._client,
+        )
+        return rgba, seg
+
+    def close(self) -> None:
+        """Disconnect the private pybullet client. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._client is not None:
+            try:
+                self._pb.disconnect(physicsClientId=self._client)
+            except Exception:  # pragma: no cover - already gone at interpreter exit
+                pass
+            self._client = None
+        self._scene = None
+
+    def __enter__(self) -> TinyRenderer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
+        try:
+            self.close()
+        except Exception:
+            pass
