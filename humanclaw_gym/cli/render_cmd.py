@@ -1,0 +1,132 @@
+"""``humanclaw render`` and ``humanclaw render-batch``: delayed video of saved rollouts.
+
+Both read replay bundles (``trajectory_before.npz``, ``trajectory_after.npz``,
+``replay_manifest.json``), verify their hashes and rasterize the saved poses into
+``ego.mp4`` / ``exo.mp4`` with a renderer only: no physics stepping, motion generation,
+policy or metrics. ``--check-replay`` additionally re-executes the saved motion in a fresh
+physics backend and reports the deviation from the recorded trajectory.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import tyro
+
+__all__ = ["batch_main", "main", "render", "render_batch"]
+
+
+def render(
+    rollout_dir: Path,
+    output_dir: Path | None = None,
+    renderer: str = "auto",
+    ego: bool = True,
+    exo: bool = True,
+    check_replay: bool = False,
+    crf: int = 20,
+) -> int:
+    """Render one saved rollout into ego.mp4 / exo.mp4 (no physics).
+
+    Args:
+        rollout_dir: directory holding the replay bundle.
+        output_dir: where to write the videos and render_report.json (default: rollout_dir).
+        renderer: auto (moderngl, else tiny), moderngl or tiny.
+        ego: render the 448x448 egocentric view.
+        exo: render the 512x512 third-person view.
+        check_replay: also re-run the saved motion through physics and report the deviation
+            (exit code 1 unless it reproduces the recording exactly).
+        crf: x264 quality, 0 (lossless) .. 51.
+    """
+    from humanclaw_gym.replay import ReplayBundleError, forward_replay, render_saved_trajectory
+
+    status = 0
+    try:
+        if ego or exo:
+            report = render_saved_trajectory(
+                rollout_dir, output_dir, renderer=renderer, ego=ego, exo=exo, crf=crf
+            )
+            print(json.dumps(asdict(report), indent=2))
+        elif not check_replay:
+            print("humanclaw render: nothing to do (--no-ego --no-exo)", file=sys.stderr)
+            return 2
+        if check_replay:
+            replay = forward_replay(rollout_dir)
+            print(json.dumps({"forward_replay": asdict(replay)}, indent=2))
+            if replay.max_abs_deviation != 0.0:
+                print(
+                    f"humanclaw render: forward replay deviates by {replay.max_abs_deviation:.3g}"
+                    f" (first divergent frame {replay.first_divergent_frame})",
+                    file=sys.stderr,
+                )
+                status = 1
+    except (ReplayBundleError, FileNotFoundError, ValueError, RuntimeError) as exc:
+        print(f"humanclaw render: {exc}", file=sys.stderr)
+        return 1
+    return status
+
+
+def render_batch(
+    root: Path,
+    output_root: Path,
+    workers: int = 2,
+    renderer: str = "auto",
+    ego: bool = True,
+    exo: bool = True,
+    crf: int = 20,
+) -> int:
+    """Render every rollout under ROOT, each in its own subprocess.
+
+    Args:
+        root: directory searched (any depth) for replay_manifest.json files.
+        output_root: parent of the per-rollout output directories.
+        workers: render subprocesses running at the same time.
+        renderer: auto (moderngl, else tiny), moderngl or tiny.
+        ego: render the egocentric view.
+        exo: render the third-person view.
+        crf: x264 quality, 0 (lossless) .. 51.
+    """
+    from humanclaw_gym.replay import find_rollout_dirs, render_saved_batch
+
+    try:
+        dirs = find_rollout_dirs(root)
+    except FileNotFoundError as exc:
+        print(f"humanclaw render-batch: {exc}", file=sys.stderr)
+        return 1
+    if not dirs:
+        print(f"humanclaw render-batch: no replay bundles under {root}", file=sys.stderr)
+        return 1
+    try:
+        results = render_saved_batch(
+            dirs, output_root, workers=workers, renderer=renderer, ego=ego, exo=exo, crf=crf
+        )
+    except ValueError as exc:
+        print(f"humanclaw render-batch: {exc}", file=sys.stderr)
+        return 2
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        print(f"FAILED {r.rollout_dir}: {r.error}", file=sys.stderr)
+    print(
+        json.dumps(
+            {
+                "rendered": len(results) - len(failed),
+                "failed": len(failed),
+                "output_root": str(output_root),
+                "jobs": [asdict(r) for r in results],
+            },
+            indent=2,
+        )
+    )
+    return 1 if failed else 0
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``humanclaw render``."""
+    return int(tyro.cli(render, args=argv, prog="humanclaw render"))
+
+
+def batch_main(argv: list[str]) -> int:
+    """Entry point of ``humanclaw render-batch``."""
+    return int(tyro.cli(render_batch, args=argv, prog="humanclaw render-batch"))
