@@ -1,0 +1,49 @@
+"""Motion generation: skill calls -> 75-D whole-body frames at 30 Hz.
+
+* :class:`ProceduralMotionGenerator` (``"procedural"``): the default, weight-free synthesizer.
+* :mod:`humanclaw_gym.motion.canonical`: the floor-projected canonical frame and the 219-D
+  model state shared by every generator.
+* :mod:`humanclaw_gym.motion.rotations`: small numpy rotation helpers.
+
+The generator protocol itself lives in :mod:`humanclaw_gym.backends.protocols`.
+"""
+
+from __future__ import annotations
+
+from humanclaw_gym.motion.canonical import (
+    STATE_DIM,
+    CanonicalFrame,
+    canonical_frame,
+    canonicalize,
+    canonicalize_points,
+    decanonicalize,
+    decanonicalize_points,
+    joint_positions_velocities,
+    sole_heights,
+    state_to_frames,
+)
+from humanclaw_gym.motion.procedural import (
+    SEATED_PELVIS_ABOVE_SURFACE_M,
+    SEATED_PELVIS_TILT_RAD,
+    SIT_BACK_DISTANCE_M,
+    ProceduralMotionGenerator,
+    seated_pelvis_height,
+)
+
+__all__ = [
+    "SEATED_PELVIS_ABOVE_SURFACE_M",
+    "SEATED_PELVIS_TILT_RAD",
+    "SIT_BACK_DISTANCE_M",
+    "STATE_DIM",
+    "CanonicalFrame",
+    "ProceduralMotionGenerator",
+    "canonical_frame",
+    "canonicalize",
+    "canonicalize_points",
+    "decanonicalize",
+    "decanonicalize_points",
+    "joint_positions_velocities",
+    "seated_pelvis_height",
+    "sole_heights",
+    "state_to_frames",
+]

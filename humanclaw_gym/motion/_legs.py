@@ -1,0 +1,221 @@
+"""Leg geometry and analytic leg inverse kinematics for the procedural synthesizer.
+
+Body-frame conventions (see :mod:`humanclaw_gym.body.skeleton`): ``+Z`` forward, ``+X`` left,
+``+Y`` up. A positive rotation about ``+X`` swings a downward limb backwards, so hip flexion
+is negative about ``X`` and knee flexion positive; a foot rotation ``rot_x(+a)`` points the
+toes down (plantar flexion).
+
+A foot's pose is described by its *flat* ankle position (where the ankle joint is when the
+sole lies flat on its support), its yaw, its pitch and the toe-joint angle. On tiptoe the
+foot pivots about its toe joint, which stays fixed, while the toe joint bends back by the
+same angle so that the toe box stays flat on the ground.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from humanclaw_gym.body.skeleton import JOINT_INDEX, REST_JOINTS_M
+from humanclaw_gym.motion.canonical import foot_corner_offsets
+from humanclaw_gym.motion.rotations import rot_x, rot_y
+
+HIP = (JOINT_INDEX["left_hip"], JOINT_INDEX["right_hip"])
+KNEE = (JOINT_INDEX["left_knee"], JOINT_INDEX["right_knee"])
+ANKLE = (JOINT_INDEX["left_ankle"], JOINT_INDEX["right_ankle"])
+TOE = (JOINT_INDEX["left_foot"], JOINT_INDEX["right_foot"])
+
+#: Deepest knee flexion the solver produces (rad).
+MAX_KNEE_FLEX_RAD = np.radians(160.0)
+
+
+@dataclass(frozen=True)
+class LegGeometry:
+    """Rest geometry of one leg (body frame, metres).
+
+    Attributes:
+        hip_offset: hip joint relative to the pelvis joint.
+        thigh: hip -> knee bone vector; ``shin``: knee -> ankle; ``toe``: ankle -> toe joint.
+        reach_max: hip-ankle distance with the knee at its rest angle (fully straight).
+        reach_min: hip-ankle distance at the deepest knee flexion.
+        flat_height: ankle joint height above the sole with the foot flat.
+    """
+
+    hip_offset: np.ndarray
+    thigh: np.ndarray
+    shin: np.ndarray
+    toe: np.ndarray
+    reach_max: float
+    reach_min: float
+    flat_height: float
+    knee_p: float
+    knee_q: float
+    knee_const: float
+
+
+@lru_cache(maxsize=1)
+def leg_geometry() -> tuple[LegGeometry, LegGeometry]:
+    """Geometry of the left and the right leg."""
+    legs = []
+    for side in (0, 1):
+        hip, knee, ankle, toe = HIP[side], KNEE[side], ANKLE[side], TOE[side]
+        t0 = REST_JOINTS_M[knee] - REST_JOINTS_M[hip]
+        s0 = REST_JOINTS_M[ankle] - REST_JOINTS_M[knee]
+        f0 = REST_JOINTS_M[toe] - REST_JOINTS_M[ankle]
+        # |t0 + R_x(phi) s0|^2 = |t0|^2 + |s0|^2 + 2 (t0x s0x + P cos(phi) + Q sin(phi))
+        p = t0[1] * s0[1] + t0[2] * s0[2]
+        q = t0[2] * s0[1] - t0[1] * s0[2]
+        const = float(t0 @ t0 + s0 @ s0) / 2.0 + t0[0] * s0[0]
+        reach_max = float(np.linalg.norm(t0 + s0))
+        reach_min = float(np.linalg.norm(t0 + rot_x(MAX_KNEE_FLEX_RAD) @ s0))
+        flat_height = -_lowest_offset_single(side, 0.0, 0.0)
+        for arr in (t0, s0, f0):
+            arr.setflags(write=False)
+        hip_offset = REST_JOINTS_M[hip].copy()
+        hip_offset.setflags(write=False)
+        legs.append(
+            LegGeometry(hip_offset, t0, s0, f0, reach_max, reach_min, flat_height, p, q, const)
+        )
+    return legs[0], legs[1]
+
+
+def _lowest_offset_single(side: int, pitch_rad: float, toe_rad: float) -> float:
+    return float(lowest_offset(side, np.array([pitch_rad]), np.array([toe_rad]))[0])
+
+
+def lowest_offset(side: int, pitch_rad: np.ndarray, toe_rad: np.ndarray) -> np.ndarray:
+    """Height of the foot's lowest point relative to its ankle joint, ``(n,)`` metres.
+
+    The foot is pitched by ``pitch_rad`` (toes down positive) and its toe joint bent by
+    ``toe_rad`` (same sign convention, relative to the foot); yaw does not matter.
+    """
+    ankle_c, toe_c = foot_corner_offsets()
+    pitch = np.atleast_1d(np.asarray(pitch_rad, dtype=np.float64))
+    toe = np.atleast_1d(np.asarray(toe_rad, dtype=np.float64))
+    r_foot = rot_x(pitch)  # (n, 3, 3)
+    toe_joint = REST_JOINTS_M[TOE[side]] - REST_JOINTS_M[ANKLE[side]]
+    heel_pts = np.einsum("nab,kb->nka", r_foot, ankle_c[side])
+    toe_local = np.einsum("nab,kb->nka", rot_x(toe), toe_c[side]) + toe_joint
+    toe_pts = np.einsum("nab,nkb->nka", r_foot, toe_local)
+    return np.minimum(heel_pts[..., 1].min(axis=1), toe_pts[..., 1].min(axis=1))
+
+
+def knee_angle(leg: LegGeometry, distance_m: np.ndarray) -> np.ndarray:
+    """Knee flexion (rad) that puts the ankle ``distance_m`` from the hip (clamped to reach)."""
+    d = np.clip(np.asarray(distance_m, dtype=np.float64), leg.reach_min, leg.reach_max)
+    m = np.hypot(leg.knee_p, leg.knee_q)
+    delta = np.arctan2(leg.knee_q, leg.knee_p)
+    k = d**2 / 2.0 - leg.knee_const
+    phi = delta + np.arccos(np.clip(k / m, -1.0, 1.0))
+    return np.clip(phi, 0.0, MAX_KNEE_FLEX_RAD)
+
+
+def tiptoe_ankle(
+    leg: LegGeometry, flat_ankle: np.ndarray, yaw_rad: float, theta_rad: np.ndarray
+) -> np.ndarray:
+    """Ankle positions ``(n, 3)`` of a foot rolled onto its toes by ``theta_rad`` ``(n,)``.
+
+    The toe joint (pivot) stays where it is when the foot is flat at ``flat_ankle``.
+    """
+    r_yaw = rot_y(yaw_rad)
+    pivot = np.asarray(flat_ankle, dtype=np.float64) + r_yaw @ leg.toe
+    theta = np.atleast_1d(np.asarray(theta_rad, dtype=np.float64))
+    return pivot - np.einsum("ab,nbc,c->na", r_yaw, rot_x(theta), leg.toe)
+
+
+def max_hip_height(
+    leg: LegGeometry,
+    flat_ankle: np.ndarray,
+    yaw_rad: float,
+    hip_xz: np.ndarray,
+    max_tiptoe_rad: float,
+) -> float:
+    """Highest hip joint height from which the leg still reaches a planted foot.
+
+    Args:
+        leg: the leg's geometry.
+        flat_ankle: ``(3,)`` flat ankle position of the planted foot.
+        yaw_rad: the foot's yaw.
+        hip_xz: ``(2,)`` horizontal hip position ``(x, z)``.
+        max_tiptoe_rad: largest allowed heel raise.
+    """
+    n = max(2, int(np.degrees(max_tiptoe_rad) / 2.5) + 1)
+    thetas = np.linspace(0.0, max(max_tiptoe_rad, 0.0), n)
+    ankles = tiptoe_ankle(leg, flat_ankle, yaw_rad, thetas)
+    horiz = np.hypot(ankles[:, 0] - hip_xz[0], ankles[:, 2] - hip_xz[1])
+    reach = leg.reach_max * 0.9995
+    ok = horiz < reach
+    if not np.any(ok):
+        return float(ankles[:, 1].max())  # the foot cannot be reached: no useful bound
+    heights = ankles[ok, 1] + np.sqrt(reach**2 - horiz[ok] ** 2)
+    return float(heights.max())
+
+
+def solve_tiptoe(
+    leg: LegGeometry,
+    hip: np.ndarray,
+    flat_ankle: np.ndarray,
+    yaw_rad: float,
+    min_rad: float,
+    max_rad: float,
+) -> float:
+    """Smallest heel raise in ``[min_rad, max(min_rad, max_rad)]`` that lets the leg reach."""
+    hi = max(min_rad, max_rad)
+    thetas = np.linspace(min_rad, hi, max(2, int(np.degrees(hi - min_rad) / 0.25) + 1))
+    ankles = tiptoe_ankle(leg, flat_ankle, yaw_rad, thetas)
+    dist = np.linalg.norm(ankles - hip, axis=1)
+    ok = np.nonzero(dist <= leg.reach_max * 0.9999)[0]
+    if ok.size == 0:
+        return float(thetas[np.argmin(dist)])
+    return float(thetas[ok[0]])
+
+
+def solve_leg(
+    leg: LegGeometry,
+    hip: np.ndarray,
+    pelvis_rot: np.ndarray,
+    ankle_target: np.ndarray,
+    foot_rot: np.ndarray,
+    hinge_axis: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Analytic two-bone IK with a hinge knee.
+
+    Args:
+        leg: the leg's geometry.
+        hip: ``(3,)`` world hip position.
+        pelvis_rot: ``(3, 3)`` global pelvis rotation.
+        ankle_target: ``(3,)`` desired ankle position (reached when within reach, else the
+            leg points at it fully stretched or fully bent).
+        foot_rot: ``(3, 3)`` desired global rotation of the ankle (foot) link.
+        hinge_axis: ``(3,)`` desired direction of the knee's hinge axis (the body's left;
+            the knee then bends forwards).
+
+    Returns:
+        Local rotation matrices of the hip, the knee and the ankle, each ``(3, 3)``.
+    """
+    d = np.asarray(ankle_target, dtype=np.float64) - hip
+    dist = float(np.linalg.norm(d))
+    d_hat = d / dist if dist > 1e-9 else np.array([0.0, -1.0, 0.0])
+    phi = float(knee_angle(leg, dist))
+    r_knee = rot_x(phi)
+    leg_vec = leg.thigh + r_knee @ leg.shin
+    l_hat = leg_vec / np.linalg.norm(leg_vec)
+    x_axis = np.array([1.0, 0.0, 0.0])
+    x_perp = x_axis - (x_axis @ l_hat) * l_hat
+    x_perp /= np.linalg.norm(x_perp)
+    a_perp = hinge_axis - (hinge_axis @ d_hat) * d_hat
+    norm = np.linalg.norm(a_perp)
+    if norm < 1e-6:  # hinge along the leg: fall back on the pelvis' left axis
+        fallback = pelvis_rot[:, 0]
+        a_perp = fallback - (fallback @ d_hat) * d_hat
+        norm = np.linalg.norm(a_perp)
+    a_perp /= norm
+    src = np.stack([l_hat, x_perp, np.cross(l_hat, x_perp)], axis=1)
+    dst = np.stack([d_hat, a_perp, np.cross(d_hat, a_perp)], axis=1)
+    g_hip = dst @ src.T
+    hip_local = pelvis_rot.T @ g_hip
+    g_knee = g_hip @ r_knee
+    ankle_local = g_knee.T @ foot_rot
+    return hip_local, r_knee, ankle_local
