@@ -1,0 +1,259 @@
+"""The fixed episode plan of a server run and its claim ledger.
+
+The plan is declared when the server starts: the episodes of the selected split, in an
+order derived from ``--seed`` (scenes shuffled by the seed, the episodes of one scene kept
+together in split order so that a scene is built once), optionally cut to the first
+``limit`` entries. ``open`` claims the next pending entry; the claim is written to disk
+*before* the simulator is touched, and an entry once claimed is never handed out again,
+whatever happens to it afterwards (a failed or abandoned episode stays recorded as such).
+
+Files in the server's output directory (both private to the evaluator side):
+
+* ``plan.json``: the declared plan (written once at start);
+* ``claims.json``: the ledger, rewritten atomically on every change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from humanclaw_gym.evaluation.episode import write_json_atomic
+
+__all__ = ["PLAN_SCHEMA", "STATUSES", "EpisodePlan", "PlanEntry", "plan_order"]
+
+PLAN_SCHEMA = "humanclaw_server_plan_v1"
+LEDGER_SCHEMA = "humanclaw_server_claims_v1"
+
+STATUSES = ("pending", "claimed", "running", "completed", "failed", "abandoned")
+"""Life of a plan entry: pending -> claimed (open) -> running (reset) -> one final state."""
+
+_FINAL = frozenset({"completed", "failed", "abandoned"})
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    """One declared episode of the plan (public identity only)."""
+
+    index: int
+    split: str
+    episode_id: str
+    scene_id: str
+    target_category: str
+    max_steps: int
+
+    @property
+    def directory_name(self) -> str:
+        """``<scene>_ep<id>_<category>``, the episode's directory in the output dir."""
+        from humanclaw_gym.replay.layout import safe_name
+
+        return safe_name(f"{self.scene_id}_ep{self.episode_id}_{self.target_category}")
+
+
+def plan_order(scene_ids: list[str], seed: int) -> list[int]:
+    """Indices into ``scene_ids`` in plan order for ``seed``.
+
+    Scenes (sorted by id) are permuted by ``numpy.random.default_rng(seed)``; the items of
+    one scene stay together and keep their input order.
+
+    Args:
+        scene_ids: scene id of every item, in split order.
+        seed: the plan seed (any int >= 0).
+
+    Returns:
+        A permutation of ``range(len(scene_ids))``.
+    """
+    groups: dict[str, list[int]] = {}
+    for i, scene in enumerate(scene_ids):
+        groups.setdefault(scene, []).append(i)
+    keys = sorted(groups)
+    rng = np.random.default_rng(seed)
+    return [i for k in rng.permutation(len(keys)) for i in groups[keys[int(k)]]]
+
+
+class EpisodePlan:
+    """The declared plan and its claim ledger.
+
+    Args:
+        entries: the plan, in order.
+        selection: the ``--episodes`` value it came from (recorded).
+        seed: the plan seed (recorded).
+        output_dir: where ``plan.json`` and ``claims.json`` go (created).
+
+    Raises:
+        FileExistsError: ``output_dir`` exists and is not empty (every run needs a fresh
+            output directory; earlier results are never overwritten).
+    """
+
+    def __init__(
+        self, entries: list[PlanEntry], selection: str, seed: int, output_dir: str | Path
+    ) -> None:
+        if not entries:
+            raise ValueError(f"the plan for episodes={selection!r} is empty")
+        self.entries = tuple(entries)
+        self.selection = selection
+        self.seed = int(seed)
+        self.output_dir = Path(output_dir)
+        ids = "\n".join(f"{e.split}/{e.scene_id}/{e.episode_id}" for e in self.entries)
+        self.digest = hashlib.sha256(ids.encode()).hexdigest()
+        self._ledger: list[dict[str, Any]] = [{"status": "pending"} for _ in self.entries]
+        self._next = 0
+        if self.output_dir.exists() and (
+            not self.output_dir.is_dir() or any(self.output_dir.iterdir())
+        ):
+            raise FileExistsError(
+                f"output dir {self.output_dir} is not empty; use a fresh output directory for "
+                "every run (earlier results are never overwritten)"
+            )
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        plan_path = self.output_dir / "plan.json"
+        write_json_atomic(plan_path, self._plan_record())
+        self._save()
+
+    @classmethod
+    def from_selection(
+        cls, selection: str, seed: int, output_dir: str | Path, limit: int | None = None
+    ) -> EpisodePlan:
+        """Build the plan for ``--episodes`` (``one``, ``val100``, ``val``, a split dir or a
+        JSON list of ids), ``--seed`` and an optional ``--limit`` prefix.
+
+        Raises:
+            ValueError: bad selection, seed or limit (naming the value and what is allowed).
+        """
+        from humanclaw_gym.episodes import load_split
+        from humanclaw_gym.evaluation.batch import list_episode_specs
+
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed={seed!r} is invalid: allowed an int >= 0")
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        ):
+            raise ValueError(f"limit={limit!r} is invalid: allowed None or an int >= 1")
+        specs = list_episode_specs(selection)
+        order = plan_order([s.scene_id for s in specs], seed)
+        if limit is not None:
+            order = order[:limit]
+        max_steps: dict[tuple[str, str], int] = {}
+        for split in sorted({s.split for s in specs}):
+            for ep in load_split(split):
+                max_steps[(split, ep.episode_id)] = int(ep.max_steps)
+        entries = []
+        for k, i in enumerate(order):
+            s = specs[i]
+            entries.append(
+                PlanEntry(
+                    k,
+                    s.split,
+                    s.episode_id,
+                    s.scene_id,
+                    s.category,
+                    max_steps[(s.split, s.episode_id)],
+                )
+            )
+        return cls(entries, selection, seed, output_dir)
+
+    # -- queries -------------------------------------------------------------------------
+    @property
+    def next_entry(self) -> PlanEntry | None:
+        """The entry the next ``open`` claims, or None when the plan is exhausted."""
+        return self.entries[self._next] if self._next < len(self.entries) else None
+
+    def status(self, index: int) -> str:
+        return str(self._ledger[index]["status"])
+
+    def public_view(self) -> dict[str, Any]:
+        """Plan identity, counts and per-entry status (no scores, no private errors)."""
+        counts = {s: 0 for s in STATUSES}
+        for rec in self._ledger:
+            counts[rec["status"]] += 1
+        splits = sorted({e.split for e in self.entries})
+        return {
+            "selection": self.selection,
+            "split": splits[0] if len(splits) == 1 else splits,
+            "seed": self.seed,
+            "size": len(self.entries),
+            "digest_sha256": self.digest,
+            "next_index": self._next if self._next < len(self.entries) else None,
+            "counts": counts,
+            "episodes": [
+                {
+                    "index": e.index,
+                    "episode_id": e.episode_id,
+                    "scene_id": e.scene_id,
+                    "target_category": e.target_category,
+                    "status": self._ledger[e.index]["status"],
+                }
+                for e in self.entries
+            ],
+        }
+
+    # -- transitions -----------------------------------------------------------------------
+    def claim(self) -> PlanEntry:
+        """Claim the next pending entry and persist the claim before returning it.
+
+        Raises:
+            LookupError: the plan is exhausted.
+        """
+        entry = self.next_entry
+        if entry is None:
+            raise LookupError("the plan is exhausted")
+        self._next += 1
+        self._ledger[entry.index] = {"status": "claimed", "claimed_unix_s": time.time()}
+        self._save()
+        return entry
+
+    def mark(self, index: int, status: str, **fields: Any) -> None:
+        """Move entry ``index`` to ``status`` (recording ``fields``) and persist.
+
+        Raises:
+            ValueError: unknown status, or the entry is pending or already final.
+        """
+        if status not in STATUSES or status == "pending":
+            raise ValueError(f"status={status!r} is invalid: allowed {STATUSES[1:]}")
+        rec = self._ledger[index]
+        if rec["status"] == "pending" or rec["status"] in _FINAL:
+            raise ValueError(f"plan entry {index} is {rec['status']}; it cannot become {status}")
+        rec.update(fields)
+        rec["status"] = status
+        if status in _FINAL:
+            rec["finished_unix_s"] = time.time()
+        self._save()
+
+    # -- files -----------------------------------------------------------------------------
+    def _plan_record(self) -> dict[str, Any]:
+        return {
+            "schema": PLAN_SCHEMA,
+            "selection": self.selection,
+            "seed": self.seed,
+            "digest_sha256": self.digest,
+            "entries": [
+                {
+                    "index": e.index,
+                    "split": e.split,
+                    "episode_id": e.episode_id,
+                    "scene_id": e.scene_id,
+                    "target_category": e.target_category,
+                    "max_steps": e.max_steps,
+                    "directory": e.directory_name,
+                }
+                for e in self.entries
+            ],
+        }
+
+    def _save(self) -> None:
+        write_json_atomic(
+            self.output_dir / "claims.json",
+            {
+                "schema": LEDGER_SCHEMA,
+                "digest_sha256": self.digest,
+                "claims": [
+                    {"index": e.index, "episode_id": e.episode_id, **self._ledger[e.index]}
+                    for e in self.entries
+                ],
+            },
+        )
