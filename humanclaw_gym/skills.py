@@ -7,7 +7,9 @@ parameters that skill takes. The motion generator turns it into 0.5 s of motion 
 * the **text form** used by language-model agents, e.g. ``Turn<left><30>``
   (:meth:`SkillCall.parse` / ``str(call)``);
 * the **Gymnasium encoding**, a :class:`gymnasium.spaces.Dict` (:func:`action_space`,
-  :meth:`SkillCall.to_action` / :meth:`SkillCall.from_action`);
+  :meth:`SkillCall.to_action` / :meth:`SkillCall.from_action`), in which **every element of
+  the space decodes to a valid SkillCall**, so random samples (``check_env``, exploration
+  in RL libraries) never fail validation;
 * the **JSON form** used by logs and the benchmark server
   (:meth:`SkillCall.to_dict` / :meth:`SkillCall.from_dict`).
 
@@ -24,6 +26,11 @@ clipped; clamping is the agent's business, not the environment's):
 * 6 Side step: ``direction`` left / right, ``distance_m`` 0.1..0.5, facing kept;
   ``Side step<right><0.25>``.
 * 7 Walk downstairs: ``speed`` normal only; ``Walk downstairs<normal>``.
+
+In the Gymnasium encoding each parameter entry has exactly the range of the one skill that
+reads it: Step back and Side step have their own distance entries (``step_back_m`` and
+``side_step_m``, both stored in :attr:`SkillCall.distance_m`), and ``speed`` is read by Walk
+only (the stair skills' single speed needs no entry).
 
 Degrees appear only here, at the text/action boundary; :attr:`SkillCall.condition` hands the
 motion generator SI units (metres, radians) in the Y-up world convention.
@@ -106,12 +113,6 @@ _NEUTRAL_DIRECTION = "left"
 _NEUTRAL_ANGLE_DEG = 30.0
 _NEUTRAL_DISTANCE_M = 0.25
 _NEUTRAL_HEIGHT_M = SIT_DEFAULT_HEIGHT_M
-
-# Box bounds of the action space: the union of the per-skill ranges.
-_BOX_DISTANCE_RANGE_M = (
-    min(STEP_BACK_DISTANCE_RANGE_M[0], SIDE_STEP_DISTANCE_RANGE_M[0]),
-    max(STEP_BACK_DISTANCE_RANGE_M[1], SIDE_STEP_DISTANCE_RANGE_M[1]),
-)
 
 _PARAM_FIELDS = ("speed", "direction", "angle_deg", "distance_m", "height_m")
 _WALK_WORD = "forward"
@@ -699,43 +700,60 @@ class SkillCall:
         return action_space(seed)
 
     def to_action(self) -> dict[str, Any]:
-        """Encode as a sample of :func:`action_space`.
+        """Encode as an element of :func:`action_space`.
+
+        ``action_space().contains(call.to_action())`` holds for every valid call, and
+        ``SkillCall.from_action(call.to_action()) == call`` exactly.
 
         Returns:
             ``{"skill": int64, "speed": int64, "direction": int64, "angle_deg": float64[1],
-            "distance_m": float64[1], "height_m": float64[1]}``. Fields the skill does not
-            use hold fixed neutral values (speed normal, direction left, angle 30,
-            distance 0.25, height 0.5); :meth:`from_action` ignores them.
+            "step_back_m": float64[1], "side_step_m": float64[1], "height_m": float64[1]}``.
+            :attr:`distance_m` goes to ``step_back_m`` for Step back and to ``side_step_m``
+            for Side step. Entries the skill does not read hold fixed neutral values (speed
+            normal, direction left, angle 30, distances 0.25, height 0.5); the stair skills
+            write their speed "normal" but :meth:`from_action` does not read it.
         """
+        skill = self.skill
         speed = self.speed if self.speed is not None else _NEUTRAL_SPEED
         direction = self.direction if self.direction is not None else _NEUTRAL_DIRECTION
         angle = self.angle_deg if self.angle_deg is not None else _NEUTRAL_ANGLE_DEG
-        distance = self.distance_m if self.distance_m is not None else _NEUTRAL_DISTANCE_M
+        step_back = self.distance_m if skill is Skill.STEP_BACK else _NEUTRAL_DISTANCE_M
+        side_step = self.distance_m if skill is Skill.SIDE_STEP else _NEUTRAL_DISTANCE_M
         height = self.height_m if self.height_m is not None else _NEUTRAL_HEIGHT_M
         return {
-            "skill": np.int64(int(self.skill)),
+            "skill": np.int64(int(skill)),
             "speed": np.int64(SPEEDS.index(speed)),
             "direction": np.int64(DIRECTIONS.index(direction)),
             "angle_deg": np.array([angle], dtype=np.float64),
-            "distance_m": np.array([distance], dtype=np.float64),
+            "step_back_m": np.array([step_back], dtype=np.float64),
+            "side_step_m": np.array([side_step], dtype=np.float64),
             "height_m": np.array([height], dtype=np.float64),
         }
 
     @classmethod
     def from_action(cls, action: Mapping[str, Any]) -> SkillCall:
-        """Decode a sample of :func:`action_space` (or any equivalent mapping).
+        """Decode an element of :func:`action_space` (or any equivalent mapping).
+
+        Every element of the space decodes to a valid call: each entry's Box is exactly the
+        range of the one skill that reads it. Which entries each skill reads:
+
+        * Walk: ``speed``; Stop/Stand and the stair skills: nothing (the stairs' only speed
+          is "normal", so ``speed`` is ignored for them);
+        * Turn: ``direction``, ``angle_deg``; Sit down: ``height_m``;
+        * Step back: ``step_back_m``; Side step: ``direction``, ``side_step_m`` (both
+          become :attr:`distance_m`).
 
         Each entry may be a Python number, a numpy scalar, or a 0-d / 1-element numpy array
         (or list); discrete entries must be integers, continuous ones integer or float
-        (float16/32 values are read as the decimal they print as). Only the fields the
-        chosen skill uses are read, so entries for unused fields may be missing or hold
-        anything. The per-skill range applies, which is narrower than the Box for Side step
-        (0.5 m, not 0.6 m).
+        (float16/32 values are read as the decimal they print as). Entries the skill does
+        not read may be missing or hold anything, but unknown keys are rejected. Mappings
+        built by hand are still validated: a value outside the entry's range (e.g.
+        ``side_step_m=0.55``) raises, naming the action key.
 
         Raises:
             TypeError: ``action`` is not a mapping.
-            SkillCallError: naming the field for a missing, malformed, unknown or
-                out-of-range entry.
+            SkillCallError: naming the action key (``field``) for a missing, malformed,
+                unknown or out-of-range entry.
         """
         if not isinstance(action, Mapping):
             raise TypeError(
@@ -754,24 +772,17 @@ class SkillCall:
             raise SkillCallError("skill", None, _SKILL_ID_ALLOWED, reason="is missing")
         skill = Skill(_decode_index("skill", action["skill"], NUM_SKILLS, _SKILL_ID_ALLOWED))
         kwargs: dict[str, Any] = {}
-        for field in skill.params:
-            if field not in action:
-                raise SkillCallError(
-                    field,
-                    None,
-                    _RULES[skill][field].allowed(field),
-                    reason="is missing",
-                    skill=skill,
-                )
-            raw = action[field]
-            if field == "speed":
-                kwargs[field] = SPEEDS[_decode_index(field, raw, len(SPEEDS), _SPEED_INDEX)]
-            elif field == "direction":
-                idx = _decode_index(field, raw, len(DIRECTIONS), _DIRECTION_INDEX)
-                kwargs[field] = DIRECTIONS[idx]
-            else:
-                allowed = _RULES[skill][field].allowed(field)
-                kwargs[field] = _decode_real(skill, field, raw, allowed)
+        for field, key in _ACTION_READS[skill].items():
+            rule = _RULES[skill][field]
+            allowed = rule.allowed(key)
+            if key not in action:
+                raise SkillCallError(key, None, allowed, reason="is missing", skill=skill)
+            raw = action[key]
+            if isinstance(rule, _Range):
+                kwargs[field] = _decode_number(skill, key, raw, rule)
+            else:  # speed (Walk) or direction: an index into the rule's words
+                meaning = _SPEED_INDEX if field == "speed" else _DIRECTION_INDEX
+                kwargs[field] = rule.values[_decode_index(key, raw, len(rule.values), meaning)]
         return cls(skill, **kwargs)
 
     # ---- JSON form ------------------------------------------------------------------
@@ -843,7 +854,29 @@ class SkillCall:
 # Helpers for parse / from_action
 # --------------------------------------------------------------------------------------
 
-_ACTION_FIELDS = ("skill", *_PARAM_FIELDS)
+_ACTION_FIELDS = (
+    "skill",
+    "speed",
+    "direction",
+    "angle_deg",
+    "step_back_m",
+    "side_step_m",
+    "height_m",
+)
+
+# Per skill: the SkillCall fields read from the action dict, and the key each is read from.
+# A skill parameter absent here has a single allowed value (the stairs' speed "normal")
+# that the constructor fills in, so no sample can make it invalid.
+_ACTION_READS: dict[Skill, dict[str, str]] = {
+    Skill.WALK: {"speed": "speed"},
+    Skill.STOP: {},
+    Skill.TURN: {"direction": "direction", "angle_deg": "angle_deg"},
+    Skill.CLIMB_UP: {},
+    Skill.SIT: {"height_m": "height_m"},
+    Skill.STEP_BACK: {"distance_m": "step_back_m"},
+    Skill.SIDE_STEP: {"direction": "direction", "distance_m": "side_step_m"},
+    Skill.CLIMB_DOWN: {},
+}
 _SPEED_INDEX = "0 slow, 1 normal, 2 fast"
 _DIRECTION_INDEX = "0 left, 1 right"
 
@@ -958,7 +991,16 @@ def _decode_real(skill: Skill, field: str, value: Any, allowed: str) -> Any:
             reason="is not a real scalar or 1-element real array",
             skill=skill,
         )
-    return array[()]  # numpy scalar; SkillCall validates range and finiteness
+    return array[()]  # numpy scalar
+
+
+def _decode_number(skill: Skill, key: str, value: Any, rule: _Range) -> float:
+    """Read a continuous action entry and check it against ``rule``, naming ``key``."""
+    allowed = rule.allowed(key)
+    number = _as_float(key, _decode_real(skill, key, value, allowed), skill, allowed)
+    if not rule.low <= number <= rule.high:
+        raise SkillCallError(key, number, allowed, reason="is out of range", skill=skill)
+    return number
 
 
 def action_space(seed: int | None = None) -> spaces.Dict:
@@ -967,18 +1009,26 @@ def action_space(seed: int | None = None) -> spaces.Dict:
     ``Dict`` with, in this order:
 
     * ``skill``: ``Discrete(8)``, the :class:`Skill` id;
-    * ``speed``: ``Discrete(3)``, 0 slow, 1 normal, 2 fast (Walk; stairs need 1);
+    * ``speed``: ``Discrete(3)``, 0 slow, 1 normal, 2 fast (Walk only; the stair skills
+      always use normal and ignore it);
     * ``direction``: ``Discrete(2)``, 0 left, 1 right (Turn, Side step);
     * ``angle_deg``: ``Box(10, 120, (1,), float64)`` (Turn);
-    * ``distance_m``: ``Box(0.1, 0.6, (1,), float64)`` (Step back 0.1..0.6, Side step 0.1..0.5);
+    * ``step_back_m``: ``Box(0.1, 0.6, (1,), float64)`` (Step back);
+    * ``side_step_m``: ``Box(0.1, 0.5, (1,), float64)`` (Side step);
     * ``height_m``: ``Box(0.15, 0.85, (1,), float64)`` (Sit down).
 
-    float64 keeps the round trip ``SkillCall.from_action(call.to_action()) == call`` exact.
-    A random sample is not always a valid call (e.g. a Side step of 0.55 m): decoding it
-    raises :class:`SkillCallError`.
+    Every element of this space decodes to a valid :class:`SkillCall` with
+    :meth:`SkillCall.from_action`: each entry is read by one skill only and its bounds are
+    exactly that skill's range, so ``SkillCall.from_action(space.sample())`` never raises
+    and random-action tools (``gymnasium.utils.env_checker.check_env``, RL exploration)
+    work unchanged. float64 keeps the round trip ``SkillCall.from_action(call.to_action())
+    == call`` exact.
 
     Args:
         seed: optional seed for the space's sampler.
+
+    Returns:
+        A new :class:`gymnasium.spaces.Dict` (keys in the order above).
     """
     from gymnasium import spaces
 
@@ -991,7 +1041,8 @@ def action_space(seed: int | None = None) -> spaces.Dict:
             "speed": spaces.Discrete(len(SPEEDS)),
             "direction": spaces.Discrete(len(DIRECTIONS)),
             "angle_deg": box(*TURN_ANGLE_RANGE_DEG),
-            "distance_m": box(*_BOX_DISTANCE_RANGE_M),
+            "step_back_m": box(*STEP_BACK_DISTANCE_RANGE_M),
+            "side_step_m": box(*SIDE_STEP_DISTANCE_RANGE_M),
             "height_m": box(*SIT_HEIGHT_RANGE_M),
         },
         seed=seed,

@@ -506,26 +506,42 @@ def test_parse_arbitrary_text_never_raises_other_errors(text: str) -> None:
 # Gymnasium encoding
 # ----------------------------------------------------------------------------------------
 
+ACTION_KEYS = [
+    "skill",
+    "speed",
+    "direction",
+    "angle_deg",
+    "step_back_m",
+    "side_step_m",
+    "height_m",
+]
+
+# The action entries each skill reads; every other entry is ignored on decoding.
+READ_KEYS = {
+    Skill.WALK: {"skill", "speed"},
+    Skill.STOP: {"skill"},
+    Skill.TURN: {"skill", "direction", "angle_deg"},
+    Skill.CLIMB_UP: {"skill"},
+    Skill.SIT: {"skill", "height_m"},
+    Skill.STEP_BACK: {"skill", "step_back_m"},
+    Skill.SIDE_STEP: {"skill", "direction", "side_step_m"},
+    Skill.CLIMB_DOWN: {"skill"},
+}
+
 
 def test_action_space_layout() -> None:
     from gymnasium import spaces
 
     space = action_space()
     assert isinstance(space, spaces.Dict)
-    assert list(space.spaces) == [
-        "skill",
-        "speed",
-        "direction",
-        "angle_deg",
-        "distance_m",
-        "height_m",
-    ]
+    assert list(space.spaces) == ACTION_KEYS
     assert space["skill"] == spaces.Discrete(8)
     assert space["speed"] == spaces.Discrete(3)
     assert space["direction"] == spaces.Discrete(2)
     for key, (low, high) in {
         "angle_deg": (10.0, 120.0),
-        "distance_m": (0.1, 0.6),
+        "step_back_m": (0.1, 0.6),
+        "side_step_m": (0.1, 0.5),
         "height_m": (0.15, 0.85),
     }.items():
         box = space[key]
@@ -535,18 +551,45 @@ def test_action_space_layout() -> None:
     assert SkillCall.action_space() == space
 
 
+def test_action_space_boxes_match_the_skill_ranges() -> None:
+    space = action_space()
+    assert tuple(space["angle_deg"].low) + tuple(space["angle_deg"].high) == TURN_ANGLE_RANGE_DEG
+    assert (space["step_back_m"].low[0], space["step_back_m"].high[0]) == (
+        STEP_BACK_DISTANCE_RANGE_M
+    )
+    assert (space["side_step_m"].low[0], space["side_step_m"].high[0]) == (
+        SIDE_STEP_DISTANCE_RANGE_M
+    )
+    assert (space["height_m"].low[0], space["height_m"].high[0]) == SIT_HEIGHT_RANGE_M
+
+
 def test_to_action_neutral_defaults() -> None:
     action = SkillCall.stop().to_action()
+    assert list(action) == ACTION_KEYS
     assert int(action["skill"]) == 1
     assert int(action["speed"]) == 1
     assert int(action["direction"]) == 0
     assert action["angle_deg"].tolist() == [30.0]
-    assert action["distance_m"].tolist() == [0.25]
+    assert action["step_back_m"].tolist() == [0.25]
+    assert action["side_step_m"].tolist() == [0.25]
     assert action["height_m"].tolist() == [0.5]
     walk = SkillCall.walk("fast").to_action()
     assert int(walk["speed"]) == 2
     right = SkillCall.turn("right", 45).to_action()
     assert int(right["direction"]) == 1 and right["angle_deg"].tolist() == [45.0]
+    assert SkillCall.climb_up().to_action()["speed"] == 1
+
+
+def test_to_action_writes_distance_to_the_skills_own_key() -> None:
+    back = SkillCall.step_back(0.6).to_action()
+    assert back["step_back_m"].tolist() == [0.6]
+    assert back["side_step_m"].tolist() == [0.25]
+    side = SkillCall.side_step("right", 0.5).to_action()
+    assert side["side_step_m"].tolist() == [0.5]
+    assert side["step_back_m"].tolist() == [0.25]
+    assert int(side["direction"]) == 1
+    for action in (back, side):
+        assert action_space().contains(action)
 
 
 @given(valid_calls)
@@ -581,16 +624,52 @@ def test_from_action_ignores_unused_fields() -> None:
         "speed": 0,
         "direction": "garbage",
         "angle_deg": math.nan,
-        "distance_m": np.array([[1.0, 2.0]]),
+        "step_back_m": np.array([[1.0, 2.0]]),
+        "side_step_m": 0.55,
+        "height_m": True,
     }
     assert SkillCall.from_action(action) == SkillCall.walk("slow")
     assert SkillCall.from_action({"skill": 1}) == SkillCall.stop()
     assert SkillCall.from_action({"skill": 3, "speed": 1}) == SkillCall.climb_up()
+    # Step back does not read side_step_m and Side step does not read step_back_m.
+    back = {"skill": 5, "step_back_m": 0.6, "side_step_m": 0.6}
+    assert SkillCall.from_action(back) == SkillCall.step_back(0.6)
+    side = {"skill": 6, "direction": 0, "side_step_m": 0.5, "step_back_m": 0.05}
+    assert SkillCall.from_action(side) == SkillCall.side_step("left", 0.5)
+
+
+@pytest.mark.parametrize("skill", [Skill.CLIMB_UP, Skill.CLIMB_DOWN])
+@pytest.mark.parametrize(
+    "speed", [0, 1, 2, np.int64(0), np.array([2]), 7, -1, "fast", math.nan, None, "absent"]
+)
+def test_stair_skills_decode_with_any_speed(skill: Skill, speed: object) -> None:
+    action: dict[str, object] = {"skill": int(skill)}
+    if speed != "absent":
+        action["speed"] = speed
+    call = SkillCall.from_action(action)
+    assert call.skill is skill
+    assert call.speed == "normal"
+    assert call == (SkillCall.climb_up() if skill is Skill.CLIMB_UP else SkillCall.climb_down())
+
+
+@given(valid_calls, st.integers(0, 2**32 - 1))
+def test_unread_entries_may_hold_any_in_space_value(call: SkillCall, seed: int) -> None:
+    space = action_space(seed=seed)
+    action = call.to_action()
+    for key in ACTION_KEYS:
+        if key not in READ_KEYS[call.skill]:
+            action[key] = space[key].sample()
+    assert space.contains(action)
+    assert SkillCall.from_action(action) == call
 
 
 def test_from_action_float32_edge_is_accepted() -> None:
-    action = {"skill": 5, "distance_m": np.array([0.6], dtype=np.float32)}
+    action = {"skill": 5, "step_back_m": np.array([0.6], dtype=np.float32)}
     assert SkillCall.from_action(action) == SkillCall.step_back(0.6)
+    action = {"skill": 6, "direction": 1, "side_step_m": np.array([0.5], dtype=np.float32)}
+    assert SkillCall.from_action(action) == SkillCall.side_step("right", 0.5)
+    action = {"skill": 6, "direction": 0, "side_step_m": np.array([0.1], dtype=np.float16)}
+    assert SkillCall.from_action(action) == SkillCall.side_step("left", 0.1)
 
 
 @pytest.mark.parametrize(
@@ -610,8 +689,7 @@ def test_from_action_float32_edge_is_accepted() -> None:
         ({"skill": 0}, "speed"),
         ({"skill": 0, "speed": 3}, "speed"),
         ({"skill": 0, "speed": np.array([1.0])}, "speed"),
-        ({"skill": 3, "speed": 2}, "speed"),
-        ({"skill": 7, "speed": 0}, "speed"),
+        ({"skill": 0, "speed": True}, "speed"),
         ({"skill": 2, "direction": 2, "angle_deg": 30.0}, "direction"),
         ({"skill": 2, "direction": 0}, "angle_deg"),
         ({"skill": 2, "direction": 0, "angle_deg": np.array([math.nan])}, "angle_deg"),
@@ -625,10 +703,26 @@ def test_from_action_float32_edge_is_accepted() -> None:
         ({"skill": 2, "direction": 0, "angle_deg": np.array(["30"])}, "angle_deg"),
         ({"skill": 2, "direction": 0, "angle_deg": np.array([30 + 0j])}, "angle_deg"),
         ({"skill": 2, "direction": 0, "angle_deg": [[30.0]]}, "angle_deg"),
-        ({"skill": 6, "direction": 0, "distance_m": np.array([0.55])}, "distance_m"),
-        ({"skill": 5, "distance_m": np.array([0.05])}, "distance_m"),
         ({"skill": 4, "height_m": np.array([0.9])}, "height_m"),
+        # Step back / Side step read their own keys, with their own ranges
+        ({"skill": 5}, "step_back_m"),
+        ({"skill": 5, "step_back_m": np.array([0.05])}, "step_back_m"),
+        ({"skill": 5, "step_back_m": 0.601}, "step_back_m"),
+        ({"skill": 5, "step_back_m": np.array([math.nan])}, "step_back_m"),
+        ({"skill": 5, "step_back_m": np.bool_(True)}, "step_back_m"),
+        ({"skill": 5, "step_back_m": "0.2"}, "step_back_m"),
+        ({"skill": 6, "direction": 0}, "side_step_m"),
+        ({"skill": 6, "side_step_m": 0.2}, "direction"),
+        ({"skill": 6, "direction": 0, "side_step_m": np.array([0.55])}, "side_step_m"),
+        ({"skill": 6, "direction": 0, "side_step_m": 0.55}, "side_step_m"),
+        ({"skill": 6, "direction": 1, "side_step_m": 0.6}, "side_step_m"),
+        ({"skill": 6, "direction": 1, "side_step_m": -0.25}, "side_step_m"),
+        ({"skill": 6, "direction": 1, "side_step_m": np.array([-np.inf])}, "side_step_m"),
+        ({"skill": 6, "direction": 1, "side_step_m": np.array([0.2, 0.3])}, "side_step_m"),
+        # unknown keys, including the old shared distance entry
         ({"skill": 1, "jump": 1}, "action"),
+        ({"skill": 5, "distance_m": np.array([0.2])}, "action"),
+        ({"skill": 6, "direction": 0, "side_step_m": 0.2, "distance_m": 0.2}, "action"),
     ],
 )
 def test_from_action_rejects_with_named_field(action: dict[str, object], field: str) -> None:
@@ -638,35 +732,126 @@ def test_from_action_rejects_with_named_field(action: dict[str, object], field: 
     assert field in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        (
+            {"skill": 6, "direction": 0, "side_step_m": 0.55},
+            "SkillCall.side_step_m=0.55 is out of range: "
+            "allowed 0.1 <= side_step_m <= 0.5 (Side step)",
+        ),
+        (
+            {"skill": 5, "step_back_m": np.array([0.7])},
+            "SkillCall.step_back_m=0.7 is out of range: "
+            "allowed 0.1 <= step_back_m <= 0.6 (Step back)",
+        ),
+        (
+            {"skill": 5},
+            "SkillCall.step_back_m=None is missing: allowed 0.1 <= step_back_m <= 0.6 (Step back)",
+        ),
+    ],
+)
+def test_distance_entry_errors_name_the_key_and_range(
+    action: dict[str, object], message: str
+) -> None:
+    with pytest.raises(SkillCallError) as info:
+        SkillCall.from_action(action)
+    assert str(info.value) == message
+    assert info.value.skill is Skill(action["skill"])
+    assert "distance_m" not in str(info.value)
+
+
+def test_unknown_key_error_lists_the_action_keys() -> None:
+    with pytest.raises(SkillCallError) as info:
+        SkillCall.from_action({"skill": 5, "distance_m": 0.2})
+    assert info.value.value == "distance_m"
+    assert info.value.allowed == "keys " + ", ".join(ACTION_KEYS)
+
+
 def test_from_action_rejects_non_mapping() -> None:
     with pytest.raises(TypeError, match="mapping"):
-        SkillCall.from_action([2, 0, 0, 30.0, 0.2, 0.5])  # type: ignore[arg-type]
+        SkillCall.from_action([2, 0, 0, 30.0, 0.2, 0.2, 0.5])  # type: ignore[arg-type]
 
 
-def test_action_space_samples_decode_or_raise_skill_call_error() -> None:
-    space = action_space(seed=0)
-    decoded = rejected = 0
-    for _ in range(2000):
-        sample = space.sample()
-        try:
-            call = SkillCall.from_action(sample)
-        except SkillCallError:
-            rejected += 1
-            assert int(sample["skill"]) in (Skill.CLIMB_UP, Skill.CLIMB_DOWN, Skill.SIDE_STEP)
+def _check_sample(space: object, sample: dict[str, object]) -> SkillCall:
+    """Decode a space sample; it must be valid and match the sampled entries."""
+    call = SkillCall.from_action(sample)  # must not raise
+    assert int(sample["skill"]) == call.skill  # type: ignore[call-overload]
+    for key in READ_KEYS[call.skill] - {"skill"}:
+        entry = np.asarray(sample[key]).reshape(-1)[0]
+        if key == "speed":
+            assert call.speed == SPEEDS[int(entry)]
+        elif key == "direction":
+            assert call.direction == DIRECTIONS[int(entry)]
+        elif key in ("step_back_m", "side_step_m"):
+            assert call.distance_m == float(entry)
         else:
-            decoded += 1
-            assert SkillCall.from_action(call.to_action()) == call
-    assert decoded > 0 and rejected > 0
+            assert getattr(call, key) == float(entry)
+    assert space.contains(call.to_action())  # type: ignore[attr-defined]
+    assert SkillCall.from_action(call.to_action()) == call
+    return call
 
 
-@settings(max_examples=200)
+def test_every_action_space_sample_decodes() -> None:
+    space = action_space(seed=0)
+    seen: set[Skill] = set()
+    for _ in range(3000):
+        seen.add(_check_sample(space, space.sample()).skill)
+    assert seen == set(Skill)
+
+
+@settings(max_examples=300)
 @given(st.integers(0, 2**32 - 1))
-def test_seeded_samples_decode_or_raise_skill_call_error(seed: int) -> None:
-    sample = action_space(seed=seed).sample()
-    try:
-        SkillCall.from_action(sample)
-    except SkillCallError:
-        pass
+def test_seeded_samples_always_decode(seed: int) -> None:
+    space = action_space(seed=seed)
+    for _ in range(20):
+        _check_sample(space, space.sample())
+
+
+def test_action_space_extremes_decode() -> None:
+    """The Box corners (the values most likely to fall outside a skill's range) decode."""
+    space = action_space()
+    for pick in ("low", "high"):
+        action = {
+            "speed": np.int64(2),
+            "direction": np.int64(1),
+            **{
+                key: getattr(space[key], pick).copy()
+                for key in ("angle_deg", "step_back_m", "side_step_m", "height_m")
+            },
+        }
+        for skill in Skill:
+            sample = {"skill": np.int64(int(skill)), **action}
+            assert space.contains(sample)
+            _check_sample(space, sample)
+
+
+@pytest.mark.filterwarnings("ignore:.*symmetric and normalized space")
+def test_check_env_accepts_a_skill_call_env() -> None:
+    """Gymnasium's env checker steps with random samples; decoding must never fail."""
+    import gymnasium as gym
+    from gymnasium import spaces
+    from gymnasium.utils.env_checker import check_env
+
+    class _DecodeEnv(gym.Env):
+        def __init__(self) -> None:
+            self.action_space = action_space()
+            self.observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+            self.decoded: list[SkillCall] = []
+
+        def reset(  # type: ignore[override]
+            self, *, seed: int | None = None, options: dict | None = None
+        ):
+            super().reset(seed=seed)
+            return np.zeros(2, np.float32), {}
+
+        def step(self, action: dict):  # type: ignore[override]
+            self.decoded.append(SkillCall.from_action(action))
+            return np.zeros(2, np.float32), 0.0, False, False, {}
+
+    env = _DecodeEnv()
+    check_env(env, skip_render_check=True)
+    assert env.decoded
 
 
 _junk = st.one_of(
@@ -682,12 +867,7 @@ _junk = st.one_of(
 
 
 @settings(max_examples=300)
-@given(
-    st.dictionaries(
-        st.sampled_from(["skill", "speed", "direction", "angle_deg", "distance_m", "height_m"]),
-        _junk,
-    )
-)
+@given(st.dictionaries(st.sampled_from([*ACTION_KEYS, "distance_m"]), _junk))
 def test_from_action_junk_never_raises_other_errors(action: dict[str, object]) -> None:
     try:
         SkillCall.from_action(action)
@@ -747,7 +927,7 @@ def test_coerce_accepts_every_form() -> None:
     with pytest.raises(SkillCallError):
         SkillCall.coerce("Side step<left><0.6>")
     with pytest.raises(SkillCallError):
-        SkillCall.coerce({"skill": 6, "direction": 0, "distance_m": np.array([0.6])})
+        SkillCall.coerce({"skill": 6, "direction": 0, "side_step_m": np.array([0.6])})
 
 
 @pytest.mark.parametrize("bad", [None, 3, 2.5, b"Stop/Stand", ["Stop/Stand"], Skill.STOP])
