@@ -92,7 +92,9 @@ class Decision:
 
     def __post_init__(self) -> None:
         if not isinstance(self.action, SkillCall):
-            raise TypeError(f"Decision.action must be a SkillCall, got {type(self.action).__name__}")
+            raise TypeError(
+                f"Decision.action must be a SkillCall, got {type(self.action).__name__}"
+            )
         if self.visible_state is not None and not isinstance(self.visible_state, str):
             raise TypeError("Decision.visible_state must be a str or None")
         usage = tuple(self.usage)

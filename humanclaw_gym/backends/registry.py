@@ -72,17 +72,23 @@ def _register(kind: Kind, name: str, target: str, capabilities: Any, description
     _REGISTRY[kind][name] = BackendEntry(kind, name, target, capabilities, description)
 
 
-def register_physics(name: str, target: str, capabilities: PhysicsCapabilities, description: str = "") -> None:
+def register_physics(
+    name: str, target: str, capabilities: PhysicsCapabilities, description: str = ""
+) -> None:
     """Register a physics backend factory (no import happens here)."""
     _register("physics", name, target, capabilities, description)
 
 
-def register_render(name: str, target: str, capabilities: RenderCapabilities, description: str = "") -> None:
+def register_render(
+    name: str, target: str, capabilities: RenderCapabilities, description: str = ""
+) -> None:
     """Register a render backend factory (no import happens here)."""
     _register("render", name, target, capabilities, description)
 
 
-def register_motion(name: str, target: str, capabilities: MotionCapabilities, description: str = "") -> None:
+def register_motion(
+    name: str, target: str, capabilities: MotionCapabilities, description: str = ""
+) -> None:
     """Register a motion generator factory (no import happens here)."""
     _register("motion", name, target, capabilities, description)
 
@@ -97,7 +103,9 @@ def _entry(kind: Kind, name: str) -> BackendEntry:
         return _REGISTRY[kind][name]
     except KeyError:
         known = ", ".join(sorted(_REGISTRY[kind])) or "none"
-        raise BackendCapabilityError(f"unknown {kind} backend {name!r}; registered: {known}") from None
+        raise BackendCapabilityError(
+            f"unknown {kind} backend {name!r}; registered: {known}"
+        ) from None
 
 
 def create(kind: Kind, name: str, **kwargs: Any) -> Any:

@@ -148,9 +148,7 @@ def split_frame(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return frames[..., 0:3], frames[..., 3:6], frames[..., 6:].reshape(*frames.shape[:-1], 23, 3)
 
 
-def frame_from_parts(
-    root_pos: np.ndarray, root_aa: np.ndarray, joint_aa: np.ndarray
-) -> np.ndarray:
+def frame_from_parts(root_pos: np.ndarray, root_aa: np.ndarray, joint_aa: np.ndarray) -> np.ndarray:
     """Inverse of :func:`split_frame`: assemble ``(..., 75)`` frames."""
     root_pos = np.asarray(root_pos, dtype=np.float64)
     root_aa = np.asarray(root_aa, dtype=np.float64)

@@ -13,16 +13,43 @@ import sys
 
 # command -> (module, summary)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "episodes": ("humanclaw_gym.cli.episodes_cmd", "List a split: counts by category, difficulty and scene."),
+    "episodes": (
+        "humanclaw_gym.cli.episodes_cmd",
+        "List a split: counts by category, difficulty and scene.",
+    ),
     "scenes": ("humanclaw_gym.cli.scenes_cmd", "Inspect procedural scenes (render-map, show)."),
-    "rollout": ("humanclaw_gym.cli.run_cmd:rollout_main", "Run one episode in-process (smoke tests, debugging)."),
-    "run": ("humanclaw_gym.cli.run_cmd", "Evaluate a policy on one episode, val100, val or a list; resumable, parallel."),
-    "metrics": ("humanclaw_gym.cli.metrics_cmd", "Aggregate metrics.json files under a directory into the paper table."),
-    "render": ("humanclaw_gym.cli.render_cmd", "Delayed render of a saved rollout into ego/exo MP4 (no physics)."),
-    "render-batch": ("humanclaw_gym.cli.render_cmd:batch_main", "Delayed render of many rollouts in isolated processes."),
-    "report": ("humanclaw_gym.cli.report_cmd", "Write a self-contained HTML report of one rollout."),
-    "serve": ("humanclaw_gym.cli.serve_cmd", "Start the authenticated JSON-RPC benchmark server on loopback."),
-    "doctor": ("humanclaw_gym.cli.doctor_cmd", "Report installed backends and extras; exit 1 if the defaults cannot run."),
+    "rollout": (
+        "humanclaw_gym.cli.run_cmd:rollout_main",
+        "Run one episode in-process (smoke tests, debugging).",
+    ),
+    "run": (
+        "humanclaw_gym.cli.run_cmd",
+        "Evaluate a policy on one episode, val100, val or a list; resumable, parallel.",
+    ),
+    "metrics": (
+        "humanclaw_gym.cli.metrics_cmd",
+        "Aggregate metrics.json files under a directory into the paper table.",
+    ),
+    "render": (
+        "humanclaw_gym.cli.render_cmd",
+        "Delayed render of a saved rollout into ego/exo MP4 (no physics).",
+    ),
+    "render-batch": (
+        "humanclaw_gym.cli.render_cmd:batch_main",
+        "Delayed render of many rollouts in isolated processes.",
+    ),
+    "report": (
+        "humanclaw_gym.cli.report_cmd",
+        "Write a self-contained HTML report of one rollout.",
+    ),
+    "serve": (
+        "humanclaw_gym.cli.serve_cmd",
+        "Start the authenticated JSON-RPC benchmark server on loopback.",
+    ),
+    "doctor": (
+        "humanclaw_gym.cli.doctor_cmd",
+        "Report installed backends and extras; exit 1 if the defaults cannot run.",
+    ),
     "view": ("humanclaw_gym.cli.view_cmd", "Browser debug viewer (viser) on 127.0.0.1."),
 }
 

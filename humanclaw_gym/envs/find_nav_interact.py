@@ -71,7 +71,10 @@ class FindNavInteractEnv(gym.Env):
     :class:`~humanclaw_gym.policy.Decision` (a SkillCall plus the policy's ``visible_state``
     text and token usage, read by the metrics wrapper), or the Gymnasium encoding
     ``Dict(skill=Discrete(8), speed=Discrete(3), direction=Discrete(2),
-    angle_deg=Box(10, 120), distance_m=Box(0.1, 0.6), height_m=Box(0.15, 0.85))``.
+    angle_deg=Box(10, 120), step_back_m=Box(0.1, 0.6), side_step_m=Box(0.1, 0.5),
+    height_m=Box(0.15, 0.85))`` (float64 boxes). Each skill reads only its own entries
+    (``speed``: Walk; ``direction``: Turn, Side step), so every element of the space is a
+    valid action and RL libraries can sample it freely.
 
     | id | skill           | parameters                                   |
     |----|-----------------|----------------------------------------------|
@@ -384,10 +387,13 @@ class FindNavInteractEnv(gym.Env):
             matches = [
                 ep
                 for ep in self._episodes
-                if ep.episode_id == str(episode_id) and (scene_id is None or ep.scene_id == scene_id)
+                if ep.episode_id == str(episode_id)
+                and (scene_id is None or ep.scene_id == scene_id)
             ]
             if not matches:
-                raise ValueError(f"options['episode_id']={episode_id!r} is not in this env's episodes")
+                raise ValueError(
+                    f"options['episode_id']={episode_id!r} is not in this env's episodes"
+                )
             return matches[0]
         if seed is not None:
             self._order = self._order_for_seed(int(seed))
@@ -415,10 +421,14 @@ class FindNavInteractEnv(gym.Env):
         options = dict(options or {})
         unknown = set(options) - {"episode_id", "scene_id"}
         if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; allowed: episode_id, scene_id")
+            raise ValueError(
+                f"unknown reset options {sorted(unknown)}; allowed: episode_id, scene_id"
+            )
         episode = self._choose_episode(seed, options)
         if self._in_episode:
-            self._emit("on_episode_end", EndEvent("abandoned", self._step_count, self._safe_link_origins()))
+            self._emit(
+                "on_episode_end", EndEvent("abandoned", self._step_count, self._safe_link_origins())
+            )
             self._in_episode = False
         self._done = True
         self._resolved = self._resolve(self._needs())
@@ -496,7 +506,9 @@ class FindNavInteractEnv(gym.Env):
                 )
             raise
 
-    def _step(self, call: SkillCall, decision: Decision | None) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    def _step(
+        self, call: SkillCall, decision: Decision | None
+    ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         needs = self._needs()
         step_index = self._step_count
         if self._observers:
@@ -571,7 +583,9 @@ class FindNavInteractEnv(gym.Env):
     def render(self) -> np.ndarray | None:
         """With ``render_mode="rgb_array"``: the 512x512 third-person view of the current state."""
         if self.render_mode is None:
-            gym.logger.warn("render() called without render_mode; make the env with render_mode='rgb_array'")
+            gym.logger.warn(
+                "render() called without render_mode; make the env with render_mode='rgb_array'"
+            )
             return None
         if self._episode is None:
             raise RuntimeError("render() called before reset()")

@@ -16,7 +16,9 @@ import gymnasium as gym
 __all__ = ["make_vector_env"]
 
 
-def _make_sub_env(index: int, num_envs: int, wrappers: tuple[Any, ...], kwargs: dict[str, Any]) -> gym.Env:
+def _make_sub_env(
+    index: int, num_envs: int, wrappers: tuple[Any, ...], kwargs: dict[str, Any]
+) -> gym.Env:
     from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
 
     env: gym.Env = FindNavInteractEnv(num_shards=num_envs, shard_index=index, **kwargs)
@@ -47,7 +49,9 @@ def make_vector_env(
     if mode not in ("sync", "async"):
         raise ValueError(f"mode must be 'sync' or 'async', got {mode!r}")
     if "num_shards" in kwargs or "shard_index" in kwargs:
-        raise ValueError("num_shards/shard_index are set by the vector entry point; do not pass them")
+        raise ValueError(
+            "num_shards/shard_index are set by the vector entry point; do not pass them"
+        )
     if max_episode_steps is not None and "max_steps" not in kwargs:
         kwargs["max_steps"] = int(max_episode_steps)
     fns = [
@@ -56,4 +60,7 @@ def make_vector_env(
     ]
     if mode == "sync":
         return gym.vector.SyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
-    return gym.vector.AsyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+    # "spawn": a forked child would inherit the parent's GL context and pybullet state.
+    return gym.vector.AsyncVectorEnv(
+        fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, context="spawn"
+    )

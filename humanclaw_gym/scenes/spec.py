@@ -159,8 +159,14 @@ class SceneObject:
     seat_height_m: float | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.object_id, bool) or not isinstance(self.object_id, int) or self.object_id < 1:
-            raise SceneSpecError(f"SceneObject.object_id must be an int >= 1, got {self.object_id!r}")
+        if (
+            isinstance(self.object_id, bool)
+            or not isinstance(self.object_id, int)
+            or self.object_id < 1
+        ):
+            raise SceneSpecError(
+                f"SceneObject.object_id must be an int >= 1, got {self.object_id!r}"
+            )
         object.__setattr__(self, "position", _floats(self.position, 3, f"{self.name}.position"))
         object.__setattr__(self, "yaw_rad", _floats([self.yaw_rad], 1, f"{self.name}.yaw_rad")[0])
         parts = tuple(self.parts)
@@ -168,9 +174,13 @@ class SceneObject:
             raise SceneSpecError(f"SceneObject {self.name!r} has no parts")
         object.__setattr__(self, "parts", parts)
         if self.dynamic and not self.mass_kg > 0.0:
-            raise SceneSpecError(f"dynamic object {self.name!r} needs mass_kg > 0, got {self.mass_kg}")
+            raise SceneSpecError(
+                f"dynamic object {self.name!r} needs mass_kg > 0, got {self.mass_kg}"
+            )
         if not self.dynamic and self.mass_kg != 0.0:
-            raise SceneSpecError(f"static object {self.name!r} must have mass_kg 0, got {self.mass_kg}")
+            raise SceneSpecError(
+                f"static object {self.name!r} must have mass_kg 0, got {self.mass_kg}"
+            )
 
     def rotation(self) -> np.ndarray:
         """Object-to-world rotation matrix (yaw about +Y), ``(3, 3)``."""
@@ -237,7 +247,9 @@ class SceneObject:
                 seat_height_m=None if seat is None else float(seat),
             )
         except KeyError as exc:
-            raise SceneSpecError(f"object {d.get('name', '?')!r} is missing field {exc.args[0]!r}") from exc
+            raise SceneSpecError(
+                f"object {d.get('name', '?')!r} is missing field {exc.args[0]!r}"
+            ) from exc
 
 
 @dataclass(frozen=True)
@@ -252,11 +264,15 @@ class Room:
 
     def __post_init__(self) -> None:
         if self.room_type not in ROOM_TYPES:
-            raise SceneSpecError(f"Room.room_type must be one of {ROOM_TYPES}, got {self.room_type!r}")
+            raise SceneSpecError(
+                f"Room.room_type must be one of {ROOM_TYPES}, got {self.room_type!r}"
+            )
         object.__setattr__(self, "min_xz", _floats(self.min_xz, 2, "Room.min_xz"))
         object.__setattr__(self, "max_xz", _floats(self.max_xz, 2, "Room.max_xz"))
         if not (self.min_xz[0] < self.max_xz[0] and self.min_xz[1] < self.max_xz[1]):
-            raise SceneSpecError(f"Room {self.room_id} has an empty footprint {self.min_xz}..{self.max_xz}")
+            raise SceneSpecError(
+                f"Room {self.room_id} has an empty footprint {self.min_xz}..{self.max_xz}"
+            )
 
     def contains_xz(self, x: float, z: float) -> bool:
         return self.min_xz[0] <= x <= self.max_xz[0] and self.min_xz[1] <= z <= self.max_xz[1]

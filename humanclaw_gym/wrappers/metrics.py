@@ -111,7 +111,6 @@ class MetricsWrapper(gym.Wrapper):
         aabbs = np.array([np.stack(scene.object_by_id(i).aabb()) for i in target_ids])
         if event.spawn_floor_y is None or event.contacts is None:
             raise RuntimeError("MetricsWrapper did not receive contacts/spawn floor at reset")
-        info = getattr(episode, "info", {}) or {}
         self._targets = frozenset(target_ids)
         self._object_ids = tuple(event.object_ids)
         self._recorder = EpisodeMetricRecorder(
@@ -124,7 +123,7 @@ class MetricsWrapper(gym.Wrapper):
             dynamic_ids=list(event.object_ids),
             floor_height_m=float(event.spawn_floor_y),
             initial_penetration_m=float(initial_penetration(event.contacts)),
-            difficulty=info.get("difficulty"),
+            difficulty=getattr(getattr(episode, "info", None), "difficulty", None),
         )
 
     def _on_decision(self, event: DecisionEvent) -> None:

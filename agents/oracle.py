@@ -1,0 +1,287 @@
+"""The privileged oracle: plans with the navigation grid to prove episodes solvable.
+
+It reads hidden state (target instances, the realized pose, the scene) through the env's
+explicit privileged mode only (``gym.make(..., privileged=True)``; the episode loop calls
+:meth:`OraclePolicy.attach_env`). Each decision it
+
+1. plans a shortest path on the clearance-inflated navigation grid from the realized pelvis
+   position to the goal (interact targets: the approach point in front of the seat; other
+   targets: the stop region around any target instance), looks ahead along the simplified
+   path and either turns toward the look-ahead point or walks (fast / normal / slow by the
+   remaining distance);
+2. recovers from contacts: when a walk achieved less than a third of its distance, it steps
+   back and side steps away from the blocked side;
+3. near a non-interact target, faces the nearest target point and closes in with slow
+   walks until a body point is within 0.17 m of the target's box, then stops;
+4. for beds, couches and toilets, reaches the approach point, turns its back to the seat,
+   corrects its position with side steps / step backs, sits at the seat height, and stops.
+
+The oracle never reads anything a policy could not be given in privileged mode, and the
+server refuses privileged mode, so it cannot be evaluated through the benchmark server.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from humanclaw_gym.policy import Decision
+from humanclaw_gym.skills import SkillCall
+
+__all__ = ["OraclePolicy"]
+
+_LOOKAHEAD_M = 0.45
+_TURN_TOLERANCE_DEG = 17.0
+_ALIGN_TOLERANCE_DEG = 7.0
+_STOP_DISTANCE_M = 0.17
+_APPROACH_REACHED_M = 0.16
+_APPROACH_CLOSE_M = 0.6
+_MAX_APPROACH_STEPS = 8
+
+
+def _wrap(a: float) -> float:
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def _turn_towards(error_rad: float) -> SkillCall:
+    deg = min(max(abs(math.degrees(error_rad)), 10.0), 120.0)
+    return SkillCall.turn("left" if error_rad > 0 else "right", round(deg, 1))
+
+
+def _aabb_distance(points: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
+    d = np.maximum(np.maximum(lo - points, points - hi), 0.0)
+    return float(np.min(np.linalg.norm(d, axis=1)))
+
+
+class OraclePolicy:
+    """Privileged shortest-path planner (see module docstring).
+
+    Args:
+        seed: unused (the oracle is deterministic); accepted for a uniform interface.
+        clearance_m: body clearance of the planning grid.
+    """
+
+    requires_privileged = True
+
+    def __init__(self, seed: int = 0, clearance_m: float = 0.25) -> None:
+        del seed
+        self.clearance_m = float(clearance_m)
+        self._env: Any = None
+        self._grids: dict[str, Any] = {}
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self._phase = "navigate"
+        self._goal: Any = None
+        self._last: SkillCall | None = None
+        self._last_xz: np.ndarray | None = None
+        self._stuck = 0
+        self._approach_steps = 0
+        self._sat = False
+        self._recover: list[SkillCall] = []
+
+    # -- policy protocol -----------------------------------------------------------------
+    def attach_env(self, env: Any) -> None:
+        """Receive the (privileged) env; called by the episode loop."""
+        self._env = env.unwrapped
+
+    def reset(self, episode_info: Mapping[str, Any]) -> None:
+        if self._env is None:
+            raise RuntimeError(
+                "OraclePolicy needs attach_env(env) with a privileged env before reset"
+            )
+        self._reset_state()
+        st = self._env.privileged_state()
+        grid = self._grid(st.scene)
+        ep = st.episode
+        if ep.interact:
+            best = None
+            for goal in ep.goals:
+                pose = goal.approach_pose
+                if pose is None:
+                    continue
+                d = grid.geodesic_distance(st.root_xz, self._point_mask(grid, pose[0], pose[1]))
+                if best is None or d < best[0]:
+                    best = (d, goal)
+            if best is None or not math.isfinite(best[0]):
+                best = (0.0, ep.goals[0])
+            self._goal = best[1]
+        else:
+            self._goal = None
+
+    def act(self, observation: np.ndarray, info: Mapping[str, Any]) -> Decision:
+        call, note = self._decide()
+        self._last = call
+        st = self._env.privileged_state()
+        self._last_xz = st.root_xz.copy()
+        return Decision(action=call, visible_state=self._visible_state(), extras={"oracle": note})
+
+    # -- planning ------------------------------------------------------------------------
+    def _grid(self, scene: Any) -> Any:
+        grid = self._grids.get(scene.scene_id)
+        if grid is None:
+            from humanclaw_gym.scenes.navgrid import NavGrid
+
+            grid = NavGrid.from_scene(scene, clearance_m=self.clearance_m)
+            self._grids = {scene.scene_id: grid}  # keep one scene
+        return grid
+
+    @staticmethod
+    def _point_mask(grid: Any, x: float, z: float, radius_m: float = 0.1) -> np.ndarray:
+        xs = grid.cell_centers_x()[None, :]
+        zs = grid.cell_centers_z()[:, None]
+        mask = (xs - x) ** 2 + (zs - z) ** 2 <= radius_m**2
+        if not (mask & grid.free).any():
+            fx, fz = grid.nearest_free(x, z)
+            mask = (xs - fx) ** 2 + (zs - fz) ** 2 <= max(radius_m, grid.cell_m) ** 2
+        return mask
+
+    def _visible_state(self) -> str:
+        ep = self._env.privileged_state().episode
+        name = ep.object_category.replace("_", " ")
+        return f"The {name} I am looking for is part of this home; I know where it is."
+
+    def _progress_blocked(self, st: Any) -> bool:
+        """True when the last walk moved less than a third of its distance."""
+        if self._last is None or self._last_xz is None or self._last.skill.key != "walk":
+            return False
+        expected = self._last.condition["distance_m"]
+        moved = float(np.linalg.norm(st.root_xz - self._last_xz))
+        return moved < expected / 3.0
+
+    def _decide(self) -> tuple[SkillCall, str]:
+        st = self._env.privileged_state()
+        if self._sat:
+            return SkillCall.stop(), "stop after sitting"
+        if self._recover:
+            return self._recover.pop(0), "recover"
+        grid = self._grid(st.scene)
+        ep = st.episode
+        if self._progress_blocked(st):
+            self._stuck += 1
+            side = "left" if self._stuck % 2 else "right"
+            self._recover = [SkillCall.side_step(side, 0.3)]
+            return SkillCall.step_back(0.25), "blocked: back off"
+        if ep.interact:
+            return self._interact(st, grid)
+        return self._find(st, grid)
+
+    def _follow_path(
+        self, st: Any, grid: Any, goals: Any, remaining_m: float
+    ) -> tuple[SkillCall, str]:
+        pos = st.root_xz
+        path = grid.shortest_path(pos, goals)
+        if path is None or len(path) == 0:
+            return SkillCall.turn("left", 45), "no path from here: look around"
+        path = np.vstack([pos[None, :], np.asarray(path)])
+        target = path[-1]
+        travelled = 0.0
+        for a, b in zip(path[:-1], path[1:], strict=False):
+            seg = float(np.linalg.norm(b - a))
+            if travelled + seg >= _LOOKAHEAD_M:
+                t = (_LOOKAHEAD_M - travelled) / max(seg, 1e-9)
+                target = a + t * (b - a)
+                break
+            travelled += seg
+        d = target - pos
+        desired = math.atan2(float(d[0]), float(d[1]))
+        err = _wrap(desired - st.yaw_rad)
+        if abs(math.degrees(err)) > _TURN_TOLERANCE_DEG:
+            return _turn_towards(err), "turn to path"
+        if remaining_m >= 1.0 and abs(math.degrees(err)) < 10.0:
+            return SkillCall.walk("fast"), "walk"
+        if remaining_m >= 0.5:
+            return SkillCall.walk("normal"), "walk"
+        return SkillCall.walk("slow"), "walk"
+
+    # non-interact targets: reach the stop region, then close in on the nearest box
+    def _find(self, st: Any, grid: Any) -> tuple[SkillCall, str]:
+        ep = st.episode
+        boxes = [
+            (np.asarray(g.aabb_min), np.asarray(g.aabb_max))
+            for g in ep.goals
+            if g.aabb_min is not None
+        ]
+        d3 = min(_aabb_distance(st.link_origins, lo, hi) for lo, hi in boxes)
+        if d3 <= _STOP_DISTANCE_M:
+            return SkillCall.stop(), f"within {d3:.2f} m"
+        goal_ids = [int(g.object_id) for g in ep.goals]
+        region = grid.goal_region(goal_ids)
+        remaining = grid.geodesic_distance(st.root_xz, region)
+        in_region = remaining <= grid.cell_m or self._phase == "close_in"
+        if not in_region:
+            return self._follow_path(st, grid, region, remaining)
+        self._phase = "close_in"
+        self._approach_steps += 1
+        if self._approach_steps > _MAX_APPROACH_STEPS:
+            return SkillCall.stop(), "approach budget used"
+        # face the nearest point of the nearest target box (x/z)
+        pos = st.root_xz
+        best = None
+        for lo, hi in boxes:
+            q = np.clip(pos, lo[[0, 2]], hi[[0, 2]])
+            dist = float(np.linalg.norm(q - pos))
+            if best is None or dist < best[0]:
+                best = (dist, q)
+        d = best[1] - pos
+        err = _wrap(math.atan2(float(d[0]), float(d[1])) - st.yaw_rad)
+        if abs(math.degrees(err)) > 12.0:
+            return _turn_towards(err), "face target"
+        return SkillCall.walk("slow"), "close in"
+
+    # interact targets: approach point, turn away from the seat, sit, stop
+    def _interact(self, st: Any, grid: Any) -> tuple[SkillCall, str]:
+        goal = self._goal
+        ax, az, ayaw = goal.approach_pose
+        pos = st.root_xz
+        offset = np.array([ax, az]) - pos
+        dist = float(np.linalg.norm(offset))
+        if self._phase == "navigate":
+            if dist > _APPROACH_CLOSE_M:
+                mask = self._point_mask(grid, ax, az)
+                remaining = grid.geodesic_distance(pos, mask)
+                return self._follow_path(st, grid, mask, remaining)
+            self._phase = "approach"
+        if self._phase == "approach":
+            self._approach_steps += 1
+            if dist > _APPROACH_REACHED_M and self._approach_steps <= _MAX_APPROACH_STEPS:
+                if dist >= 0.3:
+                    err = _wrap(math.atan2(float(offset[0]), float(offset[1])) - st.yaw_rad)
+                    if abs(math.degrees(err)) > 12.0:
+                        return _turn_towards(err), "face approach point"
+                    return SkillCall.walk("slow"), "walk to approach point"
+                return self._correct(st, offset), "fine position"
+            self._phase = "align"
+        if self._phase == "align":
+            err = _wrap(ayaw - st.yaw_rad)
+            if abs(math.degrees(err)) > _ALIGN_TOLERANCE_DEG:
+                return _turn_towards(err), "turn back to the seat"
+            # fine correction in the body frame once aligned
+            if dist > _APPROACH_REACHED_M and self._approach_steps <= _MAX_APPROACH_STEPS:
+                self._approach_steps += 1
+                return self._correct(st, offset), "fine position"
+            self._sat = True
+            height = float(np.clip(goal.seat_height_m or 0.5, 0.15, 0.85))
+            return SkillCall.sit(round(height, 3)), "sit"
+        return SkillCall.stop(), "done"
+
+    @staticmethod
+    def _correct(st: Any, offset: np.ndarray) -> SkillCall:
+        """Side step / step back / slow walk toward ``offset`` (world x/z) in the body frame."""
+        yaw = st.yaw_rad
+        fwd = np.array([math.sin(yaw), math.cos(yaw)])
+        left = np.array([math.cos(yaw), -math.sin(yaw)])
+        f = float(offset @ fwd)
+        lat = float(offset @ left)
+        if abs(lat) >= abs(f) and abs(lat) >= 0.05:
+            return SkillCall.side_step(
+                "left" if lat > 0 else "right", round(min(max(abs(lat), 0.1), 0.5), 2)
+            )
+        if f < 0:
+            return SkillCall.step_back(round(min(max(-f, 0.1), 0.6), 2))
+        if f >= 0.1:
+            return SkillCall.walk("slow")
+        return SkillCall.side_step("left" if lat > 0 else "right", 0.1)

@@ -1,0 +1,336 @@
+"""Performance harness of humanclaw-gym: measures and writes a JSON report.
+
+    python benchmarks/run.py --out benchmarks/report.json            # full run (~3-5 min)
+    python benchmarks/run.py --out /tmp/r.json --steps 10 --quick    # smoke run
+
+Measured side by side in one run, on one scene of val100:
+
+* ``decision_step``: median wall time of ``env.step`` (no wrappers), and its parts:
+  motion generation, physics (15 frames), ego render;
+* ``direct_backends``: the same work driven directly on the backend objects (motion ->
+  physics -> renderer, no env): the floor the env's own overhead is compared with;
+* ``raw_pybullet``: the bare pybullet calls of one decision on the same scene (60 substeps
+  with the humanoid, its motor and base-velocity writes, one TinyRenderer-free frame):
+  what half-physics costs with zero Python structure around it;
+* ``render``: ego 448x448 rgb, rgb+instance, exo 512x512;
+* ``reset``: reset to a new episode of an already-built scene;
+* ``wrappers``: step time with the metrics / video / trajectory wrappers on and off;
+* ``vector``: steps/s of sync and async vector envs with 1 and 2 sub-envs;
+* ``memory``: peak RSS of this process (one env) and of async workers.
+
+Targets (see docs/performance.md) are reported as pass/fail flags, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("LP_NUM_THREADS", "1")
+
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+
+import humanclaw_gym  # noqa: E402,F401
+from humanclaw_gym import SkillCall  # noqa: E402
+from humanclaw_gym.envs import ENV_ID  # noqa: E402
+
+ACTIONS = [
+    SkillCall.walk("normal"),
+    SkillCall.turn("left", 30),
+    SkillCall.walk("fast"),
+    SkillCall.side_step("right", 0.3),
+    SkillCall.turn("right", 45),
+    SkillCall.step_back(0.2),
+    SkillCall.walk("slow"),
+]
+
+
+def _ms(samples: list[float]) -> dict[str, float]:
+    return {
+        "median_ms": 1000.0 * statistics.median(samples),
+        "p90_ms": 1000.0 * float(np.percentile(samples, 90)),
+        "n": len(samples),
+    }
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _episode_ids(n: int) -> list[str]:
+    from humanclaw_gym.episodes import load_split
+
+    eps = load_split("val100")
+    first_scene = eps[0].scene_id
+    return [e.episode_id for e in eps if e.scene_id == first_scene][:n]
+
+
+def bench_env_step(steps: int) -> tuple[dict, object]:
+    env = gym.make(ENV_ID, split="val100")
+    base = env.unwrapped
+    ids = _episode_ids(3)
+    t0 = time.perf_counter()
+    env.reset(options={"episode_id": ids[0]})
+    first_reset = time.perf_counter() - t0
+
+    # instrument the parts on the unwrapped env's backends
+    parts = {"motion": [], "physics": [], "render": []}
+    motion, physics, renderer = base._motion, base._physics, base._renderer
+    orig_gen, orig_step, orig_render = motion.generate, physics.step_frame, renderer.render
+    acc = {"physics": 0.0}
+
+    def gen(call):
+        t = time.perf_counter()
+        out = orig_gen(call)
+        parts["motion"].append(time.perf_counter() - t)
+        return out
+
+    def step_frame(frame):
+        t = time.perf_counter()
+        orig_step(frame)
+        acc["physics"] += time.perf_counter() - t
+
+    def render(camera, instance=False):
+        t = time.perf_counter()
+        out = orig_render(camera, instance=instance)
+        parts["render"].append(time.perf_counter() - t)
+        return out
+
+    motion.generate, physics.step_frame, renderer.render = gen, step_frame, render
+    samples = []
+    for i in range(steps):
+        acc["physics"] = 0.0
+        t = time.perf_counter()
+        _, _, term, trunc, _ = env.step(ACTIONS[i % len(ACTIONS)])
+        samples.append(time.perf_counter() - t)
+        parts["physics"].append(acc["physics"])
+        if term or trunc:
+            env.reset(options={"episode_id": ids[0]})
+    motion.generate, physics.step_frame, renderer.render = orig_gen, orig_step, orig_render
+
+    resets = []
+    for eid in ids[1:] * 3:
+        t = time.perf_counter()
+        env.reset(options={"episode_id": eid})
+        resets.append(time.perf_counter() - t)
+    report = {
+        "decision_step": _ms(samples),
+        "parts": {k: _ms(v) for k, v in parts.items() if v},
+        "first_reset_s": first_reset,
+        "reset_same_scene": _ms(resets),
+        "renderer": base.backend_info,
+    }
+    return report, env
+
+
+def bench_direct(env, steps: int) -> dict:
+    """Motion -> physics -> renderer on the env's own backend objects, no env code."""
+    from humanclaw_gym.render.cameras import ego_camera
+
+    base = env.unwrapped
+    motion, physics, renderer = base._motion, base._physics, base._renderer
+    samples = []
+    for i in range(steps):
+        t = time.perf_counter()
+        frames = motion.generate(ACTIONS[i % len(ACTIONS)])
+        for f in frames:
+            physics.step_frame(f)
+        poses = physics.link_poses()
+        renderer.set_body_pose(poses)
+        ids = physics.dynamic_object_ids
+        if ids:
+            renderer.set_object_poses(ids, physics.object_poses())
+        renderer.render(ego_camera(poses))
+        samples.append(time.perf_counter() - t)
+    return _ms(samples)
+
+
+def bench_raw_pybullet(env, steps: int) -> dict:
+    """The bare pybullet work of one decision on the same scene: 60 substeps with the
+    humanoid's motors and base velocity written as the contract prescribes."""
+    import pybullet as p
+
+    physics = env.unwrapped._physics
+    cid = physics.client_id
+    body = physics.humanoid_id
+    n = p.getNumJoints(body, physicsClientId=cid)
+    joints = list(range(n))
+    targets = [[0.0, 0.0, 0.0, 1.0]] * n
+    samples = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        for _frame in range(15):
+            p.setJointMotorControlMultiDofArray(
+                body, joints, p.POSITION_CONTROL, targetPositions=targets, physicsClientId=cid
+            )
+            for sub in range(4):
+                if sub in (0, 2):
+                    p.resetBaseVelocity(body, [0.8, 0.0, 0.0], [0.0, 0.0, 0.0], physicsClientId=cid)
+                p.stepSimulation(physicsClientId=cid)
+            p.getJointStatesMultiDof(body, joints, physicsClientId=cid)
+            p.getBasePositionAndOrientation(body, physicsClientId=cid)
+        samples.append(time.perf_counter() - t)
+    return _ms(samples)
+
+
+def bench_render(env, n: int) -> dict:
+    from humanclaw_gym.render.cameras import ego_camera, exo_camera
+
+    base = env.unwrapped
+    renderer, physics = base._renderer, base._physics
+    poses = physics.link_poses()
+    renderer.set_body_pose(poses)
+    out = {}
+    for name, cam, inst in (
+        ("ego_rgb_448", ego_camera(poses), False),
+        ("ego_rgb_instance_448", ego_camera(poses), True),
+        ("exo_rgb_512", exo_camera(poses), False),
+    ):
+        samples = []
+        for _ in range(n):
+            t = time.perf_counter()
+            renderer.render(cam, instance=inst)
+            samples.append(time.perf_counter() - t)
+        out[name] = _ms(samples)
+    return out
+
+
+def bench_wrappers(steps: int) -> dict:
+    from humanclaw_gym.wrappers import MetricsWrapper, TrajectoryWrapper, VideoWrapper
+
+    ids = _episode_ids(1)
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        configs = {
+            "none": lambda e: e,
+            "metrics": lambda e: MetricsWrapper(e, None),
+            "trajectory": lambda e: TrajectoryWrapper(e, Path(tmp) / "traj"),
+            "video": lambda e: VideoWrapper(e, Path(tmp) / "video"),
+        }
+        for name, wrap in configs.items():
+            env = wrap(gym.make(ENV_ID, split="val100", max_steps=steps + 1))
+            env.reset(options={"episode_id": ids[0]})
+            env.step(ACTIONS[0])  # warm-up
+            samples = []
+            for i in range(steps - 1):
+                t = time.perf_counter()
+                env.step(ACTIONS[(i + 1) % len(ACTIONS)])
+                samples.append(time.perf_counter() - t)
+            env.close()
+            out[name] = _ms(samples)
+    return out
+
+
+def _vector_rate(num_envs: int, mode: str, steps: int) -> dict:
+    envs = gym.make_vec(ENV_ID, num_envs=num_envs, split="val100", mode=mode, max_steps=100)
+    envs.reset(seed=0)
+    act = ACTIONS[0].to_action()
+    batched = {k: np.stack([np.asarray(v)] * num_envs) for k, v in act.items()}
+    envs.step(batched)  # warm-up
+    t = time.perf_counter()
+    for _ in range(steps):
+        envs.step(batched)
+    dt = time.perf_counter() - t
+    envs.close()
+    return {"env_steps_per_s": num_envs * steps / dt, "num_envs": num_envs, "mode": mode}
+
+
+def bench_vector(steps: int) -> dict:
+    out = {}
+    for mode in ("sync", "async"):
+        for n in (1, 2):
+            out[f"{mode}_{n}"] = _vector_rate(n, mode, steps)
+    out["async_2_over_1"] = out["async_2"]["env_steps_per_s"] / out["async_1"]["env_steps_per_s"]
+    return out
+
+
+def bench_async_worker_rss() -> float:
+    """Peak RSS (MiB) of one async worker process after some steps."""
+    import psutil  # type: ignore[import-not-found]
+
+    envs = gym.make_vec(ENV_ID, num_envs=1, split="val100", mode="async")
+    envs.reset(seed=0)
+    act = {k: np.asarray(v)[None] for k, v in ACTIONS[0].to_action().items()}
+    for _ in range(5):
+        envs.step(act)
+    rss = max(psutil.Process(proc.pid).memory_info().rss for proc in envs.processes) / 2**20
+    envs.close()
+    return rss
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/report.json"))
+    parser.add_argument("--steps", type=int, default=40, help="decision steps per measurement")
+    parser.add_argument("--quick", action="store_true", help="skip vector and wrapper benchmarks")
+    args = parser.parse_args()
+
+    report: dict = {
+        "schema": "humanclaw_benchmark_v1",
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "LP_NUM_THREADS": os.environ.get("LP_NUM_THREADS"),
+        },
+    }
+    print("env step ...", flush=True)
+    env_report, env = bench_env_step(args.steps)
+    report.update(env_report)
+    print("direct backends ...", flush=True)
+    report["direct_backends"] = bench_direct(env, args.steps)
+    print("raw pybullet ...", flush=True)
+    report["raw_pybullet"] = bench_raw_pybullet(env, args.steps)
+    print("render ...", flush=True)
+    report["render"] = bench_render(env, 3 * args.steps)
+    env.close()
+    report["memory"] = {"peak_rss_one_env_mib": _peak_rss_mib()}
+    if not args.quick:
+        print("wrappers ...", flush=True)
+        report["wrappers"] = bench_wrappers(min(args.steps, 20))
+        print("vector ...", flush=True)
+        report["vector"] = bench_vector(min(args.steps, 20))
+        try:
+            report["memory"]["async_worker_rss_mib"] = bench_async_worker_rss()
+        except ImportError:
+            report["memory"]["async_worker_rss_mib"] = None
+    step = report["decision_step"]["median_ms"]
+    direct = report["direct_backends"]["median_ms"]
+    report["overhead_vs_direct"] = step / direct
+    targets = {
+        "decision_step_le_30ms": step <= 30.0,
+        "ego_render_le_6ms": report["render"]["ego_rgb_448"]["median_ms"] <= 6.0,
+        "overhead_le_1.3x": report["overhead_vs_direct"] <= 1.3,
+        "reset_same_scene_le_100ms": report["reset_same_scene"]["median_ms"] <= 100.0,
+        "peak_rss_le_1.5GiB": report["memory"]["peak_rss_one_env_mib"] <= 1536.0,
+    }
+    if "vector" in report:
+        targets["async2_ge_1.6x_async1"] = report["vector"]["async_2_over_1"] >= 1.6
+    report["targets"] = targets
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, args.out)
+    print(
+        json.dumps(
+            {k: report[k] for k in ("decision_step", "overhead_vs_direct", "targets")}, indent=2
+        )
+    )
+    print(f"report written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

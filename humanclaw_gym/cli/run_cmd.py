@@ -1,0 +1,217 @@
+"""``humanclaw run`` (batch evaluation) and ``humanclaw rollout`` (one episode in-process)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import tyro
+
+
+@dataclass
+class RunArgs:
+    """Evaluate a policy on one episode, val100, the full val split or a custom list.
+
+    Each episode runs in a worker process (``--workers``) through the one episode loop and
+    writes its artifacts to ``OUTPUT/<scene>_ep<id>_<category>/rollout_00/``. ``--resume``
+    skips episodes whose requested artifacts are complete and verified. With ``--metrics``
+    the paper table is printed at the end and ``metrics_summary.json`` is written.
+    """
+
+    episodes: str = "val100"
+    """one | val100 | val | a split directory | a .json list of episode ids"""
+    agent: str = "oracle"
+    """psv | oracle | random | module:Class | checkpoint:PATH"""
+    output: Path = Path("outputs/run")
+    """output directory"""
+    model_config: Path | None = None
+    """JSON model config for VLM agents (psv)"""
+    metrics: bool = False
+    """compute the paper metrics (metrics.json per episode + summary)"""
+    video: bool = False
+    """write ego.mp4 and exo.mp4 per episode"""
+    workers: int = 1
+    """worker processes (local executor) or concurrent tasks (ray)"""
+    resume: bool = False
+    """skip episodes whose requested artifacts are complete and verified"""
+    executor: Literal["local", "ray"] = "local"
+    """run episodes in local processes or as Ray tasks"""
+    ray_address: str | None = None
+    """address of an existing Ray cluster (default: start a local one)"""
+    seed: int = 0
+    """seed for stochastic policies (random)"""
+    renderer: Literal["auto", "moderngl", "tiny"] = "auto"
+    """render backend"""
+    motion: str = "procedural"
+    """motion generator: procedural | flow"""
+    motion_checkpoint: Path | None = None
+    """checkpoint of the flow motion generator"""
+    max_steps: int | None = None
+    """override the episode step limit (default 100)"""
+    limit: int | None = None
+    """run only the first N selected episodes"""
+    via_server: str | None = None
+    """run through a benchmark server at this URL (token from HUMANCLAW_SERVER_TOKEN)"""
+    quiet: bool = False
+    """no progress bar"""
+
+
+@dataclass
+class RolloutArgs:
+    """Run one episode in this process (smoke tests, debugging) and write its artifacts."""
+
+    episode_id: str | None = None
+    """episode id (default: the first episode of the split)"""
+    split: str = "val100"
+    """split the episode comes from"""
+    agent: str = "oracle"
+    """psv | oracle | random | module:Class | checkpoint:PATH"""
+    model_config: Path | None = None
+    """JSON model config for VLM agents (psv)"""
+    output: Path = Path("outputs/rollout")
+    """output directory"""
+    metrics: bool = True
+    """compute metrics.json"""
+    video: bool = False
+    """write ego.mp4 and exo.mp4"""
+    max_steps: int | None = None
+    """step limit for smoke tests (default 100)"""
+    seed: int = 0
+    """seed for stochastic policies"""
+    renderer: Literal["auto", "moderngl", "tiny"] = "auto"
+    """render backend"""
+    motion: str = "procedural"
+    """motion generator: procedural | flow"""
+    motion_checkpoint: Path | None = None
+    """checkpoint of the flow motion generator"""
+    final_png: bool = True
+    """also save the final ego frame as final_ego.png"""
+
+
+def _config(args: RunArgs | RolloutArgs):
+    from humanclaw_gym.evaluation.batch import RunConfig
+
+    return RunConfig(
+        agent=args.agent,
+        output=str(args.output),
+        model_config=None if args.model_config is None else str(args.model_config),
+        metrics=args.metrics,
+        video=args.video,
+        seed=args.seed,
+        renderer=args.renderer,
+        motion=args.motion,
+        motion_checkpoint=None if args.motion_checkpoint is None else str(args.motion_checkpoint),
+        max_steps=args.max_steps,
+        via_server=getattr(args, "via_server", None),
+    )
+
+
+def run(args: RunArgs) -> int:
+    from humanclaw_gym.evaluation.batch import list_episode_specs, run_batch
+
+    workers = args.workers
+    if args.via_server:
+        # The server owns the episode plan and runs one episode at a time.
+        from humanclaw_gym.evaluation.remote import server_plan_specs
+
+        specs = server_plan_specs(args.via_server)
+        if workers != 1:
+            print(
+                "humanclaw run: --via-server runs one episode at a time (workers=1)",
+                file=sys.stderr,
+            )
+        workers = 1
+    else:
+        specs = list_episode_specs(args.episodes)
+    if args.limit is not None:
+        specs = specs[: args.limit]
+    config = _config(args)
+    print(
+        f"humanclaw run: {len(specs)} episode(s), agent={args.agent}, output={args.output}",
+        flush=True,
+    )
+    summary = run_batch(
+        specs,
+        config,
+        workers=workers,
+        resume=args.resume,
+        executor=args.executor,
+        ray_address=args.ray_address,
+        progress=not args.quiet,
+    )
+    print(
+        f"completed {summary.completed}, skipped {summary.skipped}, failed {summary.failed}"
+        f" in {summary.wall_time_s:.1f} s"
+    )
+    for res in summary.results:
+        if res.get("status") == "failed":
+            print(
+                f"  FAILED {res['scene_id']} ep{res['episode_id']}: {res.get('error')}",
+                file=sys.stderr,
+            )
+    if summary.metrics_summary is not None:
+        from humanclaw_gym.metrics import format_tables
+
+        print()
+        print(format_tables(summary.metrics_summary))
+        print(f"\nmetrics summary written to {Path(args.output) / 'metrics_summary.json'}")
+    return 0 if summary.failed == 0 else 1
+
+
+def rollout(args: RolloutArgs) -> int:
+    import imageio.v3 as iio
+
+    from humanclaw_gym.episodes import load_split
+    from humanclaw_gym.evaluation.batch import EpisodeSpec, rollout_dir, run_one_episode
+
+    episodes = load_split(args.split)
+    if args.episode_id is None:
+        ep = episodes[0]
+    else:
+        matches = [e for e in episodes if e.episode_id == args.episode_id]
+        if not matches:
+            print(
+                f"humanclaw rollout: episode {args.episode_id!r} is not in split {args.split!r}",
+                file=sys.stderr,
+            )
+            return 2
+        ep = matches[0]
+    spec = EpisodeSpec(args.split, ep.scene_id, ep.episode_id, ep.object_category)
+    config = _config(args)
+    print(f"episode {ep.episode_id} in {ep.scene_id}: {ep.instruction}", flush=True)
+    res = run_one_episode(spec, config)
+    out = rollout_dir(args.output, spec)
+    print(
+        f"{res['status']}: ended by {res.get('ended_by')} after {res.get('steps')} steps"
+        f" in {res['wall_time_s']:.1f} s -> {out}"
+    )
+    if res.get("error"):
+        print(f"error: {res['error']}", file=sys.stderr)
+    if args.final_png and res.get("status") == "completed":
+        from humanclaw_gym.replay import final_ego_frame
+
+        iio.imwrite(out / "final_ego.png", final_ego_frame(out, renderer=args.renderer))
+        print(f"final ego frame: {out / 'final_ego.png'}")
+    m = res.get("metrics")
+    if m:
+        keys = (
+            "nav_success_20cm",
+            "final_distance_m",
+            "interact_success",
+            "collision_rate",
+            "motion_jerk_m_s3",
+        )
+        print("metrics: " + ", ".join(f"{k}={m.get(k)}" for k in keys if k in m))
+    return 0 if res.get("status") == "completed" else 1
+
+
+def main(argv: list[str]) -> int:
+    args = tyro.cli(RunArgs, args=argv, prog="humanclaw run")
+    return run(args)
+
+
+def rollout_main(argv: list[str]) -> int:
+    args = tyro.cli(RolloutArgs, args=argv, prog="humanclaw rollout")
+    return rollout(args)

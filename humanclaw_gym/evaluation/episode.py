@@ -1,0 +1,175 @@
+"""``run_episode``: the one and only episode loop.
+
+The CLI (``humanclaw run`` / ``rollout``), the Ray executor, the benchmark-server driver and
+the tests all call this function, so there is exactly one definition of what an episode is:
+
+1. ``env.reset(options={"episode_id": ...})`` -> first ego image + public info;
+2. ``policy.reset(episode_info)`` (the info plus ``output_dir`` when the run writes files);
+3. repeat ``decision = policy.act(obs, info)``; ``env.step(decision)`` until ``terminated``
+   (active Stop) or ``truncated`` (step limit).
+
+A policy may return a :class:`~humanclaw_gym.policy.Decision` or a bare
+:class:`~humanclaw_gym.SkillCall` (wrapped into a Decision). Policies that need hidden state
+(the oracle) declare ``requires_privileged = True`` and receive the env through
+``attach_env(env)``; that only works on an env made with ``privileged=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from humanclaw_gym.policy import Decision
+from humanclaw_gym.skills import SkillCall
+
+__all__ = ["EpisodeResult", "StepRecord", "run_episode", "write_json_atomic"]
+
+RESULT_SCHEMA = "humanclaw_episode_result_v1"
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What happened at one decision step (public information only)."""
+
+    step: int
+    action: str
+    visible_state: str | None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EpisodeResult:
+    """Outcome of one episode run by :func:`run_episode`."""
+
+    episode_id: str
+    scene_id: str
+    target_category: str
+    steps: int
+    ended_by: str  # "stop" | "truncated" | "error"
+    wall_time_s: float
+    actions: list[StepRecord] = field(default_factory=list)
+    metrics: dict[str, Any] | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["schema"] = RESULT_SCHEMA
+        return d
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
+    """Write JSON to ``path`` via a temp file in the same directory + rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, sort_keys=True, default=_json_default)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def _json_default(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def _as_decision(out: Any) -> Decision:
+    if isinstance(out, Decision):
+        return out
+    if isinstance(out, SkillCall):
+        return Decision(action=out)
+    raise TypeError(f"policy.act must return a Decision or a SkillCall, got {type(out).__name__}")
+
+
+def run_episode(
+    env: Any,
+    policy: Any,
+    *,
+    episode_id: str | None = None,
+    seed: int | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    on_step: Callable[[int, Decision, Mapping[str, Any]], None] | None = None,
+    raise_errors: bool = True,
+) -> EpisodeResult:
+    """Run one episode of ``policy`` in ``env`` (a single, possibly wrapped, env).
+
+    Args:
+        env: a ``HumanClawFindNavInteract-v0`` env (wrappers allowed).
+        policy: any object with ``reset(episode_info)`` and ``act(obs, info)``.
+        episode_id: which episode to play (``None``: the env's next one).
+        seed: passed to ``env.reset``.
+        output_dir: where the policy may write its logs (passed as
+            ``episode_info["output_dir"]``); ``episode_result.json`` is written there last.
+        on_step: callback after every step with ``(step, decision, info)``.
+        raise_errors: re-raise an exception after recording it (default) or return a
+            result with ``ended_by="error"``.
+    """
+    if getattr(policy, "requires_privileged", False):
+        unwrapped = env.unwrapped
+        if not getattr(unwrapped, "privileged", False):
+            raise PermissionError(
+                f"{type(policy).__name__} needs privileged state; make the env with privileged=True"
+            )
+        policy.attach_env(env)
+    options = {"episode_id": episode_id} if episode_id is not None else None
+    t0 = time.perf_counter()
+    obs, info = env.reset(seed=seed, options=options)
+    out_dir = Path(output_dir) if output_dir is not None else None
+    episode_info = dict(info)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        episode_info["output_dir"] = str(out_dir)
+    result = EpisodeResult(
+        episode_id=str(info["episode_id"]),
+        scene_id=str(info["scene_id"]),
+        target_category=str(info["target_category"]),
+        steps=0,
+        ended_by="error",
+        wall_time_s=0.0,
+    )
+    try:
+        policy.reset(episode_info)
+        while True:
+            decision = _as_decision(policy.act(obs, info))
+            obs, _reward, terminated, truncated, info = env.step(decision)
+            result.actions.append(
+                StepRecord(
+                    step=result.steps,
+                    action=str(decision.action),
+                    visible_state=decision.visible_state,
+                    extras=dict(decision.extras),
+                )
+            )
+            result.steps += 1
+            if on_step is not None:
+                on_step(result.steps, decision, info)
+            if "metrics" in info:
+                result.metrics = info["metrics"]
+            if terminated:
+                result.ended_by = "stop"
+                break
+            if truncated:
+                result.ended_by = "truncated"
+                break
+    except Exception as exc:
+        result.ended_by = "error"
+        result.error = f"{type(exc).__name__}: {exc}"
+        if raise_errors:
+            raise
+    finally:
+        result.wall_time_s = time.perf_counter() - t0
+        if out_dir is not None:
+            write_json_atomic(out_dir / "episode_result.json", result.to_dict())
+    return result

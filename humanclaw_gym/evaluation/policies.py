@@ -1,0 +1,90 @@
+"""Resolve ``--agent`` strings to Policy objects without importing any agent package statically.
+
+Accepted forms:
+
+* ``NAME``: a policy registered under the entry-point group ``humanclaw_gym.policies``
+  (``humanclaw_agents`` registers ``psv``, ``oracle``, ``random`` and ``checkpoint``;
+  third-party packages plug in the same way);
+* ``module.path:ClassName``: any importable class or factory;
+* ``checkpoint:PATH``: the ``checkpoint`` entry point called with ``checkpoint=PATH``.
+
+The factory is called with whichever of ``model_config``, ``seed`` and ``checkpoint`` its
+signature accepts, so simple policies need no boilerplate.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PolicySpecError", "available_policies", "load_policy", "resolve_policy_factory"]
+
+GROUP = "humanclaw_gym.policies"
+
+
+class PolicySpecError(ValueError):
+    """An ``--agent`` string does not name a loadable policy."""
+
+
+def available_policies() -> dict[str, str]:
+    """Registered policy names -> their ``module:attr`` targets."""
+    return {ep.name: ep.value for ep in entry_points(group=GROUP)}
+
+
+def resolve_policy_factory(spec: str) -> tuple[Any, dict[str, Any]]:
+    """Return ``(factory, extra_kwargs)`` for an ``--agent`` string."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise PolicySpecError("agent must be a non-empty string")
+    spec = spec.strip()
+    extra: dict[str, Any] = {}
+    name = spec
+    if spec.startswith("checkpoint:"):
+        path = spec[len("checkpoint:") :]
+        if not path:
+            raise PolicySpecError("agent 'checkpoint:PATH' needs a path")
+        extra["checkpoint"] = Path(path)
+        name = "checkpoint"
+    elif ":" in spec:
+        module_name, _, attr = spec.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise PolicySpecError(f"cannot import policy module {module_name!r}: {exc}") from exc
+        try:
+            return getattr(module, attr), extra
+        except AttributeError:
+            raise PolicySpecError(f"module {module_name!r} has no attribute {attr!r}") from None
+    eps = {ep.name: ep for ep in entry_points(group=GROUP)}
+    if name not in eps:
+        known = ", ".join(sorted(eps)) or "none (is humanclaw-gym installed with pip install -e .?)"
+        raise PolicySpecError(f"unknown agent {name!r}; registered: {known}; or use module:Class")
+    try:
+        return eps[name].load(), extra
+    except ImportError as exc:
+        raise PolicySpecError(f"agent {name!r} cannot be loaded: {exc}") from exc
+
+
+def load_policy(
+    spec: str, *, model_config: str | Path | None = None, seed: int = 0, **kwargs: Any
+) -> Any:
+    """Build the policy an ``--agent`` string names (see module docstring)."""
+    factory, extra = resolve_policy_factory(spec)
+    offered: dict[str, Any] = {"model_config": model_config, "seed": seed, **extra, **kwargs}
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        params = {}
+    takes_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    call_kwargs = {
+        k: v for k, v in offered.items() if (k in params or takes_var_kw) and v is not None
+    }
+    if (
+        "model_config" in params
+        and params["model_config"].default is inspect.Parameter.empty
+        and model_config is None
+    ):
+        raise PolicySpecError(f"agent {spec!r} needs --model-config")
+    return factory(**call_kwargs)

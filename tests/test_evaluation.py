@@ -1,0 +1,230 @@
+"""The episode loop, policy resolution, batch runs (resume, crash isolation, executors)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import humanclaw_gym  # noqa: F401
+from humanclaw_gym import Decision, SkillCall
+from humanclaw_gym.envs import ENV_ID
+from humanclaw_gym.evaluation import run_episode
+from humanclaw_gym.evaluation.batch import (
+    RunConfig,
+    list_episode_specs,
+    rollout_complete,
+    rollout_dir,
+    run_batch,
+)
+from humanclaw_gym.evaluation.policies import PolicySpecError, load_policy
+
+
+class _Scripted:
+    def __init__(self, calls):
+        self.calls = list(calls)
+        self.resets = 0
+
+    def reset(self, episode_info):
+        self.resets += 1
+        self.i = 0
+
+    def act(self, obs, info):
+        call = self.calls[min(self.i, len(self.calls) - 1)]
+        self.i += 1
+        return Decision(call, visible_state="I see a chair.") if self.i % 2 else call
+
+
+def test_run_episode_stop_and_truncation(tmp_path):
+    env = gym.make(ENV_ID, split="val100", max_steps=4)
+    try:
+        res = run_episode(
+            env, _Scripted([SkillCall.turn("left", 20), SkillCall.stop()]), output_dir=tmp_path
+        )
+        assert res.ended_by == "stop" and res.steps == 2
+        assert [a.action for a in res.actions] == ["Turn<left><20>", "Stop/Stand"]
+        res = run_episode(env, _Scripted([SkillCall.turn("left", 20)]))
+        assert res.ended_by == "truncated" and res.steps == 4
+    finally:
+        env.close()
+    data = json.loads((tmp_path / "episode_result.json").read_text())
+    assert data["schema"] == "humanclaw_episode_result_v1" and data["ended_by"] == "stop"
+
+
+def test_run_episode_rejects_bad_policy_output():
+    class Bad:
+        def reset(self, info):
+            pass
+
+        def act(self, obs, info):
+            return "Walk<forward><slow>"
+
+    env = gym.make(ENV_ID, split="val100", max_steps=2)
+    try:
+        with pytest.raises(TypeError, match="Decision or a SkillCall"):
+            run_episode(env, Bad())
+        res = run_episode(env, Bad(), raise_errors=False)
+        assert res.ended_by == "error" and "TypeError" in res.error
+    finally:
+        env.close()
+
+
+def test_oracle_needs_privileged_env():
+    oracle = load_policy("oracle")
+    env = gym.make(ENV_ID, split="val100", max_steps=2)
+    try:
+        with pytest.raises(PermissionError):
+            run_episode(env, oracle)
+    finally:
+        env.close()
+
+
+def test_policy_resolution():
+    assert type(load_policy("random", seed=3)).__name__ == "RandomPolicy"
+    assert (
+        type(load_policy("humanclaw_agents.random_policy:RandomPolicy")).__name__ == "RandomPolicy"
+    )
+    with pytest.raises(PolicySpecError, match="unknown agent"):
+        load_policy("no-such-agent")
+    with pytest.raises(PolicySpecError, match="cannot import"):
+        load_policy("no_such_module_xyz:Thing")
+    with pytest.raises(PolicySpecError, match="model-config"):
+        load_policy("psv")
+
+
+def test_random_policy_is_seeded_per_episode():
+    a, b = load_policy("random", seed=7), load_policy("random", seed=7)
+    info = {"scene_id": "s", "episode_id": "e"}
+    a.reset(info)
+    b.reset(info)
+    obs = np.zeros((448, 448, 3), np.uint8)
+    assert [str(a.act(obs, info).action) for _ in range(10)] == [
+        str(b.act(obs, info).action) for _ in range(10)
+    ]
+
+
+def test_episode_selection_forms(tmp_path):
+    assert len(list_episode_specs("one")) == 1
+    assert len(list_episode_specs("val100")) == 100
+    specs = list_episode_specs("val100")[:2]
+    lst = tmp_path / "list.json"
+    lst.write_text(json.dumps([s.episode_id for s in specs]))
+    assert [s.episode_id for s in list_episode_specs(str(lst))] == [s.episode_id for s in specs]
+    lst.write_text(json.dumps(["not-an-episode"]))
+    with pytest.raises(ValueError, match="not in the val split"):
+        list_episode_specs(str(lst))
+    with pytest.raises(ValueError):
+        list_episode_specs("nonsense")
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Relative paths of the artifacts below root (content-independent set)."""
+    return sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and p.name != "metrics_summary.json"
+    )
+
+
+def test_batch_metrics_and_resume(tmp_path):
+    specs = list_episode_specs("val100")[:3]
+    config = RunConfig(
+        agent="random", output=str(tmp_path / "a"), metrics=True, seed=1, max_steps=3
+    )
+    summary = run_batch(specs, config, workers=1, progress=False)
+    assert (summary.completed, summary.failed, summary.skipped) == (3, 0, 0)
+    for spec in specs:
+        d = rollout_dir(config.output, spec)
+        assert rollout_complete(d, config)
+        assert (d / "metrics.json").is_file() and (d / "replay_manifest.json").is_file()
+    assert (tmp_path / "a" / "metrics_summary.json").is_file()
+    again = run_batch(specs, config, workers=1, resume=True, progress=False)
+    assert (again.completed, again.skipped) == (0, 3)
+    # a tampered artifact makes that one episode run again
+    d0 = rollout_dir(config.output, specs[0])
+    (d0 / "trajectory_after.npz").write_bytes(b"tampered")
+    third = run_batch(specs, config, workers=1, resume=True, progress=False)
+    assert (third.completed, third.skipped) == (1, 2)
+
+
+def test_crash_of_one_episode_does_not_stop_the_batch(tmp_path):
+    specs = list_episode_specs("val100")[:2]
+    config = RunConfig(
+        agent="tests.helpers_policies:CrashOnSecondEpisode", output=str(tmp_path), max_steps=2
+    )
+    sys.path.insert(0, str(Path(__file__).parent.parent))
+    summary = run_batch(specs, config, workers=1, progress=False)
+    assert summary.completed + summary.failed == 2
+    assert summary.failed == 1
+    failed = [r for r in summary.results if r["status"] == "failed"][0]
+    assert "boom" in failed["error"]
+    res = json.loads((Path(failed["dir"]) / "episode_result.json").read_text())
+    assert res["ended_by"] == "error"
+
+
+def test_killed_batch_resumed_equals_uninterrupted(tmp_path):
+    """Kill a 2-worker batch mid-way, resume it, compare with an uninterrupted run."""
+    args = [
+        "--episodes",
+        "val100",
+        "--limit",
+        "4",
+        "--agent",
+        "random",
+        "--seed",
+        "5",
+        "--max-steps",
+        "3",
+        "--metrics",
+        "--quiet",
+    ]
+    full = tmp_path / "full"
+    subprocess.run(
+        [sys.executable, "-m", "humanclaw_gym", "run", *args, "--output", str(full)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    part = tmp_path / "part"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "humanclaw_gym",
+            "run",
+            *args,
+            "--workers",
+            "2",
+            "--output",
+            str(part),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.time() + 300
+    while time.time() < deadline and len(list(part.rglob("episode_result.json"))) < 1:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = len(list(part.rglob("episode_result.json")))
+    assert done_before < 4, "the batch finished before it could be killed"
+    subprocess.run(
+        [sys.executable, "-m", "humanclaw_gym", "run", *args, "--resume", "--output", str(part)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    assert _tree(full) == _tree(part)
+    for rel in _tree(full):
+        if rel.endswith("trajectory_after.npz"):
+            a, b = np.load(full / rel), np.load(part / rel)
+            np.testing.assert_array_equal(a["realized"], b["realized"])
