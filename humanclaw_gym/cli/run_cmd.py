@@ -86,8 +86,6 @@ class RolloutArgs:
     """motion generator: procedural | flow"""
     motion_checkpoint: Path | None = None
     """checkpoint of the flow motion generator"""
-    final_png: bool = True
-    """also save the final ego frame as final_ego.png"""
 
 
 def _config(args: RunArgs | RolloutArgs):
@@ -161,8 +159,6 @@ def run(args: RunArgs) -> int:
 
 
 def rollout(args: RolloutArgs) -> int:
-    import imageio.v3 as iio
-
     from humanclaw_gym.episodes import load_split
     from humanclaw_gym.evaluation.batch import EpisodeSpec, rollout_dir, run_one_episode
 
@@ -189,10 +185,7 @@ def rollout(args: RolloutArgs) -> int:
     )
     if res.get("error"):
         print(f"error: {res['error']}", file=sys.stderr)
-    if args.final_png and res.get("status") == "completed":
-        from humanclaw_gym.replay import final_ego_frame
-
-        iio.imwrite(out / "final_ego.png", final_ego_frame(out, renderer=args.renderer))
+    if (out / "final_ego.png").is_file():
         print(f"final ego frame: {out / 'final_ego.png'}")
     m = res.get("metrics")
     if m:

@@ -237,6 +237,8 @@ def run_one_episode(spec: EpisodeSpec, config: RunConfig) -> dict[str, Any]:
             finally:
                 for w in wrappers:
                     w.detach()
+        if result.final_observation is not None:
+            _write_png(out / "final_ego.png", result.final_observation)
         summary.update(
             status="failed" if result.ended_by == "error" else "completed",
             ended_by=result.ended_by,
@@ -278,7 +280,18 @@ def _wrap(env: Any, out: Path, config: RunConfig) -> tuple[Any, list[Any]]:
     return wrapped, wrappers
 
 
+def _write_png(path: Path, image: Any) -> None:
+    """Atomic PNG write of an ``uint8 (H, W, 3)`` image."""
+    from PIL import Image
+
+    tmp = path.with_name(f".{path.name}.tmp")
+    Image.fromarray(image).save(tmp, format="PNG")
+    os.replace(tmp, path)
+
+
 _KNOWN_OUTPUTS = (
+    "final_ego.png",
+    "report.html",
     "trajectory_before.npz",
     "trajectory_after.npz",
     "replay_manifest.json",

@@ -55,9 +55,11 @@ class EpisodeResult:
     actions: list[StepRecord] = field(default_factory=list)
     metrics: dict[str, Any] | None = None
     error: str | None = None
+    final_observation: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d.pop("final_observation", None)
         d["schema"] = RESULT_SCHEMA
         return d
 
@@ -139,11 +141,13 @@ def run_episode(
         ended_by="error",
         wall_time_s=0.0,
     )
+    result.final_observation = obs
     try:
         policy.reset(episode_info)
         while True:
             decision = _as_decision(policy.act(obs, info))
             obs, _reward, terminated, truncated, info = env.step(decision)
+            result.final_observation = obs
             result.actions.append(
                 StepRecord(
                     step=result.steps,
