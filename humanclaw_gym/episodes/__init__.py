@@ -1,0 +1,76 @@
+"""Episodes of the find-navigate-interact task: records, shards, splits and loaders.
+
+Quick use::
+
+    from humanclaw_gym.episodes import load_split, load_scene, get_episode
+
+    episodes = load_split("val100")          # 100 Episode records
+    scene = load_scene(episodes[0].scene_id)  # SceneSpec, hash-verified
+
+Split generation (:mod:`humanclaw_gym.episodes.generate`, which needs scipy) is imported
+only when one of its names is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from humanclaw_gym.episodes.io import (
+    available_splits,
+    episodes_from_habitat,
+    get_episode,
+    habitat_quat_to_yaw,
+    load_scene,
+    load_split,
+    read_shard,
+    write_shard,
+)
+from humanclaw_gym.episodes.schema import (
+    DEFAULT_MAX_STEPS,
+    DIFFICULTY_LABELS,
+    EPISODE_SCHEMA,
+    Episode,
+    EpisodeFormatError,
+    EpisodeInfo,
+    Goal,
+    instruction_for,
+    yaw_to_quat_xyzw,
+)
+
+_LAZY = {
+    "generate_named_scene",
+    "generate_scene_episodes",
+    "training_scene_id",
+    "training_scene_seed",
+    "val_scene_id",
+    "val_scene_seed",
+}
+
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "DIFFICULTY_LABELS",
+    "EPISODE_SCHEMA",
+    "Episode",
+    "EpisodeFormatError",
+    "EpisodeInfo",
+    "Goal",
+    "available_splits",
+    "episodes_from_habitat",
+    "get_episode",
+    "habitat_quat_to_yaw",
+    "instruction_for",
+    "load_scene",
+    "load_split",
+    "read_shard",
+    "write_shard",
+    "yaw_to_quat_xyzw",
+    *sorted(_LAZY),
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from humanclaw_gym.episodes import generate
+
+        return getattr(generate, name)
+    raise AttributeError(f"module 'humanclaw_gym.episodes' has no attribute {name!r}")

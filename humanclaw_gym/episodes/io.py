@@ -1,0 +1,569 @@
+"""Reading and writing episode shards, split indexes and shipped scenes.
+
+On-disk layout (package data under ``humanclaw_gym/assets/``)::
+
+    scenes/index.json              {"schema": "humanclaw_scene_index_v1", "scenes": {id: {...}}}
+    scenes/<scene_id>.json.gz      canonical SceneSpec JSON (SceneSpec.to_json())
+    splits/<split>/index.json      {"schema": "humanclaw_split_index_v1", counts, shard hashes}
+    splits/<split>/<scene_id>.json.gz
+                                   {"schema": "humanclaw_episodes_v1", "scene_id", "episodes"}
+    splits/val100.json             {"schema": "humanclaw_subset_v1", "parent": "val",
+                                    "episode_ids": [...]}
+
+Shards are gzip files written deterministically (``mtime=0``, no file name in the header,
+compression level 9) from canonical JSON (sorted keys, compact separators), so a
+regeneration is byte-identical. Writes are atomic (temporary file + ``os.replace``).
+
+Upstream shards in the Habitat ObjectNav layout (``{"episodes": [...],
+"goals_by_category": {...}}``, no ``schema``) are recognised and converted by the same
+loader; see :func:`episodes_from_habitat`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import math
+import os
+import re
+import tempfile
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from humanclaw_gym.episodes.schema import (
+    DEFAULT_MAX_STEPS,
+    EPISODE_SCHEMA,
+    Episode,
+    EpisodeFormatError,
+    EpisodeInfo,
+    Goal,
+    instruction_for,
+    yaw_to_quat_xyzw,
+)
+from humanclaw_gym.scenes.spec import INTERACT_CATEGORIES, SceneSpec, SceneSpecError
+
+__all__ = [
+    "HABITAT_CATEGORY_ALIASES",
+    "SCENE_INDEX_SCHEMA",
+    "SPLIT_INDEX_SCHEMA",
+    "SUBSET_SCHEMA",
+    "assets_dir",
+    "available_splits",
+    "canonical_json",
+    "episodes_from_habitat",
+    "get_episode",
+    "gzip_bytes",
+    "habitat_quat_to_yaw",
+    "iter_scene_ids",
+    "load_scene",
+    "load_split",
+    "read_json_gz",
+    "read_scene_file",
+    "read_shard",
+    "sha256_hex",
+    "shard_bytes",
+    "write_bytes_atomic",
+    "write_shard",
+]
+
+SPLIT_INDEX_SCHEMA = "humanclaw_split_index_v1"
+SCENE_INDEX_SCHEMA = "humanclaw_scene_index_v1"
+SUBSET_SCHEMA = "humanclaw_subset_v1"
+#: Upstream category names mapped to ours.
+HABITAT_CATEGORY_ALIASES: dict[str, str] = {
+    "sofa": "couch",
+    "plant": "potted_plant",
+    "tv_monitor": "tv",
+}
+_SCENE_SUFFIXES = (".basis.glb", ".scene_instance.json", ".glb", ".json", ".ply")
+
+
+# ---------------------------------------------------------------------------------------
+# bytes
+# ---------------------------------------------------------------------------------------
+def assets_dir() -> Path:
+    """The package's ``assets`` directory."""
+    return Path(__file__).resolve().parent.parent / "assets"
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical_json(obj: Any) -> str:
+    """Sorted keys, compact separators, no NaN: the same object gives the same text."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """Deterministic gzip (mtime 0, empty file name, level 9)."""
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
+        gz.write(data)
+    return buf.getvalue()
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file in the same directory."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; shipped data must be readable
+        os.replace(tmp, out)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return out
+
+
+def _read_gz_bytes(path: Path) -> bytes:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise EpisodeFormatError(f"{path}: cannot read file ({exc})") from exc
+    try:
+        return gzip.decompress(raw)
+    except (gzip.BadGzipFile, EOFError, zlib.error, OSError) as exc:
+        raise EpisodeFormatError(f"{path}: not a valid gzip file ({exc})") from exc
+
+
+def read_json_gz(path: str | os.PathLike[str]) -> Any:
+    """Parse a ``.json.gz`` (or plain ``.json``) file; errors name the file."""
+    p = Path(path)
+    data = _read_gz_bytes(p) if p.name.endswith(".gz") else p.read_bytes()
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise EpisodeFormatError(f"{p}: not valid JSON ({exc})") from exc
+
+
+# ---------------------------------------------------------------------------------------
+# shards
+# ---------------------------------------------------------------------------------------
+def shard_bytes(scene_id: str, episodes: Sequence[Episode]) -> bytes:
+    """The gzip bytes of one shard of our format."""
+    doc = {
+        "schema": EPISODE_SCHEMA,
+        "scene_id": scene_id,
+        "episodes": [e.to_dict() for e in episodes],
+    }
+    return gzip_bytes(canonical_json(doc).encode("utf-8"))
+
+
+def write_shard(path: str | os.PathLike[str], scene_id: str, episodes: Sequence[Episode]) -> str:
+    """Write one shard atomically; returns the SHA-256 of the written bytes."""
+    data = shard_bytes(scene_id, episodes)
+    write_bytes_atomic(path, data)
+    return sha256_hex(data)
+
+
+def read_shard(path: str | os.PathLike[str]) -> list[Episode]:
+    """Read a shard of our format or a Habitat ObjectNav shard (detected)."""
+    p = Path(path)
+    doc = read_json_gz(p)
+    return episodes_from_document(doc, p)
+
+
+def episodes_from_document(doc: Any, where: str | os.PathLike[str] = "<memory>") -> list[Episode]:
+    """Episodes of a parsed shard document (our schema or the Habitat layout)."""
+    if not isinstance(doc, dict):
+        raise EpisodeFormatError(
+            f"{where}: a shard must be a JSON object, got {type(doc).__name__}"
+        )
+    schema = doc.get("schema")
+    if schema is None and "episodes" in doc:
+        return episodes_from_habitat(doc, where)
+    if schema != EPISODE_SCHEMA:
+        raise EpisodeFormatError(
+            f"{where}: field 'schema' must be {EPISODE_SCHEMA!r} (or absent for a Habitat ObjectNav shard), got {schema!r}"
+        )
+    raw = doc.get("episodes")
+    if not isinstance(raw, list):
+        raise EpisodeFormatError(
+            f"{where}: field 'episodes' must be a list, got {type(raw).__name__}"
+        )
+    return [Episode.from_dict(e, f"{where}: episodes[{i}]") for i, e in enumerate(raw)]
+
+
+# ---------------------------------------------------------------------------------------
+# Habitat ObjectNav layout
+# ---------------------------------------------------------------------------------------
+def habitat_quat_to_yaw(q_xyzw: Sequence[float]) -> float:
+    """Our yaw of a Habitat agent rotation.
+
+    Habitat agents look along their local -Z; we look along +Z. The heading is the
+    agent's world forward ``R(q) @ (0, 0, -1)`` projected on the floor, and our yaw is the
+    angle with ``(sin yaw, 0, cos yaw)`` equal to it. For a pure rotation by ``theta``
+    about +Y this is ``yaw = theta + pi`` (wrapped to ``[-pi, pi)``).
+    """
+    x, y, z, w = (float(v) for v in q_xyzw)
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    if not n > 0:
+        raise EpisodeFormatError(f"start_rotation {list(q_xyzw)} is not a quaternion")
+    x, y, z, w = x / n, y / n, z / n, w / n
+    # third column of the rotation matrix, negated: R @ (0, 0, -1)
+    fx = -(2.0 * (x * z + w * y))
+    fz = -(1.0 - 2.0 * (x * x + y * y))
+    if math.hypot(fx, fz) < 1e-9:
+        raise EpisodeFormatError(
+            f"start_rotation {list(q_xyzw)} looks straight up or down; no heading"
+        )
+    yaw = math.atan2(fx, fz)
+    return (yaw + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def _short_scene_id(scene_path: str) -> str:
+    base = os.path.basename(str(scene_path))
+    for suffix in _SCENE_SUFFIXES:
+        if base.endswith(suffix):
+            return base[: -len(suffix)]
+    return base
+
+
+def _habitat_goal(g: Any, category: str, where: str) -> Goal:
+    if not isinstance(g, Mapping):
+        raise EpisodeFormatError(f"{where} must be a JSON object")
+    if "position" not in g:
+        raise EpisodeFormatError(f"{where} is missing field 'position'")
+    oid = g.get("object_id")
+    if oid is None:
+        raise EpisodeFormatError(f"{where} is missing field 'object_id'")
+    if isinstance(oid, str) and re.fullmatch(r"-?\d+", oid):
+        oid = int(oid)
+    name = g.get("object_name")
+    try:
+        return Goal(
+            object_id=oid,
+            object_name=None if name is None else str(name),
+            category=category,
+            position=g["position"],
+            aabb_min=g.get("aabb_min"),
+            aabb_max=g.get("aabb_max"),
+        )
+    except EpisodeFormatError as exc:
+        raise EpisodeFormatError(f"{where}: {exc}") from None
+
+
+def episodes_from_habitat(
+    doc: Mapping[str, Any], where: str | os.PathLike[str] = "<memory>"
+) -> list[Episode]:
+    """Convert a Habitat ObjectNav shard to our episodes.
+
+    Reads ``episodes[*]`` with ``episode_id``, ``scene_id`` (a path; the id becomes its
+    base name without ``.basis.glb`` / ``.glb`` / ``.scene_instance.json``),
+    ``start_position``, ``start_rotation`` (Habitat convention, see
+    :func:`habitat_quat_to_yaw`), ``object_category`` and optional ``info``; goals come
+    from ``goals_by_category["<scene base name>_<category>"]`` or the episode's own
+    ``goals``. Categories ``sofa``, ``plant`` and ``tv_monitor`` map to ``couch``,
+    ``potted_plant`` and ``tv``. Numeric episode ids (Habitat restarts them per scene) are
+    prefixed with the scene id: ``"<scene>_<id>"``.
+    """
+    raw = doc.get("episodes")
+    if not isinstance(raw, list):
+        raise EpisodeFormatError(f"{where}: field 'episodes' must be a list")
+    by_cat = doc.get("goals_by_category", {}) or {}
+    if not isinstance(by_cat, Mapping):
+        raise EpisodeFormatError(f"{where}: field 'goals_by_category' must be an object")
+    out: list[Episode] = []
+    for i, ep in enumerate(raw):
+        here = f"{where}: episodes[{i}]"
+        if not isinstance(ep, Mapping):
+            raise EpisodeFormatError(f"{here} must be a JSON object")
+        for key in ("scene_id", "start_position", "start_rotation"):
+            if key not in ep:
+                raise EpisodeFormatError(f"{here} is missing field {key!r}")
+        scene_path = str(ep["scene_id"])
+        raw_cat = ep.get("object_category")
+        inline = ep.get("goals") or []
+        if raw_cat is None and inline and isinstance(inline[0], Mapping):
+            raw_cat = inline[0].get("object_category")
+        if not isinstance(raw_cat, str) or not raw_cat:
+            raise EpisodeFormatError(f"{here} is missing field 'object_category'")
+        category = HABITAT_CATEGORY_ALIASES.get(raw_cat, raw_cat)
+        key = f"{os.path.basename(scene_path)}_{raw_cat}"
+        goals_raw = by_cat.get(key) or inline
+        if not goals_raw:
+            raise EpisodeFormatError(
+                f"{here}: no goals (neither goals_by_category[{key!r}] nor inline 'goals')"
+            )
+        goals = tuple(
+            _habitat_goal(g, category, f"{here} goals[{j}]") for j, g in enumerate(goals_raw)
+        )
+        try:
+            yaw = habitat_quat_to_yaw(ep["start_rotation"])
+        except (TypeError, ValueError) as exc:
+            raise EpisodeFormatError(
+                f"{here}: field 'start_rotation' {ep['start_rotation']!r}: {exc}"
+            ) from None
+        scene_id = _short_scene_id(scene_path)
+        eid = str(ep.get("episode_id", i))
+        if re.fullmatch(r"\d+", eid):
+            eid = f"{scene_id}_{eid}"
+        info_raw = ep.get("info") or {}
+        if not isinstance(info_raw, Mapping):
+            raise EpisodeFormatError(f"{here}: field 'info' must be an object")
+        interact = category in INTERACT_CATEGORIES
+        try:
+            out.append(
+                Episode(
+                    episode_id=eid,
+                    scene_id=scene_id,
+                    start_position=ep["start_position"],
+                    start_rotation=yaw_to_quat_xyzw(yaw),
+                    start_yaw_rad=yaw,
+                    object_category=category,
+                    goals=goals,
+                    info=EpisodeInfo(
+                        geodesic_distance=info_raw.get("geodesic_distance"),
+                        euclidean_distance=info_raw.get("euclidean_distance"),
+                        difficulty=info_raw.get("difficulty"),
+                        closest_goal_object_id=info_raw.get("closest_goal_object_id"),
+                    ),
+                    max_steps=int(ep.get("max_steps", DEFAULT_MAX_STEPS)),
+                    interact=interact,
+                    instruction=instruction_for(category, interact),
+                )
+            )
+        except EpisodeFormatError as exc:
+            raise EpisodeFormatError(f"{here}: {exc}") from None
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# splits
+# ---------------------------------------------------------------------------------------
+def _splits_dir() -> Path:
+    return assets_dir() / "splits"
+
+
+def available_splits() -> tuple[str, ...]:
+    """Names of the shipped splits (directories with an index, and subset files)."""
+    root = _splits_dir()
+    if not root.is_dir():
+        return ()
+    names = [p.name for p in sorted(root.iterdir()) if p.is_dir() and (p / "index.json").is_file()]
+    names += [p.name[: -len(".json")] for p in sorted(root.glob("*.json"))]
+    return tuple(names)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise EpisodeFormatError(f"{path}: cannot read file ({exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise EpisodeFormatError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
+    index_path = directory / "index.json"
+    episodes: list[Episode] = []
+    if index_path.is_file():
+        index = _read_json(index_path)
+        if not isinstance(index, dict) or index.get("schema") != SPLIT_INDEX_SCHEMA:
+            got = index.get("schema") if isinstance(index, dict) else type(index).__name__
+            raise EpisodeFormatError(
+                f"{index_path}: field 'schema' must be {SPLIT_INDEX_SCHEMA!r}, got {got!r}"
+            )
+        scenes = index.get("scenes")
+        if not isinstance(scenes, list):
+            raise EpisodeFormatError(f"{index_path}: field 'scenes' must be a list")
+        for k, entry in enumerate(scenes):
+            if not isinstance(entry, Mapping) or "file" not in entry or "sha256" not in entry:
+                raise EpisodeFormatError(
+                    f"{index_path}: scenes[{k}] must have fields 'file' and 'sha256'"
+                )
+            shard = directory / str(entry["file"])
+            try:
+                data = shard.read_bytes()
+            except OSError as exc:
+                raise EpisodeFormatError(
+                    f"{shard}: listed in {index_path} but cannot be read ({exc})"
+                ) from exc
+            if sha256_hex(data) != entry["sha256"]:
+                raise EpisodeFormatError(
+                    f"{shard}: SHA-256 does not match {index_path} (file changed or corrupt)"
+                )
+            episodes += read_shard(shard)
+    else:
+        shards = sorted(directory.glob("*.json.gz"))
+        if not shards:
+            raise EpisodeFormatError(f"{directory}: no index.json and no *.json.gz shards")
+        for shard in shards:
+            episodes += read_shard(shard)
+    seen: set[str] = set()
+    for ep in episodes:
+        if ep.episode_id in seen:
+            raise EpisodeFormatError(f"{directory}: duplicate episode_id {ep.episode_id!r}")
+        seen.add(ep.episode_id)
+    return tuple(episodes)
+
+
+def _load_subset(path: Path) -> tuple[Episode, ...]:
+    doc = _read_json(path)
+    parent: str | Path = "val"
+    if isinstance(doc, list):
+        ids = doc
+    elif isinstance(doc, dict):
+        if doc.get("schema") != SUBSET_SCHEMA:
+            raise EpisodeFormatError(
+                f"{path}: field 'schema' must be {SUBSET_SCHEMA!r}, got {doc.get('schema')!r}"
+            )
+        if "episode_ids" not in doc:
+            raise EpisodeFormatError(f"{path}: missing field 'episode_ids'")
+        ids = doc["episode_ids"]
+        parent = doc.get("parent", "val")
+        if isinstance(parent, str) and ("/" in parent or parent.startswith(".")):
+            parent = (path.parent / parent).resolve()
+    else:
+        raise EpisodeFormatError(
+            f"{path}: must be a JSON list of episode ids or a {SUBSET_SCHEMA!r} object"
+        )
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise EpisodeFormatError(f"{path}: 'episode_ids' must be a list of strings")
+    pool = {ep.episode_id: ep for ep in _load_cached(_resolve(parent))}
+    missing = [i for i in ids if i not in pool]
+    if missing:
+        raise EpisodeFormatError(
+            f"{path}: {len(missing)} episode ids are not in split {str(parent)!r}, e.g. {missing[:3]}"
+        )
+    return tuple(pool[i] for i in ids)
+
+
+def _resolve(split: str | os.PathLike[str]) -> Path:
+    if (
+        isinstance(split, str)
+        and not any(c in split for c in "/\\")
+        and not split.endswith((".json", ".gz"))
+    ):
+        root = _splits_dir()
+        if (root / split / "index.json").is_file():
+            return (root / split).resolve()
+        if (root / f"{split}.json").is_file():
+            return (root / f"{split}.json").resolve()
+        if not Path(split).exists():
+            raise KeyError(
+                f"unknown split {split!r}; shipped splits: {', '.join(available_splits()) or 'none'}"
+            )
+    path = Path(split).expanduser().resolve()
+    if not path.exists():
+        raise FileNotFoundError(f"split path {str(split)!r} does not exist")
+    return path
+
+
+@lru_cache(maxsize=16)
+def _load_cached(path: Path) -> tuple[Episode, ...]:
+    if path.is_dir():
+        return _load_split_dir(path)
+    if path.name.endswith(".json.gz"):
+        return tuple(read_shard(path))
+    if path.name.endswith(".json"):
+        return _load_subset(path)
+    raise EpisodeFormatError(
+        f"{path}: expected a split directory, a .json.gz shard or a .json episode-id list"
+    )
+
+
+def load_split(split: str | os.PathLike[str] = "val") -> list[Episode]:
+    """Episodes of a split.
+
+    Args:
+        split: a shipped split name (``"val"``, ``"val100"``), a split directory (with an
+            ``index.json`` whose shard hashes are verified, or just ``*.json.gz`` shards of
+            our format or the Habitat ObjectNav layout), one shard file, or a JSON file
+            listing episode ids (a plain list, resolved against ``val``, or
+            ``{"schema": "humanclaw_subset_v1", "parent": ..., "episode_ids": [...]}``).
+
+    Returns:
+        A new list (the records are immutable and shared between calls).
+    """
+    return list(_load_cached(_resolve(split)))
+
+
+def get_episode(split: str | os.PathLike[str], episode_id: str) -> Episode:
+    """One episode of a split by id (``KeyError`` naming the split when absent)."""
+    for ep in _load_cached(_resolve(split)):
+        if ep.episode_id == episode_id:
+            return ep
+    episodes = _load_cached(_resolve(split))
+    example = episodes[0].episode_id if episodes else "?"
+    raise KeyError(
+        f"no episode {episode_id!r} in split {str(split)!r} ({len(episodes)} episodes; ids look like {example!r})"
+    )
+
+
+def iter_scene_ids(episodes: Iterable[Episode]) -> list[str]:
+    """Scene ids in first-seen order."""
+    out: dict[str, None] = {}
+    for ep in episodes:
+        out.setdefault(ep.scene_id, None)
+    return list(out)
+
+
+# ---------------------------------------------------------------------------------------
+# scenes
+# ---------------------------------------------------------------------------------------
+def _scenes_dir() -> Path:
+    return assets_dir() / "scenes"
+
+
+@lru_cache(maxsize=1)
+def _scene_index() -> dict[str, Any]:
+    path = _scenes_dir() / "index.json"
+    if not path.is_file():
+        return {}
+    doc = _read_json(path)
+    if not isinstance(doc, dict) or doc.get("schema") != SCENE_INDEX_SCHEMA:
+        raise EpisodeFormatError(f"{path}: field 'schema' must be {SCENE_INDEX_SCHEMA!r}")
+    scenes = doc.get("scenes")
+    if not isinstance(scenes, dict):
+        raise EpisodeFormatError(f"{path}: field 'scenes' must be an object")
+    return scenes
+
+
+def read_scene_file(path: str | os.PathLike[str], expected_sha256: str | None = None) -> SceneSpec:
+    """Read a ``.json.gz`` / ``.json`` SceneSpec; with ``expected_sha256`` the canonical
+    JSON text must hash to it."""
+    p = Path(path)
+    data = _read_gz_bytes(p) if p.name.endswith(".gz") else p.read_bytes()
+    if expected_sha256 is not None and sha256_hex(data) != expected_sha256:
+        raise EpisodeFormatError(
+            f"{p}: content SHA-256 does not match the scene index (file changed or corrupt)"
+        )
+    try:
+        return SceneSpec.from_json(data)
+    except SceneSpecError as exc:
+        raise EpisodeFormatError(f"{p}: {exc}") from exc
+
+
+@lru_cache(maxsize=64)
+def load_scene(scene_id: str) -> SceneSpec:
+    """A scene by id.
+
+    Shipped scenes (``assets/scenes/<scene_id>.json.gz``) are verified against the SHA-256
+    in ``assets/scenes/index.json``. Training scenes ``hc_train_<n>`` are generated on the
+    fly from :func:`~humanclaw_gym.episodes.generate.training_scene_seed`. A path to a
+    ``.json`` / ``.json.gz`` scene file is read as is.
+    """
+    index = _scene_index()
+    if scene_id in index:
+        entry = index[scene_id]
+        return read_scene_file(_scenes_dir() / entry["file"], entry.get("content_sha256"))
+    if scene_id.startswith("hc_train_") or scene_id.startswith("hc_val_"):
+        from humanclaw_gym.episodes.generate import generate_named_scene
+
+        return generate_named_scene(scene_id)
+    if scene_id.endswith((".json", ".json.gz")) and Path(scene_id).is_file():
+        return read_scene_file(scene_id)
+    raise KeyError(
+        f"unknown scene {scene_id!r}: not shipped ({len(index)} scenes in the index) and not a hc_train_<n> id"
+    )

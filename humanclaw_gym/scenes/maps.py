@@ -1,0 +1,312 @@
+"""Top-down maps of a home (PIL): rooms, walls, furniture by category, an episode's
+targets, start pose and shortest path.
+
+Image axes: +x to the right, +z downwards (the view from above, looking down -Y), the same
+orientation as :meth:`NavGrid.to_image`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from humanclaw_gym.scenes.spec import SceneObject, SceneSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from PIL import Image as PILImage
+
+    from humanclaw_gym.scenes.navgrid import NavGrid
+
+__all__ = ["CATEGORY_COLORS", "ROOM_COLORS", "render_grid_image", "render_map", "save_map"]
+
+#: Map colour of each category (RGB 0-255); unknown categories are grey.
+CATEGORY_COLORS: dict[str, tuple[int, int, int]] = {
+    "wall": (55, 55, 60),
+    "bed": (214, 96, 77),
+    "couch": (146, 94, 200),
+    "chair": (240, 160, 40),
+    "toilet": (70, 170, 220),
+    "tv": (30, 30, 35),
+    "potted_plant": (60, 160, 70),
+    "table": (170, 120, 80),
+    "counter": (150, 140, 130),
+    "cabinet": (190, 150, 110),
+    "refrigerator": (200, 205, 215),
+    "shelf": (140, 100, 70),
+    "wardrobe": (120, 85, 60),
+    "lamp": (245, 220, 120),
+    "rug": (225, 205, 185),
+    "sink": (175, 210, 225),
+    "bathtub": (215, 230, 240),
+    "coat_rack": (110, 80, 55),
+    "platform": (200, 170, 130),
+    "stairs": (160, 125, 90),
+    "ottoman": (180, 130, 160),
+    "cup": (230, 60, 60),
+    "book": (60, 90, 200),
+    "box": (190, 150, 90),
+    "ball": (230, 90, 160),
+    "vase": (90, 180, 180),
+}
+#: Floor tint of each room type.
+ROOM_COLORS: dict[str, tuple[int, int, int]] = {
+    "living_room": (250, 243, 228),
+    "bedroom": (236, 240, 252),
+    "bathroom": (228, 246, 248),
+    "kitchen": (250, 246, 226),
+    "hallway": (240, 240, 236),
+}
+_TARGET_OUTLINE = (220, 20, 60)
+_PATH_COLOR = (30, 110, 230)
+_START_COLOR = (20, 150, 60)
+_MARGIN_PX = 24
+_LINTEL_BOTTOM_M = 1.9
+_LEGEND_W_PX = 190
+_TITLE_H_PX = 44
+
+
+def _font(size: int):
+    from PIL import ImageFont
+
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:  # Pillow < 10.1
+        return ImageFont.load_default()
+
+
+def _part_polygon(obj: SceneObject, part, to_px) -> tuple[str, Any]:
+    center = obj.part_world_center(part)
+    if part.shape == "box":
+        c, s = math.cos(obj.yaw_rad), math.sin(obj.yaw_rad)
+        hx, hz = part.size[0], part.size[2]
+        corners = []
+        for lx, lz in ((-hx, -hz), (hx, -hz), (hx, hz), (-hx, hz)):
+            corners.append(to_px(center[0] + c * lx + s * lz, center[2] - s * lx + c * lz))
+        return "polygon", corners
+    radius = part.size[0]
+    x0, y0 = to_px(center[0] - radius, center[2] - radius)
+    x1, y1 = to_px(center[0] + radius, center[2] + radius)
+    return "ellipse", (x0, y0, x1, y1)
+
+
+def _shade(color: tuple[int, int, int], factor: float) -> tuple[int, int, int]:
+    return tuple(int(max(0, min(255, c * factor))) for c in color)  # type: ignore[return-value]
+
+
+def render_map(
+    scene: SceneSpec,
+    *,
+    grid: NavGrid | None = None,
+    episode: Any | None = None,
+    path_xz: np.ndarray | None = None,
+    px_per_m: float = 60.0,
+    show_clearance: bool = True,
+    legend: bool = True,
+    title: str | None = None,
+) -> PILImage.Image:
+    """Draw a labelled top-down map.
+
+    Args:
+        scene: the home.
+        grid: navigation grid (built on demand when an episode needs a path); with
+            ``show_clearance`` its clearance margin is tinted.
+        episode: optional :class:`~humanclaw_gym.episodes.Episode`: its target instances are
+            outlined, its start pose drawn as an arrow and, unless ``path_xz`` is given, the
+            simplified shortest path to the nearest target drawn.
+        path_xz: optional ``(K, 2)`` world x/z polyline to draw.
+        px_per_m: scale.
+        show_clearance: tint cells that are inside the body clearance of obstacles.
+        legend: draw the category legend on the right.
+        title: text on top (default: scene id and, with an episode, its id and instruction).
+
+    Returns:
+        An RGB ``PIL.Image``.
+    """
+    from PIL import Image, ImageDraw
+
+    if px_per_m <= 0:
+        raise ValueError(f"px_per_m must be > 0, got {px_per_m!r}")
+    lo = np.min([r.min_xz for r in scene.rooms], axis=0) - 0.1
+    hi = np.max([r.max_xz for r in scene.rooms], axis=0) + 0.1
+    map_w = int(math.ceil((hi[0] - lo[0]) * px_per_m))
+    map_h = int(math.ceil((hi[1] - lo[1]) * px_per_m))
+    width = map_w + 2 * _MARGIN_PX + (_LEGEND_W_PX if legend else 0)
+    height = max(map_h + 2 * _MARGIN_PX + _TITLE_H_PX, 420 if legend else 0)
+    img = Image.new("RGB", (width, height), (250, 250, 250))
+    draw = ImageDraw.Draw(img)
+    ox, oy = _MARGIN_PX, _MARGIN_PX + _TITLE_H_PX
+
+    def to_px(x: float, z: float) -> tuple[float, float]:
+        return ox + (x - lo[0]) * px_per_m, oy + (z - lo[1]) * px_per_m
+
+    for room in scene.rooms:
+        x0, y0 = to_px(*room.min_xz)
+        x1, y1 = to_px(*room.max_xz)
+        draw.rectangle((x0, y0, x1, y1), fill=ROOM_COLORS.get(room.room_type, (240, 240, 240)))
+
+    needs_grid = episode is not None and path_xz is None
+    if grid is None and (needs_grid or show_clearance):
+        from humanclaw_gym.scenes.navgrid import NavGrid
+
+        grid = NavGrid.from_scene(scene)
+    if grid is not None and show_clearance:
+        margin = (~grid.free) & (~grid.blocked)
+        overlay = np.zeros(grid.shape + (4,), dtype=np.uint8)
+        overlay[margin] = (120, 120, 120, 40)
+        tile = Image.fromarray(overlay).resize(
+            (
+                int(round(grid.shape[1] * grid.cell_m * px_per_m)),
+                int(round(grid.shape[0] * grid.cell_m * px_per_m)),
+            ),
+            Image.NEAREST,
+        )
+        gx, gy = to_px(grid.origin_xz[0], grid.origin_xz[1])
+        img.paste(tile, (int(round(gx)), int(round(gy))), tile)
+
+    def top_of(o: SceneObject) -> float:
+        return float(o.aabb()[1][1])
+
+    drawable = [o for o in scene.objects if o.category != "floor"]
+    drawable.sort(key=lambda o: (o.category != "rug", o.category == "wall", top_of(o), o.object_id))
+    present: list[str] = []
+    for obj in drawable:
+        color = CATEGORY_COLORS.get(obj.category, (150, 150, 150))
+        if obj.category not in present:
+            present.append(obj.category)
+        outline = _shade(color, 0.6)
+        parts = sorted(obj.parts, key=lambda p: p.offset[1] + p.local_half_extents()[1])
+        for part in parts:
+            if (
+                obj.category == "wall"
+                and part.offset[1] - part.local_half_extents()[1] > _LINTEL_BOTTOM_M
+            ):
+                continue  # door lintels would hide the doorways
+            kind, geom = _part_polygon(obj, part, to_px)
+            if kind == "polygon":
+                draw.polygon(geom, fill=color, outline=outline if obj.category != "wall" else None)
+            else:
+                draw.ellipse(geom, fill=color, outline=outline)
+
+    # room labels
+    font_small = _font(12)
+    font = _font(14)
+    for room in scene.rooms:
+        cx, cy = to_px((room.min_xz[0] + room.max_xz[0]) / 2, (room.min_xz[1] + room.max_xz[1]) / 2)
+        label = room.room_type.replace("_", " ")
+        box = draw.textbbox((0, 0), label, font=font)
+        tw, th = box[2] - box[0], box[3] - box[1]
+        draw.rectangle(
+            (cx - tw / 2 - 3, cy - th / 2 - 3, cx + tw / 2 + 3, cy + th / 2 + 4),
+            fill=(255, 255, 255),
+        )
+        draw.text((cx - tw / 2, cy - th / 2 - 1), label, fill=(60, 60, 60), font=font)
+
+    # episode overlays
+    if episode is not None:
+        for goal in episode.goals:
+            if goal.object_id in {o.object_id for o in scene.objects}:
+                lo3, hi3 = scene.object_by_id(int(goal.object_id)).aabb()
+            elif goal.aabb_min is not None and goal.aabb_max is not None:
+                lo3, hi3 = goal.aabb_min, goal.aabb_max
+            else:
+                continue
+            x0, y0 = to_px(lo3[0], lo3[2])
+            x1, y1 = to_px(hi3[0], hi3[2])
+            draw.rectangle((x0 - 3, y0 - 3, x1 + 3, y1 + 3), outline=_TARGET_OUTLINE, width=3)
+            if goal.approach_pose is not None:
+                ax, ay = to_px(goal.approach_pose[0], goal.approach_pose[1])
+                draw.ellipse((ax - 3, ay - 3, ax + 3, ay + 3), fill=_TARGET_OUTLINE)
+        if path_xz is None and grid is not None:
+            ids = {int(g.object_id) for g in episode.goals if isinstance(g.object_id, int)}
+            objs = [o for o in scene.objects if o.object_id in ids]
+            if objs:
+                start = (episode.start_position[0], episode.start_position[2])
+                path_xz = grid.shortest_path(start, objs, simplify=True)
+    if path_xz is not None and len(path_xz) >= 2:
+        pts = [to_px(float(x), float(z)) for x, z in np.asarray(path_xz)]
+        draw.line(pts, fill=_PATH_COLOR, width=3, joint="curve")
+        for px, py in pts[1:-1]:
+            draw.ellipse((px - 3, py - 3, px + 3, py + 3), fill=_PATH_COLOR)
+    if episode is not None:
+        sx, sy = to_px(episode.start_position[0], episode.start_position[2])
+        yaw = float(episode.start_yaw_rad)
+        fx, fy = math.sin(yaw), math.cos(yaw)
+        size = max(10.0, 0.35 * px_per_m)
+        tip = (sx + fx * size, sy + fy * size)
+        left = (sx - fx * size * 0.5 + fy * size * 0.5, sy - fy * size * 0.5 - fx * size * 0.5)
+        right = (sx - fx * size * 0.5 - fy * size * 0.5, sy - fy * size * 0.5 + fx * size * 0.5)
+        draw.polygon([tip, left, (sx, sy), right], fill=_START_COLOR, outline=(0, 80, 20))
+
+    # scale bar (1 m)
+    bx, by = ox, height - 14
+    draw.line((bx, by, bx + px_per_m, by), fill=(40, 40, 40), width=3)
+    draw.text((bx + px_per_m + 6, by - 8), "1 m", fill=(40, 40, 40), font=font_small)
+
+    if title is None:
+        title = scene.scene_id
+        if episode is not None:
+            title = f"{scene.scene_id}  |  {episode.episode_id}  |  {episode.instruction}"
+    draw.text((_MARGIN_PX, 12), title, fill=(20, 20, 20), font=_font(16))
+
+    if legend:
+        lx = ox + map_w + _MARGIN_PX
+        ly = oy
+        draw.text((lx, ly - 22), "legend", fill=(20, 20, 20), font=font)
+        rows: list[tuple[str, tuple[int, int, int], str]] = []
+        for cat in sorted(
+            present,
+            key=lambda c: (
+                c not in CATEGORY_COLORS,
+                list(CATEGORY_COLORS).index(c) if c in CATEGORY_COLORS else 0,
+                c,
+            ),
+        ):
+            rows.append((cat.replace("_", " "), CATEGORY_COLORS.get(cat, (150, 150, 150)), "fill"))
+        if episode is not None:
+            rows += [
+                ("target", _TARGET_OUTLINE, "outline"),
+                ("start (facing)", _START_COLOR, "fill"),
+                ("shortest path", _PATH_COLOR, "line"),
+            ]
+        for label, color, style in rows:
+            if ly > height - 20:
+                break
+            if style == "fill":
+                draw.rectangle((lx, ly, lx + 14, ly + 12), fill=color, outline=_shade(color, 0.6))
+            elif style == "outline":
+                draw.rectangle((lx, ly, lx + 14, ly + 12), outline=color, width=3)
+            else:
+                draw.line((lx, ly + 6, lx + 14, ly + 6), fill=color, width=3)
+            draw.text((lx + 22, ly - 1), label, fill=(40, 40, 40), font=font_small)
+            ly += 18
+    return img
+
+
+def save_map(image: PILImage.Image, path: str | os.PathLike[str]) -> Path:
+    """Write a PNG atomically (temporary file in the same directory, then rename)."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            image.save(fh, format="PNG")
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600
+        os.replace(tmp, out)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return out
+
+
+def render_grid_image(grid: NavGrid, scale: int = 2) -> PILImage.Image:
+    """The raw navigation grid picture (:meth:`NavGrid.to_image`), upscaled."""
+    from PIL import Image
+
+    arr = grid.to_image()
+    return Image.fromarray(arr).resize((arr.shape[1] * scale, arr.shape[0] * scale), Image.NEAREST)
