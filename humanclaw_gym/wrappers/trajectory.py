@@ -90,7 +90,7 @@ class EpisodeTrajectory:
             ),
             "object_ids": ids.copy(),
             "object_poses": (
-                np.stack(self.object_poses).astype(np.float64).reshape(-1, m, 7)
+                np.stack(self.object_poses).astype(np.float64).reshape(len(self.object_poses), m, 7)
                 if self.object_poses
                 else np.zeros((0, m, 7))
             ),
