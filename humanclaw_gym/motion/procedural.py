@@ -95,7 +95,7 @@ __all__ = [
 _J = JOINT_INDEX
 
 # ---- seat geometry --------------------------------------------------------------------
-_SEAT_SINK_M = 0.01  # how far the pelvis capsule sinks into the seat (= collision margin)
+_SEAT_SINK_M = 0.035  # how far the pelvis target sinks into the seat (margins + feet contact lift the body ~1.5 cm)
 #: Forward (anterior) tilt of the seated pelvis; the spine takes it back so the torso is
 #: upright. It brings the hips to about 80 degrees of flexion on a 0.45 m seat.
 SEATED_PELVIS_TILT_RAD: float = float(np.radians(10.0))
@@ -113,7 +113,7 @@ def _pelvis_bottom_below_joint_m(tilt_rad: float) -> float:
 
 
 #: Seated pelvis joint height above the seat surface (m): the lowest point of the (tilted)
-#: pelvis capsule, 0.143 m below the joint, minus a 1 cm sink so that contact is robust.
+#: pelvis capsule below the joint, minus a 3.5 cm sink so that the pelvis really presses on the seat.
 SEATED_PELVIS_ABOVE_SURFACE_M: float = (
     _pelvis_bottom_below_joint_m(SEATED_PELVIS_TILT_RAD) - _SEAT_SINK_M
 )
