@@ -178,3 +178,24 @@ def test_unknown_backend_fails_before_building():
 
     with pytest.raises(BackendCapabilityError, match="physics"):
         gym.make(ENV_ID, split="val100", physics="no-such-engine")
+
+
+def test_missing_capability_fails_before_building_and_names_it():
+    """A render backend without instance images cannot serve the metrics wrapper."""
+    from humanclaw_gym.backends import registry
+    from humanclaw_gym.backends.protocols import RenderCapabilities
+    from humanclaw_gym.backends.registry import BackendCapabilityError
+    from humanclaw_gym.wrappers import MetricsWrapper
+
+    registry.register_render(
+        "rgb-only",
+        "humanclaw_gym.render.tiny_backend:TinyRenderer",
+        RenderCapabilities(name="rgb-only", modes=frozenset({"rgb"})),
+    )
+    env = gym.make(ENV_ID, split="val100", renderer="rgb-only", max_steps=2)
+    try:
+        with pytest.raises(BackendCapabilityError, match="rgb-only.*instance"):
+            MetricsWrapper(env)
+        assert env.unwrapped._physics is None and env.unwrapped._renderer is None  # nothing built
+    finally:
+        env.close()
