@@ -1,0 +1,533 @@
+"""The browser debug viewer: geometry, the control API, threading, the CLI, the page.
+
+The viewer is driven headless through its programmatic API (and its GUI handles, which
+call the same callbacks a browser click does); the page itself is checked in headless
+Chromium when a Chromium binary is installed (slow test).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
+from humanclaw_gym.skills import Skill, SkillCall
+from humanclaw_gym.viewer import (
+    DebugViewer,
+    ViewerClosedError,
+    geometry,
+    resolve_viewer_policy,
+    run_viewer,
+)
+from humanclaw_gym.viewer.control import ControlQueue, ControlRequest, ViewerState
+
+needs_viser = pytest.mark.skipif(
+    importlib.util.find_spec("viser") is None,
+    reason="viser is not installed (pip install 'humanclaw-gym[viewer]')",
+)
+
+
+def _first_val100_episode() -> Any:
+    from humanclaw_gym.episodes import load_split
+
+    return load_split("val100")[0]
+
+
+_EPISODE = _first_val100_episode().episode_id
+_TIMEOUT_S = 60.0
+
+
+# ----------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------
+class _ThreadRecorder(gym.Wrapper):
+    """Records the thread of every reset/step (the viewer must use its sim thread only)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.reset_threads: list[int] = []
+        self.step_threads: list[int] = []
+
+    def reset(self, **kwargs: Any):
+        self.reset_threads.append(threading.get_ident())
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any):
+        self.step_threads.append(threading.get_ident())
+        return self.env.step(action)
+
+
+class _TurnPolicy:
+    """Deterministic, never stops; records the threads it is called on."""
+
+    def __init__(self) -> None:
+        self.act_threads: list[int] = []
+        self.resets = 0
+
+    def reset(self, episode_info: Any) -> None:
+        self.resets += 1
+
+    def act(self, observation: np.ndarray, info: Any) -> SkillCall:
+        self.act_threads.append(threading.get_ident())
+        return SkillCall.turn("left", 30)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _wait_for(predicate: Any, timeout_s: float = _TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not reached in time")
+
+
+def _result(future: Future[ViewerState]) -> ViewerState:
+    return future.result(timeout=_TIMEOUT_S)
+
+
+def _make_env(**kwargs: Any) -> FindNavInteractEnv:
+    return FindNavInteractEnv(episode_ids=[_EPISODE], **kwargs)
+
+
+def test_importing_the_viewer_is_cheap() -> None:
+    code = (
+        "import sys, humanclaw_gym.viewer as v, humanclaw_gym.cli.view_cmd;"
+        "v.DebugViewer; v.run_viewer;"
+        "heavy = [m for m in ('viser', 'pybullet', 'moderngl', 'torch') if m in sys.modules];"
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ----------------------------------------------------------------------------------------
+# geometry (no server)
+# ----------------------------------------------------------------------------------------
+def _rotate(wxyz: Any, v: Any) -> np.ndarray:
+    w, x, y, z = (float(c) for c in wxyz)
+    q = np.array([x, y, z])
+    v = np.asarray(v, dtype=np.float64)
+    return v + 2.0 * np.cross(q, np.cross(q, v) + w * v)
+
+
+def test_cylinder_turn_maps_viser_axis_onto_scene_axis() -> None:
+    assert np.allclose(_rotate(geometry.CYLINDER_Y_FROM_Z_WXYZ, [0, 0, 1]), [0, 1, 0])
+
+
+def test_object_frame_is_yaw_about_plus_y() -> None:
+    yaw = 0.7
+    # Scene convention: yaw 0 faces +Z, yaw psi faces (sin psi, 0, cos psi).
+    front = _rotate(geometry.object_frame_wxyz(yaw), [0, 0, 1])
+    assert np.allclose(front, [math.sin(yaw), 0.0, math.cos(yaw)])
+
+
+def test_quaternion_reorder_and_matrix() -> None:
+    assert np.allclose(geometry.wxyz_from_xyzw([0.1, 0.2, 0.3, 0.9]), [0.9, 0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="quat_xyzw"):
+        geometry.wxyz_from_xyzw([1.0, 0.0, 0.0])
+    c, s = math.cos(0.4), math.sin(0.4)
+    yaw = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    assert np.allclose(_rotate(geometry.wxyz_from_matrix(yaw), [0, 0, 1]), yaw[:, 2])
+
+
+def test_part_placements_match_the_scene_spec() -> None:
+    from humanclaw_gym.episodes import load_scene
+
+    scene = load_scene(_first_val100_episode().scene_id)
+    shapes = set()
+    for obj in scene.objects:
+        for part, placed in zip(obj.parts, geometry.part_placements(obj), strict=True):
+            shapes.add(part.shape)
+            assert placed.position_m == part.offset
+            if part.shape == "box":
+                assert np.allclose(placed.dimensions_m, 2.0 * np.asarray(part.size))
+            elif part.shape == "cylinder":
+                assert placed.dimensions_m[:2] == (part.size[0], 2.0 * part.size[1])
+                assert placed.wxyz == geometry.CYLINDER_Y_FROM_Z_WXYZ
+            else:
+                assert placed.dimensions_m[0] == part.size[0]
+    assert shapes == {"box", "cylinder", "sphere"}
+
+
+def test_capsule_mesh_is_closed_outward_and_sized() -> None:
+    radius, half = 0.05, 0.12
+    vertices, faces = geometry.capsule_mesh(radius, half, segments=24, rings=6)
+    assert vertices.dtype == np.float32 and faces.dtype == np.uint32
+    assert np.isclose(vertices[:, 2].max(), half + radius, atol=1e-6)
+    assert np.isclose(vertices[:, 2].min(), -(half + radius), atol=1e-6)
+    tri = vertices[faces].astype(np.float64)
+    signed_volume = np.einsum("ij,ij->i", tri[:, 0], np.cross(tri[:, 1], tri[:, 2])).sum() / 6
+    exact = math.pi * radius**2 * (2 * half) + 4.0 / 3.0 * math.pi * radius**3
+    assert signed_volume > 0.0  # outward winding
+    assert abs(signed_volume - exact) / exact < 0.05
+    with pytest.raises(ValueError, match="radius_m"):
+        geometry.capsule_mesh(0.0, 0.1)
+
+
+def test_body_link_poses_follow_the_realized_frame() -> None:
+    frame = np.zeros(75)
+    frame[:3] = (1.0, 0.95, 2.0)
+    frame[3:6] = (0.0, 0.5, 0.0)  # yaw 0.5 rad
+    poses = geometry.body_link_poses(frame)
+    assert poses.shape == (24, 7)
+    assert np.allclose(poses[0, :3], frame[:3])
+    assert np.allclose(poses[0, 3:], [math.cos(0.25), 0.0, math.sin(0.25), 0.0])
+    assert len(geometry.link_placements()) == 24
+    with pytest.raises(ValueError, match="realized_frame"):
+        geometry.body_link_poses(np.zeros(74))
+
+
+def test_frustum_looks_along_forward_with_rows_down() -> None:
+    forward, up = np.array([0.3, -0.2, 0.9]), np.array([0.0, 1.0, 0.0])
+    wxyz = geometry.frustum_wxyz(forward, up)
+    assert np.allclose(_rotate(wxyz, [0, 0, 1]), forward / np.linalg.norm(forward))
+    assert _rotate(wxyz, [0, 1, 0])[1] < 0.0  # image rows go down
+    with pytest.raises(ValueError, match="parallel"):
+        geometry.frustum_wxyz(up, up)
+
+
+def test_control_queue_and_request_validation() -> None:
+    q = ControlQueue()
+    future = q.put(ControlRequest("step"))
+    assert len(q) == 1
+    assert q.fail_pending(ViewerClosedError("closed")) == 1
+    with pytest.raises(ViewerClosedError):
+        future.result(timeout=1)
+    assert q.get(0.0) is None
+    with pytest.raises(ValueError, match="kind"):
+        ControlRequest("jump")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="skill"):
+        ControlRequest("skill")
+
+
+# ----------------------------------------------------------------------------------------
+# the viewer, headless
+# ----------------------------------------------------------------------------------------
+@needs_viser
+def test_refuses_non_loopback_hosts_before_serving() -> None:
+    env = _make_env()
+    try:
+        with pytest.raises(ValueError, match="loopback"):
+            DebugViewer(env, host="0.0.0.0", port=0)
+        with pytest.raises(ValueError, match="port"):
+            DebugViewer(env, port=70000)
+        with pytest.raises(ValueError, match="episode_id"):
+            DebugViewer(env, port=0, episode_id="no_such_episode")
+    finally:
+        env.close()
+
+
+@needs_viser
+def test_privileged_policy_needs_privileged_env() -> None:
+    policy, name, kwargs = resolve_viewer_policy(None, {})
+    assert name == "oracle" and kwargs["privileged"] is True
+    env = _make_env()
+    try:
+        with pytest.raises(PermissionError, match="privileged"):
+            DebugViewer(env, policy, port=0)
+    finally:
+        env.close()
+    _, name, _ = resolve_viewer_policy(None, {"privileged": False})
+    assert name == "random"
+    assert resolve_viewer_policy("manual", {})[0] is None
+    with pytest.raises(ValueError, match="privileged"):
+        resolve_viewer_policy("oracle", {"privileged": False})
+    with pytest.raises(ValueError, match="no_such_agent"):
+        resolve_viewer_policy("no_such_agent", {})
+
+
+@needs_viser
+def test_control_api_runs_everything_on_the_sim_thread() -> None:
+    env = _ThreadRecorder(_make_env())
+    policy = _TurnPolicy()
+    viewer = DebugViewer(env, policy, port=0, paused=True, fps=50.0)
+    port = viewer.port
+    assert port > 0 and viewer.url == f"http://127.0.0.1:{port}/"
+    assert viewer.state().started is False
+    viewer.start()
+    main = threading.get_ident()
+    try:
+        # a step requested from this (non-sim) thread runs on the sim thread
+        state = _result(viewer.request_step())
+        sim = state.sim_thread_id
+        assert sim is not None and sim != main
+        assert state.started and state.paused and state.error is None
+        assert state.step == 1 and state.total_steps == 1
+        assert state.last_skill == "Turn<left><30>" and state.last_skill_source == "_TurnPolicy"
+        assert state.episode_id == _EPISODE
+        assert state.instruction == _first_val100_episode().instruction
+        assert set(env.step_threads) == {sim} and set(env.reset_threads) == {sim}
+        assert set(policy.act_threads) == {sim}
+
+        # a request from yet another thread, too
+        box: list[Future[ViewerState]] = []
+        worker = threading.Thread(
+            target=lambda: box.append(viewer.request_skill("Walk<forward><slow>"))
+        )
+        worker.start()
+        worker.join()
+        state = _result(box[0])
+        assert state.last_skill == "Walk<forward><slow>" and state.last_skill_source == "api"
+        assert state.step == 2 and set(env.step_threads) == {sim}
+
+        # a SkillCall object works as well as text
+        state = _result(viewer.request_skill(SkillCall.side_step("right", 0.2)))
+        assert state.last_skill == "Side step<right><0.2>" and state.step == 3
+
+        # bad skill text is reported, not raised, and changes nothing
+        state = _result(viewer.request_skill("Turn<left><500>"))
+        assert state.error is not None and "angle_deg" in state.error and "500" in state.error
+        assert state.step == 3
+        assert "angle_deg" in viewer.gui_handles["error"].content
+        state = _result(viewer.request_skill("Fly<up>"))
+        assert state.error is not None and "unknown skill name" in state.error
+        state = _result(viewer.request_step())  # a good request clears the error
+        assert state.error is None and state.step == 4
+
+        # the panel shows what the state says
+        status = viewer.gui_handles["status"].content
+        assert "Step:** 4 / 100" in status and "Turn<left><30>" in status
+        ego = viewer.gui_handles["ego_image"].image
+        assert ego.shape == (448, 448, 3) and ego.std() > 0
+
+        # reset: unknown id reported; known/next id resets
+        state = _result(viewer.request_reset("no_such_episode"))
+        assert state.error is not None and "no_such_episode" in state.error and state.step == 4
+        state = _result(viewer.request_reset())
+        assert state.step == 0 and state.episodes_started == 2 and state.last_skill is None
+        assert policy.resets == 2
+
+        # Stop ends the episode; the next step resets first, then steps
+        state = _result(viewer.request_skill("Stop/Stand"))
+        assert state.episode_done and state.end_reason == "stop" and state.step == 1
+        state = _result(viewer.request_step())
+        assert not state.episode_done and state.step == 1 and state.episodes_started == 3
+
+        # resume: the policy steps by itself; pause: it stops
+        _result(viewer.resume())
+        _wait_for(lambda: viewer.state().total_steps >= state.total_steps + 3)
+        paused = _result(viewer.pause())
+        assert paused.paused
+        time.sleep(0.3)
+        assert viewer.state().total_steps == paused.total_steps
+        assert set(env.step_threads) == {sim} and set(policy.act_threads) == {sim}
+    finally:
+        viewer.close()
+    final = viewer.join(_TIMEOUT_S)
+    assert final.closed
+    # the env was closed (on the sim thread), the port released, requests refused
+    with pytest.raises(RuntimeError, match="closed"):
+        env.reset()
+    assert _port_free(port)
+    with pytest.raises(ViewerClosedError):
+        viewer.request_step().result(timeout=1)
+    viewer.close()  # idempotent
+
+
+@needs_viser
+def test_gui_clicks_only_enqueue_and_apply_on_the_sim_thread() -> None:
+    env = _ThreadRecorder(_make_env(max_steps=3))
+    viewer = DebugViewer(env, None, port=0, paused=True)
+    handles = viewer.gui_handles
+    viewer.start()
+    try:
+        _wait_for(lambda: viewer.state().started)
+        sim = viewer.state().sim_thread_id
+        clicker = threading.get_ident()
+
+        # manual agent: 'Single step' has no policy to ask -> reported
+        handles["step"].value = True  # a click; the callback runs on this thread
+        _wait_for(lambda: viewer.state().error is not None)
+        assert "no policy" in viewer.state().error
+
+        # the dropdown + parameters form: every skill builds valid text
+        for skill in Skill:
+            handles["skill"].value = skill.display_name
+            SkillCall.parse(viewer._skill_from_form())
+        handles["skill"].value = Skill.TURN.display_name
+        assert handles["param_angle_deg"].visible and not handles["param_height_m"].visible
+        handles["param_direction"].value = "right"
+        handles["param_angle_deg"].value = 45.0
+        handles["execute_skill"].value = True
+        _wait_for(lambda: viewer.state().step == 1)
+        assert viewer.state().last_skill == "Turn<right><45>"
+        assert viewer.state().last_skill_source == "gui"
+
+        handles["skill_text"].value = "Side step<left><9>"
+        handles["execute_text"].value = True
+        _wait_for(lambda: viewer.state().error is not None)
+        assert "distance_m" in viewer.state().error and viewer.state().step == 1
+
+        # the step limit (3) truncates; the next skill resets first
+        handles["skill_text"].value = "Walk<forward><slow>"
+        handles["execute_text"].value = True
+        handles["execute_text"].value = True
+        _wait_for(lambda: viewer.state().episode_done)
+        assert viewer.state().end_reason == "truncated" and "episode ended" in (
+            handles["status"].content
+        )
+        handles["execute_text"].value = True
+        _wait_for(lambda: viewer.state().episodes_started == 2)
+        assert viewer.state().step == 1
+
+        # pause/resume button toggles through the queue
+        handles["pause"].value = True
+        _wait_for(lambda: not viewer.state().paused)
+        assert handles["pause"].label == "Pause"
+
+        handles["episode_id"].value = _EPISODE
+        handles["reset"].value = True
+        _wait_for(lambda: viewer.state().episodes_started == 3)
+        assert sim != clicker and set(env.step_threads) == {sim}
+        assert set(env.reset_threads) == {sim}
+    finally:
+        viewer.close()
+    viewer.join(_TIMEOUT_S)
+
+
+@needs_viser
+def test_switching_scenes_replaces_the_drawn_scene() -> None:
+    from humanclaw_gym.episodes import load_scene
+
+    env = FindNavInteractEnv()
+    first = env.episodes[0]
+    other = next(ep for ep in env.episodes if ep.scene_id != first.scene_id)
+    old_names = {o.name for o in load_scene(first.scene_id).objects}
+    new_scene = load_scene(other.scene_id)
+    only_old = sorted(old_names - {o.name for o in new_scene.objects})
+    viewer = DebugViewer(env, None, port=0, paused=True).start()
+    try:
+        _wait_for(lambda: viewer.state().started)
+        api = viewer.server.scene
+        assert api.get_handle_by_name(f"/scene/{new_scene.objects[0].name}/part_0") is not None
+        assert only_old and api.get_handle_by_name(f"/scene/{only_old[0]}") is not None
+        state = _result(viewer.request_reset(other.episode_id))
+        assert state.scene_id == other.scene_id and state.error is None
+        assert api.get_handle_by_name(f"/scene/{only_old[0]}") is None
+        assert api.get_handle_by_name(f"/scene/{only_old[0]}/part_0") is None
+        for obj in new_scene.objects:
+            assert api.get_handle_by_name(f"/scene/{obj.name}/part_{len(obj.parts) - 1}")
+        labels = [f"/targets/goal_{k}" for k in range(len(other.goals))]
+        assert all(api.get_handle_by_name(name) is not None for name in labels)
+    finally:
+        viewer.close()
+    viewer.join(_TIMEOUT_S)
+
+
+@needs_viser
+def test_run_viewer_stops_after_duration_and_cleans_up() -> None:
+    ready: list[Any] = []
+    state = run_viewer(
+        {"episode_ids": [_EPISODE]},
+        port=0,
+        policy="random",
+        fps=20.0,
+        duration_s=2.0,
+        seed=3,
+        on_ready=ready.append,
+    )
+    assert state.closed and state.agent == "random"
+    assert state.total_steps >= 1 and state.episodes_started >= 1
+    viewer = ready[0]
+    assert _port_free(viewer.port)
+    with pytest.raises(ViewerClosedError):
+        viewer.run()
+
+
+@needs_viser
+def test_run_viewer_closes_on_policy_error() -> None:
+    class Broken:
+        def reset(self, info: Any) -> None:
+            pass
+
+        def act(self, obs: Any, info: Any) -> SkillCall:
+            raise RuntimeError("policy exploded")
+
+    ready: list[Any] = []
+    with pytest.raises(RuntimeError, match="policy exploded"):
+        run_viewer({"episode_ids": [_EPISODE]}, port=0, policy=Broken(), on_ready=ready.append)
+    assert ready[0].state().closed and _port_free(ready[0].port)
+
+
+@needs_viser
+def test_cli_view_runs_and_validates(capsys: pytest.CaptureFixture[str]) -> None:
+    from humanclaw_gym.cli import main
+
+    code = main(
+        ["view", "--port", "0", "--agent", "manual", "--episode-id", _EPISODE, "--duration-s", "1"]
+    )
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "serving http://127.0.0.1:" in err and "agent=manual" in err
+    assert main(["view", "--host", "0.0.0.0"]) == 2
+    assert "loopback" in capsys.readouterr().err
+    assert main(["view", "--agent", "oracle", "--episode-id", "nope", "--duration-s", "1"]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------
+# the page in headless Chromium
+# ----------------------------------------------------------------------------------------
+@pytest.mark.slow
+@needs_viser
+def test_page_renders_in_headless_chromium(tmp_path: Any) -> None:
+    from PIL import Image
+
+    from humanclaw_gym.viewer.screenshot import capture_page, find_chromium
+
+    if find_chromium() is None:
+        pytest.skip("chromium is not installed")
+    policy, name, kwargs = resolve_viewer_policy("oracle", {"episode_ids": [_EPISODE]})
+    viewer = DebugViewer(FindNavInteractEnv(**kwargs), policy, agent_name=name, port=0, paused=True)
+    viewer.start()
+    try:
+        for _ in range(3):
+            _result(viewer.request_step())
+        shot = capture_page(viewer.url, tmp_path / "viewer.png", wait_s=10.0)
+    finally:
+        viewer.close()
+    viewer.join(_TIMEOUT_S)
+    image = np.asarray(Image.open(shot).convert("RGB"), dtype=np.float64)
+    assert image.shape == (800, 1280, 3)
+    scene = image[:, :900]  # left of the control panel: the WebGL canvas
+    assert scene.std() > 10.0, "the 3-D canvas looks blank"
+    # the humanoid's orange (body colour) is somewhere in the canvas
+    r, g, b = scene[..., 0], scene[..., 1], scene[..., 2]
+    assert np.count_nonzero((r > 180) & (g > 90) & (g < 170) & (b < 110)) > 50
+
+
+def test_missing_viser_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from humanclaw_gym.cli import main
+    from humanclaw_gym.viewer import ViewerUnavailableError
+
+    monkeypatch.setitem(sys.modules, "viser", None)  # makes `import viser` fail
+    env = _make_env()
+    try:
+        with pytest.raises(ViewerUnavailableError, match=r"humanclaw-gym\[viewer\]"):
+            DebugViewer(env, port=0)
+    finally:
+        env.close()
+    assert main(["view", "--agent", "manual", "--episode-id", _EPISODE]) == 2
+    assert "pip install" in capsys.readouterr().err
