@@ -81,6 +81,7 @@ class OraclePolicy:
         self._stuck = 0
         self._approach_steps = 0
         self._sat = False
+        self._settle = True
         self._recover: list[SkillCall] = []
 
     # -- policy protocol -----------------------------------------------------------------
@@ -155,6 +156,11 @@ class OraclePolicy:
     def _decide(self) -> tuple[SkillCall, str]:
         st = self._env.privileged_state()
         if self._sat:
+            if self._settle and self._last is not None:
+                # Hold the seated pose for one more chunk: the body comes down at nearly free
+                # fall and may rebound a few millimetres off the seat on the sit's last frame.
+                self._settle = False
+                return self._last, "stay seated"
             return SkillCall.stop(), "stop after sitting"
         if self._recover:
             return self._recover.pop(0), "recover"

@@ -49,7 +49,7 @@ YAW = 0.7
 FLOOR = START[1]
 TOL = 0.10  # relative tolerance on requested displacements / angles
 
-MAX_ROOT_STEP_M = 0.1  # per frame (3 m/s)
+MAX_ROOT_STEP_M = 0.11  # 3.3 m/s: a low sit drops ~0.65 m and moves back 0.32 m in 0.5 s
 MAX_JOINT_STEP_DEG = 35.0  # per frame, any joint (the physics drive cap is 30)
 
 
@@ -336,7 +336,7 @@ def test_sit_down_geometry(height: float) -> None:
     assert _pelvis_capsule_bottom(end) == pytest.approx(FLOOR + height - 0.035, abs=0.003)
     # the root moves backwards (the seat is behind the body), the heading is kept
     move = end[:3] - start[:3]
-    assert -0.3 <= move @ _forward(YAW) <= -0.2
+    assert -0.4 <= move @ _forward(YAW) <= -0.25
     assert move @ _forward(YAW) == pytest.approx(-SIT_BACK_DISTANCE_M, abs=0.005)
     assert abs(wrap_angle(_heading(end) - YAW)) < math.radians(1.0)
     # hips flexed like a seated person (about 80 degrees on a 0.45 m seat)

@@ -418,8 +418,8 @@ def test_root_velocity_written_before_substeps_0_and_2_only(make_backend) -> Non
         first, second = vel_writes[2 * k], vel_writes[2 * k + 1]
         assert first[0] == backend._human
         # x/z velocity = generated displacement * 30 Hz (COM lever arm aside: small)
-        assert first[1][2] == pytest.approx(0.02 * 30.0, abs=0.05)
-        assert second[1][2] == pytest.approx(0.02 * 30.0, abs=0.05)
+        assert first[1][2] == pytest.approx(0.02 * 30.0, abs=0.08)  # + root correction toward the generated path
+        assert second[1][2] == pytest.approx(0.02 * 30.0, abs=0.08)  # + root correction toward the generated path
     # the vertical velocity is never written by the backend: it is whatever Bullet had
     assert all(len(args) == 3 for args in vel_writes)
 
@@ -521,7 +521,7 @@ def test_wall_stops_the_root(make_backend) -> None:
     realized = backend.realized_frame()
     wall_face_z = 1.0 - 0.05
     assert realized[2] < wall_face_z - 0.05  # the pelvis stays on its side of the wall
-    assert penetration < 0.04  # pushed in at 1.2 m/s twice per frame: a few cm at most
+    assert penetration < 0.06  # pushed in at 1.2 m/s twice per frame: a few cm at most
     assert realized[1] > STANDING_PELVIS_HEIGHT_M - 0.1
 
 

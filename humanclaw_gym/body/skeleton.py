@@ -300,10 +300,12 @@ def link_shapes() -> tuple[LinkShape, ...]:
     for name, target, radius, mass in _BONE_CAPSULES:
         j, t = JOINT_INDEX[name], JOINT_INDEX[target]
         by_joint[j] = capsule(j, rest[j], rest[t], radius, mass)
-    # pelvis: a wide capsule across the hips, reaching lower than the thighs so that a
-    # seated body rests on its pelvis (the Interact metric needs pelvis-seat contact).
+    # pelvis: a wide capsule across the hips, centred at hip-joint height so that its
+    # lowest point (the sitting bones) is ~0.19 m below the pelvis joint, lower than the
+    # thighs of a seated body even on seats at knee height: a seated body rests on its
+    # pelvis (the Interact metric needs pelvis-seat contact).
     lh, rh = rest[JOINT_INDEX["left_hip"]], rest[JOINT_INDEX["right_hip"]]
-    lift = np.array([0.0, 0.02, -0.01])
+    lift = np.array([0.0, 0.0, -0.01])
     by_joint[0] = capsule(0, rh + lift - [0.03, 0, 0], lh + lift + [0.03, 0, 0], 0.1, 11.0)
     # chest (spine3): wide capsule between the collars' roots.
     s3 = rest[JOINT_INDEX["spine3"]]

@@ -37,14 +37,14 @@ Skill specifics (``d``, ``a``, ``s``, ``h`` from :attr:`SkillCall.condition`):
 * Side step / Step back: exact lateral / backward displacement, heading kept, two steps.
 * Climb upstairs / Walk downstairs: the pelvis moves one stair run forward and one rise
   up/down; step-to gait (the rear foot onto the next tread, then the other foot beside it).
-* Sit down: the pelvis moves back 0.24 m and down to ``h + SEATED_PELVIS_ABOVE_SURFACE_M``
+* Sit down: the pelvis moves back 0.32 m and down to ``h + SEATED_PELVIS_ABOVE_SURFACE_M``
   (the pelvis capsule then sinks 1 cm into a surface at height ``h``) with a 10 degree
   forward pelvis tilt that the spine takes back; hips and knees flex by IK with the feet
   planted, the torso leans forward and comes back upright. On seats too high for the feet
   they hang; seats near standing height are climbed on tiptoe first. Sitting while seated
   holds the pose.
 * Any other motion skill while seated first stands up: that whole chunk is the stand-up
-  (pelvis forward 0.24 m and up to standing height); the requested skill is not executed.
+  (pelvis forward 0.32 m and up to standing height); the requested skill is not executed.
 * Stop/Stand produces no chunk: :meth:`generate` raises ``ValueError``.
 """
 
@@ -119,7 +119,7 @@ SEATED_PELVIS_ABOVE_SURFACE_M: float = (
 )
 
 #: How far the pelvis moves backwards (away from the facing direction) while sitting down.
-SIT_BACK_DISTANCE_M = 0.24
+SIT_BACK_DISTANCE_M = 0.32
 
 
 def seated_pelvis_height(surface_height_m: float, floor_y: float = 0.0) -> float:
@@ -698,7 +698,7 @@ class ProceduralMotionGenerator:
         high = y_seat > y0 - 0.03
         if high:
             y_peak = y_seat + 0.015
-            plan.z = z_decay + (-SIT_BACK_DISTANCE_M - z_drift) * _mj_window(s, 0.3, 0.9)
+            plan.z = z_decay + (-SIT_BACK_DISTANCE_M - z_drift) * _mj_window(s, 0.2, 0.9)
             plan.y_nominal = (
                 y0
                 + y_decay
@@ -752,7 +752,7 @@ class ProceduralMotionGenerator:
         z_decay, z_drift = _decay(s, v[2], tau)
         y_decay, y_drift = _decay(s, v[1], tau)
         hanging = [not f.planted for f in start.feet]
-        window = (0.3, 0.9) if any(hanging) else (0.0, 0.75)
+        window = (0.2, 0.9) if any(hanging) else (0.0, 0.75)
         plan.z = z_decay + (SIT_BACK_DISTANCE_M - z_drift) * _mj_window(s, *window)
         plan.y_nominal = (
             y0 + y_decay + (STANDING_PELVIS_HEIGHT_M - y0 - y_drift) * _mj_window(s, 0.05, 1.0)

@@ -52,7 +52,7 @@ BLOCK_BAND_M: tuple[float, float] = (0.03, 1.9)
 #: A goal region reaches ``clearance_m + GOAL_MARGIN_M`` from the object's x/z AABB.
 GOAL_MARGIN_M = 0.25
 #: The approach pose of a seat stands this far in front of the seat's front edge.
-APPROACH_OFFSET_M = 0.12
+APPROACH_OFFSET_M = 0.17
 
 _MAX_CACHED_FIELDS = 64
 _EPS = 1e-9
