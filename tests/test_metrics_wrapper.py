@@ -1,0 +1,99 @@
+"""MetricsWrapper on the real env: what it asks for, when it reports, what it writes."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import humanclaw_gym  # noqa: F401
+from humanclaw_gym import Decision, SkillCall, Usage
+from humanclaw_gym.envs import ENV_ID
+from humanclaw_gym.wrappers import MetricsWrapper, TrajectoryWrapper
+
+
+def _first_episode():
+    from humanclaw_gym.episodes import load_split
+
+    return load_split("val100")[0]
+
+
+def test_no_metric_work_without_the_wrapper():
+    env = gym.make(ENV_ID, split="val100", max_steps=2)
+    try:
+        env.reset(seed=0)
+        calls = {"contacts": 0, "instance": 0}
+        physics, renderer = env.unwrapped._physics, env.unwrapped._renderer
+        orig_contacts, orig_render = physics.contacts, renderer.render
+
+        def contacts():
+            calls["contacts"] += 1
+            return orig_contacts()
+
+        def render(camera, instance=False):
+            calls["instance"] += int(instance)
+            return orig_render(camera, instance=instance)
+
+        physics.contacts, renderer.render = contacts, render
+        env.step(SkillCall.walk("normal"))
+        assert calls == {"contacts": 0, "instance": 0}
+    finally:
+        env.close()
+
+
+def test_metrics_at_episode_end_only(tmp_path):
+    ep = _first_episode()
+    env = MetricsWrapper(gym.make(ENV_ID, split="val100", max_steps=3), tmp_path)
+    try:
+        env.reset(options={"episode_id": ep.episode_id})
+        usage = (Usage("planner", 1, 1000, 50, 20),)
+        _, _, term, trunc, info = env.step(Decision(SkillCall.turn("left", 30), "A wall.", usage))
+        assert "metrics" not in info and not (tmp_path / "metrics.json").exists()
+        _, _, term, trunc, info = env.step(Decision(SkillCall.stop(), "No chair here.", usage))
+        assert term
+        m = info["metrics"]
+        assert m["schema"] == "humanclaw_metrics_v1"
+        assert m["episode_id"] == ep.episode_id and m["steps"] == 2 and m["active_stop"] is True
+        assert m["find_success"] is False  # "No chair here." is a negated claim
+        assert m["final_distance_m"] > 0.2 and m["nav_success_20cm"] is False
+        assert m["tokens"]["input_tokens"] == 2000 and m["tokens"]["reasoning_tokens"] == 40
+        on_disk = json.loads((tmp_path / "metrics.json").read_text())
+        assert on_disk == json.loads(json.dumps(m))
+    finally:
+        env.close()
+
+
+def test_truncated_episode_is_not_an_active_stop(tmp_path):
+    env = MetricsWrapper(
+        TrajectoryWrapper(gym.make(ENV_ID, split="val100", max_steps=2), tmp_path / "t")
+    )
+    try:
+        env.reset(seed=1)
+        env.step(SkillCall.walk("slow"))
+        _, _, term, trunc, info = env.step(SkillCall.walk("slow"))
+        assert trunc and not term
+        m = info["metrics"]
+        assert m["active_stop"] is False and m["nav_success_1m"] is False
+        assert m["motion_jerk_m_s3"] is not None and np.isfinite(m["motion_jerk_m_s3"])
+        assert m["motion_steps"] == 2
+    finally:
+        env.close()
+
+
+def test_episode_with_an_exception_writes_no_metrics(tmp_path):
+    env = MetricsWrapper(gym.make(ENV_ID, split="val100", max_steps=3), tmp_path)
+    base = env.unwrapped
+    try:
+        env.reset(seed=0)
+
+        def broken(call):
+            raise RuntimeError("motion backend failure")
+
+        base._motion.generate = broken
+        with pytest.raises(RuntimeError, match="motion backend failure"):
+            env.step(SkillCall.walk("slow"))
+        assert not (tmp_path / "metrics.json").exists()
+    finally:
+        env.close()
