@@ -359,24 +359,16 @@ class TrajectoryWrapper(gym.Wrapper):
     def detach(self) -> None:
         """Finish the current episode's output and stop observing the env, without closing
         it (lets a long-lived env be re-wrapped per episode); idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self.flush()
-        finally:
-            self.env.unwrapped.remove_observer(self._handle)
+        if not self._closed:
+            self._closed = True
+            try:
+                self.flush()
+            finally:
+                self.env.unwrapped.remove_observer(self._handle)
 
     def close(self) -> None:
         """Write a pending bundle, unregister the observer and close the env; idempotent."""
-        if self._closed:
-            super().close()
-            return
-        self._closed = True
         try:
-            self.flush()
+            self.detach()
         finally:
-            try:
-                self.env.unwrapped.remove_observer(self._handle)
-            finally:
-                super().close()
+            super().close()
