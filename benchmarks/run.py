@@ -160,8 +160,8 @@ def bench_raw_pybullet(env, steps: int) -> dict:
     import pybullet as p
 
     physics = env.unwrapped._physics
-    cid = physics.client_id
-    body = physics.humanoid_id
+    cid = physics._client  # the backend's own pybullet client and humanoid body
+    body = physics._human
     n = p.getNumJoints(body, physicsClientId=cid)
     joints = list(range(n))
     targets = [[0.0, 0.0, 0.0, 1.0]] * n
