@@ -212,6 +212,12 @@ def _register_defaults() -> None:
         MotionCapabilities(name="procedural"),
         "procedural skill synthesizer (gait cycles, turns, steps, sit, stairs)",
     )
+    register_motion(
+        "flow",
+        "humanclaw_gym.motion.flow.generator:FlowMotionGenerator",
+        MotionCapabilities(name="flow", batched=True),
+        "learned flow-matching MotionDiT with per-skill control branches (torch extra)",
+    )
 
 
 _register_defaults()

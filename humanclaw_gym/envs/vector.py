@@ -13,7 +13,63 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["make_vector_env"]
+__all__ = ["BatchedMotionSyncVectorEnv", "make_vector_env"]
+
+
+class BatchedMotionSyncVectorEnv(gym.vector.SyncVectorEnv):
+    """A SyncVectorEnv whose sub-envs generate their motion chunks as ONE batch per step.
+
+    Before the sub-envs step one after the other, the skill of every sub-env that will
+    execute motion (not a Stop, not an autoreset row) is handed, with that sub-env's motion
+    generator, to a batching service (``generator.batch_service``); the service computes
+    all chunks in one model call and parks each in its generator, whose own ``generate``
+    then returns it. Results equal the unbatched ones (each generator keeps its own RNG);
+    only generators that declare ``capabilities.batched`` take part, others generate as
+    usual. Invalid actions are left to the sub-env's own validation.
+    """
+
+    def step(self, actions: Any):
+        from gymnasium.vector.utils import iterate
+
+        from humanclaw_gym.skills import SkillCall, SkillCallError
+
+        pairs = []
+        service = None
+        for i, action in enumerate(iterate(self.action_space, actions)):
+            if (
+                self.autoreset_mode == gym.vector.AutoresetMode.NEXT_STEP
+                and self._autoreset_envs[i]
+            ):
+                continue
+            motion = getattr(self.envs[i].unwrapped, "_motion", None)
+            caps = getattr(motion, "capabilities", None)
+            if motion is None or not getattr(caps, "batched", False):
+                continue
+            try:
+                call = SkillCall.coerce(action)
+            except (SkillCallError, TypeError):
+                continue  # the sub-env raises the proper error itself
+            if call.is_stop:
+                continue
+            if service is None:
+                service = _batch_service_for(motion)
+                if service is None:
+                    continue
+            pairs.append((motion, call))
+        if service is not None and len(pairs) > 1:
+            service.stage(pairs)
+        return super().step(actions)
+
+
+def _batch_service_for(motion: Any) -> Any:
+    """The batching service of a batched generator: ``motion.batch_service()`` when it has
+    one, else the ``BatchedMotionService`` class of the generator's own module."""
+    import sys
+
+    factory = getattr(motion, "batch_service", None)
+    if factory is None:
+        factory = getattr(sys.modules.get(type(motion).__module__), "BatchedMotionService", None)
+    return None if factory is None else factory()
 
 
 def _make_sub_env(
@@ -59,7 +115,8 @@ def make_vector_env(
         for i in range(num_envs)
     ]
     if mode == "sync":
-        return gym.vector.SyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        # Batched motion pays off only for a batched generator; it is a no-op otherwise.
+        return BatchedMotionSyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
     # "spawn": a forked child would inherit the parent's GL context and pybullet state.
     return gym.vector.AsyncVectorEnv(
         fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, context="spawn"
