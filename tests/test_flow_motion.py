@@ -775,7 +775,9 @@ def test_batched_sync_vector_env_equals_unbatched_with_flow():
     act = {k: np.stack([np.asarray(c.to_action()[k]) for c in calls]) for k in calls[0].to_action()}
     results = []
     for batched in (True, False):
-        envs = gym.make_vec("HumanClawFindNavInteract-v0", num_envs=2, split="val100", motion="flow", max_steps=3)
+        envs = gym.make_vec(
+            "HumanClawFindNavInteract-v0", num_envs=2, split="val100", motion="flow", max_steps=3
+        )
         assert isinstance(envs, BatchedMotionSyncVectorEnv)
         if not batched:
             envs.step = super(BatchedMotionSyncVectorEnv, envs).step  # plain per-env generation
