@@ -223,6 +223,9 @@ class FindNavInteractEnv(gym.Env):
         self._obs: np.ndarray | None = None
         self._ego_camera: Any = None
         self._last_call: SkillCall | None = None
+        self._physics_version = 0  # bumped whenever the simulated state changes
+        self._synced_version = -1
+        self._synced_link_poses: np.ndarray | None = None
         self._observers: dict[int, tuple[Any, frozenset[str]]] = {}
         self._next_handle = 1
         self._closed = False
@@ -441,6 +444,7 @@ class FindNavInteractEnv(gym.Env):
         motion_seed = _episode_seed(episode)
         history = np.asarray(self._motion.reset(start, yaw, seed=motion_seed), dtype=np.float64)
         self._physics.reset(history[-1])
+        self._physics_version += 1
 
         self._episode = episode
         self._step_count = 0
@@ -537,6 +541,7 @@ class FindNavInteractEnv(gym.Env):
             obs = None
             for i in range(FRAMES_PER_CHUNK):
                 self._physics.step_frame(frames[i])
+                self._physics_version += 1
                 if not observers:
                     continue
                 last = i == FRAMES_PER_CHUNK - 1
@@ -676,11 +681,17 @@ class FindNavInteractEnv(gym.Env):
         }
 
     def _sync_renderer(self) -> np.ndarray:
+        """Copy the current body and object poses to the renderer, once per physics state
+        (ego, exo and instance renders of the same frame share one copy)."""
+        if self._synced_version == self._physics_version and self._synced_link_poses is not None:
+            return self._synced_link_poses
         link_poses = self._physics.link_poses()
         self._renderer.set_body_pose(link_poses)
         ids = self._physics.dynamic_object_ids
         if ids:
             self._renderer.set_object_poses(ids, self._physics.object_poses())
+        self._synced_version = self._physics_version
+        self._synced_link_poses = link_poses
         return link_poses
 
     def _render_ego(self) -> np.ndarray:
