@@ -904,6 +904,37 @@ def test_fuzz_wrong_param_types(
         assert body["result"]["wire_protocol"] == "humanclaw.sim-server/v1"
 
 
+@pytest.mark.parametrize("authorized", [True, False])
+def test_refused_body_sent_late_still_gets_the_status(
+    fuzz_server: ServerProcess, authorized: bool
+) -> None:
+    """A client that keeps writing a refused body reads the 413/401, not a reset.
+
+    The server answers from the headers alone; the body arrives only after the answer was
+    written, which is the order a slow client or a busy machine produces.
+    """
+    import socket
+
+    size = 3 << 20
+    token = _TOKEN if authorized else "wrong-token-" + "x" * 32
+    head = (
+        f"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {size}\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", fuzz_server.port), timeout=30) as sock:
+        sock.sendall(head)
+        time.sleep(0.3)  # the server has answered and (before the fix) closed by now
+        sock.sendall(b"x" * size)
+        sock.shutdown(socket.SHUT_WR)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    status_line = received.split(b"\r\n", 1)[0]
+    assert status_line.split()[1] == (b"413" if authorized else b"401"), status_line
+    body = json.loads(received.split(b"\r\n\r\n", 1)[1])
+    _assert_clean_error(body, fuzz_server)
+
+
 def test_fuzzed_server_still_answers_and_claimed_nothing(fuzz_server: ServerProcess) -> None:
     assert fuzz_server.alive()
     d = fuzz_server.client.describe()

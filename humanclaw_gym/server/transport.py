@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import re
+import socket
 import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -54,6 +55,8 @@ _TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{32,256}$")
 _LOG = logging.getLogger("humanclaw_gym.server")
 _RPC_PATH = "/rpc"
 _SOCKET_TIMEOUT_S = 30.0
+_LINGER_S = 2.0
+_LINGER_BYTES = 8 * MAX_REQUEST_BYTES
 
 
 class TokenError(ValueError):
@@ -148,6 +151,37 @@ class _Handler(BaseHTTPRequestHandler):
         )
         self.server.service.count_outcome(name)
         self._log("?", status, name)
+        if not self._body_consumed:
+            self._linger_close()
+
+    def _linger_close(self) -> None:
+        """Close after an error answered before the body was read, without resetting it.
+
+        Closing a socket that still has unread request bytes makes the kernel send a reset,
+        and a client still writing its (refused) body then sees ``Broken pipe`` instead of
+        our status. So: finish our side (``SHUT_WR``), then read and discard what the client
+        still sends, bounded by :data:`_LINGER_BYTES` and :data:`_LINGER_S`.
+        """
+        self.close_connection = True
+        self._body_consumed = True
+        try:
+            self.connection.shutdown(socket.SHUT_WR)
+        except OSError:
+            return
+        deadline = time.monotonic() + _LINGER_S
+        remaining = _LINGER_BYTES
+        try:
+            while remaining > 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.connection.settimeout(left)
+                chunk = self.connection.recv(min(1 << 16, remaining))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+        except OSError:  # includes the timeout
+            pass
 
     def _log(self, method: str, status: int, outcome: str, started: float | None = None) -> None:
         elapsed = "" if started is None else f" ms={1000.0 * (time.perf_counter() - started):.1f}"
@@ -156,6 +190,7 @@ class _Handler(BaseHTTPRequestHandler):
     # -- verbs ---------------------------------------------------------------------------------
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         started = time.perf_counter()
+        self._body_consumed = False
         if self.path != _RPC_PATH:
             self._error(404, "invalid_request", f"not found: POST JSON-RPC requests to {_RPC_PATH}")
             return
@@ -191,6 +226,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             body = self.rfile.read(length)
+            self._body_consumed = True
         except (OSError, TimeoutError):
             self._error(400, "invalid_request", "the request body could not be read")
             return
@@ -217,6 +253,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._log(method, 200, outcome, started)
 
     def _refuse_verb(self) -> None:
+        self._body_consumed = False
         self._error(405, "invalid_request", f"only POST {_RPC_PATH} is served", {"Allow": "POST"})
 
     do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _refuse_verb  # noqa: N815
@@ -243,9 +280,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _drain(self, length: int) -> None:
         if length > MAX_REQUEST_BYTES:
-            return
+            return  # _error lingers instead
         try:
             self.rfile.read(length)
+            self._body_consumed = True
         except (OSError, TimeoutError):
             pass
 
