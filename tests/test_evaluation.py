@@ -153,6 +153,27 @@ def test_batch_metrics_and_resume(tmp_path):
     (d0 / "trajectory_after.npz").write_bytes(b"tampered")
     third = run_batch(specs, config, workers=1, resume=True, progress=False)
     assert (third.completed, third.skipped) == (1, 2)
+    # a run killed while writing the final image (result file present, temp file left)
+    d1 = rollout_dir(config.output, specs[1])
+    (d1 / "final_ego.png").rename(d1 / ".final_ego.png.tmp")
+    assert not rollout_complete(d1, config)
+    fourth = run_batch(specs, config, workers=1, resume=True, progress=False)
+    assert (fourth.completed, fourth.skipped) == (1, 2)
+    assert (d1 / "final_ego.png").is_file() and not (d1 / ".final_ego.png.tmp").exists()
+
+
+def test_run_episode_on_end_runs_before_the_result_file(tmp_path):
+    seen = []
+
+    def on_end(result):
+        seen.append((result.ended_by, (tmp_path / "episode_result.json").exists()))
+
+    env = gym.make(ENV_ID, split="val100", max_steps=2)
+    try:
+        run_episode(env, _Scripted([SkillCall.stop()]), output_dir=tmp_path, on_end=on_end)
+    finally:
+        env.close()
+    assert seen == [("stop", False)] and (tmp_path / "episode_result.json").is_file()
 
 
 def test_crash_of_one_episode_does_not_stop_the_batch(tmp_path):

@@ -11,6 +11,7 @@ Outputs go to a deterministic directory per episode::
         trajectory_before.npz, trajectory_after.npz, replay_manifest.json
         metrics.json              (--metrics)
         ego.mp4, exo.mp4          (--video)
+        final_ego.png             (the last ego image)
         episode_result.json       (written last)
 
 ``--resume`` skips an episode only when every artifact the current flags require exists
@@ -140,6 +141,8 @@ def rollout_complete(directory: Path, config: RunConfig) -> bool:
         return False
     if result.get("ended_by") not in ("stop", "truncated"):
         return False
+    if not (directory / "final_ego.png").is_file():
+        return False
     try:
         from humanclaw_gym.replay import load_bundle
 
@@ -232,13 +235,18 @@ def run_one_episode(spec: EpisodeSpec, config: RunConfig) -> dict[str, Any]:
             wrapped, wrappers = _wrap(env, out, config)
             try:
                 result = run_episode(
-                    wrapped, policy, episode_id=spec.episode_id, output_dir=out, raise_errors=False
+                    wrapped,
+                    policy,
+                    episode_id=spec.episode_id,
+                    output_dir=out,
+                    on_end=lambda r: _write_final_png(out, r),
+                    raise_errors=False,
                 )
             finally:
                 for w in wrappers:
                     w.detach()
-        if result.final_observation is not None:
-            _write_png(out / "final_ego.png", result.final_observation)
+        if not (out / "final_ego.png").is_file():  # the server path has no on_end hook
+            _write_final_png(out, result)
         summary.update(
             status="failed" if result.ended_by == "error" else "completed",
             ended_by=result.ended_by,
@@ -278,6 +286,11 @@ def _wrap(env: Any, out: Path, config: RunConfig) -> tuple[Any, list[Any]]:
         wrapped = VideoWrapper(wrapped, out, episode_dir_fn=flat_dir)
         wrappers.append(wrapped)
     return wrapped, wrappers
+
+
+def _write_final_png(out: Path, result: Any) -> None:
+    if result.final_observation is not None:
+        _write_png(out / "final_ego.png", result.final_observation)
 
 
 def _write_png(path: Path, image: Any) -> None:

@@ -103,6 +103,7 @@ def run_episode(
     seed: int | None = None,
     output_dir: str | os.PathLike[str] | None = None,
     on_step: Callable[[int, Decision, Mapping[str, Any]], None] | None = None,
+    on_end: Callable[[EpisodeResult], None] | None = None,
     raise_errors: bool = True,
 ) -> EpisodeResult:
     """Run one episode of ``policy`` in ``env`` (a single, possibly wrapped, env).
@@ -115,6 +116,9 @@ def run_episode(
         output_dir: where the policy may write its logs (passed as
             ``episode_info["output_dir"]``); ``episode_result.json`` is written there last.
         on_step: callback after every step with ``(step, decision, info)``.
+        on_end: callback with the finished result, called before ``episode_result.json``
+            is written, so files it saves exist whenever the result file does (a run
+            killed in between leaves no result file and is rerun on resume).
         raise_errors: re-raise an exception after recording it (default) or return a
             result with ``ended_by="error"``.
     """
@@ -174,6 +178,8 @@ def run_episode(
             raise
     finally:
         result.wall_time_s = time.perf_counter() - t0
+        if on_end is not None:
+            on_end(result)
         if out_dir is not None:
             write_json_atomic(out_dir / "episode_result.json", result.to_dict())
     return result
