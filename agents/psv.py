@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+
 from humanclaw_agents.prompts import (
     DEFAULT_PROMPT_VERSION,
     HistoryItem,
@@ -55,7 +56,6 @@ from humanclaw_agents.verifier import (
     resolve_verifier_version,
     select_route,
 )
-
 from humanclaw_gym.policy import Decision, Usage, estimate_tokens
 from humanclaw_gym.skills import (
     DIRECTIONS,

@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
 from humanclaw_agents.model_config import (
     FilesystemQueueConfig,
     ModelConfig,
     OpenAICompatibleConfig,
 )
-
 from humanclaw_gym.policy import Usage, estimate_tokens
 
 __all__ = [
@@ -132,7 +132,7 @@ def encode_png(image_rgb: np.ndarray) -> bytes:
             f"and shape {array.shape}"
         )
     buffer = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(array), mode="RGB").save(buffer, format="PNG")
+    Image.fromarray(np.ascontiguousarray(array)).save(buffer, format="PNG")
     return buffer.getvalue()
 
 

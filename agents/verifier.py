@@ -35,7 +35,6 @@ from humanclaw_agents.prompts import (
     format_history,
     skill_table,
 )
-
 from humanclaw_gym.skills import Skill, SkillCall
 
 __all__ = [

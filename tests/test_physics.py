@@ -418,8 +418,12 @@ def test_root_velocity_written_before_substeps_0_and_2_only(make_backend) -> Non
         first, second = vel_writes[2 * k], vel_writes[2 * k + 1]
         assert first[0] == backend._human
         # x/z velocity = generated displacement * 30 Hz (COM lever arm aside: small)
-        assert first[1][2] == pytest.approx(0.02 * 30.0, abs=0.08)  # + root correction toward the generated path
-        assert second[1][2] == pytest.approx(0.02 * 30.0, abs=0.08)  # + root correction toward the generated path
+        assert first[1][2] == pytest.approx(
+            0.02 * 30.0, abs=0.08
+        )  # + root correction toward the generated path
+        assert second[1][2] == pytest.approx(
+            0.02 * 30.0, abs=0.08
+        )  # + root correction toward the generated path
     # the vertical velocity is never written by the backend: it is whatever Bullet had
     assert all(len(args) == 3 for args in vel_writes)
 
@@ -456,7 +460,9 @@ def test_pjsc_gains_shape_the_catch_up(make_backend) -> None:
     assert shoulder[0] <= 32.0 * DEG and elbow[0] <= 32.0 * DEG
     assert elbow[-1] == pytest.approx(90.0 * DEG, abs=4.0 * DEG)
     assert 28.0 * DEG < shoulder[-1] < 50.0 * DEG
-    assert np.all(np.diff(shoulder) < 20.0 * DEG)  # creeping (plus body sway), never a 30-degree jump
+    assert np.all(
+        np.diff(shoulder) < 20.0 * DEG
+    )  # creeping (plus body sway), never a 30-degree jump
     # A smooth generated motion (6 degrees per frame) is followed closely even with gain 0.03:
     # the drive feeds the generated velocity forward.
     backend.reset(start)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from humanclaw_agents.prompts import (
     PLANNER_PROMPTS,
     HistoryItem,
@@ -26,7 +27,6 @@ from humanclaw_agents.verifier import (
     render_verifier_prompt,
     select_route,
 )
-
 from humanclaw_gym.policy import Decision, Policy, Usage
 from humanclaw_gym.skills import Skill, SkillCall
 

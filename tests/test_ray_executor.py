@@ -15,8 +15,12 @@ ray = pytest.importorskip("ray")
 @pytest.mark.slow
 def test_local_and_ray_executors_agree(tmp_path):
     specs = list_episode_specs("val100")[:3]
-    local = RunConfig(agent="random", output=str(tmp_path / "local"), metrics=True, seed=4, max_steps=3)
-    remote = RunConfig(agent="random", output=str(tmp_path / "ray"), metrics=True, seed=4, max_steps=3)
+    local = RunConfig(
+        agent="random", output=str(tmp_path / "local"), metrics=True, seed=4, max_steps=3
+    )
+    remote = RunConfig(
+        agent="random", output=str(tmp_path / "ray"), metrics=True, seed=4, max_steps=3
+    )
     a = run_batch(specs, local, workers=1, progress=False)
     b = run_batch(specs, remote, workers=2, executor="ray", progress=False)
     assert (a.completed, b.completed) == (3, 3)

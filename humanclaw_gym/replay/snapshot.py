@@ -27,7 +27,11 @@ def final_ego_frame(rollout_dir: str | os.PathLike[str], renderer: str = "auto")
     if len(bundle.realized):
         frame, ids, poses = bundle.realized[-1], bundle.object_ids, bundle.object_poses[-1]
     else:  # stopped before any motion: the pose right after reset
-        frame, ids, poses = bundle.initial_realized, bundle.initial_object_ids, bundle.initial_object_poses
+        frame, ids, poses = (
+            bundle.initial_realized,
+            bundle.initial_object_ids,
+            bundle.initial_object_poses,
+        )
     scene = load_scene(bundle.scene_id)
     r, _reason = create_renderer(renderer)
     try:

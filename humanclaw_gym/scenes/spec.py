@@ -341,7 +341,7 @@ class SceneSpec:
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """World AABB of the whole scene."""
-        lows, highs = zip(*(o.aabb() for o in self.objects))
+        lows, highs = zip(*(o.aabb() for o in self.objects), strict=True)
         return np.min(lows, axis=0), np.max(highs, axis=0)
 
     def room_at(self, x: float, z: float) -> Room | None:

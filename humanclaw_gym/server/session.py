@@ -56,9 +56,7 @@ def encode_png(image_rgb: np.ndarray) -> str:
     if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
         raise ValueError(f"image must be uint8 (H, W, 3), got {array.dtype} {array.shape}")
     buffer = io.BytesIO()
-    Image.fromarray(array, mode="RGB").save(
-        buffer, format="PNG", compress_level=_PNG_COMPRESS_LEVEL
-    )
+    Image.fromarray(array).save(buffer, format="PNG", compress_level=_PNG_COMPRESS_LEVEL)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
