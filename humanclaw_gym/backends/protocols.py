@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.skills import SkillCall
 
 __all__ = [
+    "BodyMeshRenderBackend",
     "Camera",
     "MotionCapabilities",
     "MotionGenerator",
@@ -33,6 +34,7 @@ __all__ = [
     "RenderBackend",
     "RenderCapabilities",
     "RenderResult",
+    "check_body_mesh",
 ]
 
 
@@ -127,12 +129,15 @@ class RenderCapabilities:
         modes: ``"rgb"`` and/or ``"instance"`` (per-pixel object id image).
         part_shapes: primitive shapes it can draw.
         max_size: largest supported image side in pixels.
+        body_mesh: can draw a triangle mesh in place of the humanoid's link shapes (it
+            implements :class:`BodyMeshRenderBackend`); needed by ``body_model_dir``.
     """
 
     name: str
     modes: frozenset[str] = frozenset({"rgb", "instance"})
     part_shapes: frozenset[str] = frozenset({"box", "cylinder", "sphere", "capsule"})
     max_size: int = 4096
+    body_mesh: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,7 +168,12 @@ class RenderResult:
 
 @runtime_checkable
 class RenderBackend(Protocol):
-    """Rasterises the scene and the humanoid from a camera. Never steps physics."""
+    """Rasterises the scene and the humanoid from a camera. Never steps physics.
+
+    The humanoid is drawn from its link shapes. A backend whose capabilities declare
+    ``body_mesh=True`` also implements :class:`BodyMeshRenderBackend`, the optional
+    extension that draws a skinned triangle mesh instead.
+    """
 
     capabilities: RenderCapabilities
 
@@ -181,6 +191,90 @@ class RenderBackend(Protocol):
 
     def close(self) -> None:
         """Release GPU/GL resources. Idempotent."""
+
+
+@runtime_checkable
+class BodyMeshRenderBackend(RenderBackend, Protocol):
+    """A :class:`RenderBackend` that can draw the humanoid as a triangle mesh
+    (``capabilities.body_mesh`` is True), e.g. the skinned SMPL-X body.
+
+    Rule: once :meth:`set_body_mesh` has been called, every image shows the mesh and none
+    of the link shapes, until :meth:`clear_body_mesh` or the next ``build``. Meanwhile
+    ``set_body_pose`` still records the link poses (a backend may use them, e.g. for the
+    exo cutaway) but does not bring the link shapes back. Mesh pixels are the humanoid's:
+    id 0 in the instance image, drawn in the body colour with the body's shading.
+    """
+
+    def set_body_mesh(self, vertices: np.ndarray, faces: np.ndarray | None = None) -> None:
+        """Draw the humanoid as this mesh from now on.
+
+        Args:
+            vertices: ``(V, 3)`` world positions in metres (Y up), float32 preferred (any
+                float dtype is converted), finite.
+            faces: ``(F, 3)`` integer vertex indices in ``[0, V)``, counter-clockwise seen
+                from outside (back faces are culled). Give them on the first call after
+                ``build`` / :meth:`clear_body_mesh` and whenever the topology changes;
+                ``None`` keeps the previous faces (then ``V`` must not change).
+
+        The backend copies both arrays; the caller may reuse its buffers. Invalid input
+        raises ``ValueError`` (see :func:`check_body_mesh`) before anything changes.
+        """
+
+    def clear_body_mesh(self) -> None:
+        """Forget the mesh (faces too) and draw the link shapes again (once posed)."""
+
+
+def check_body_mesh(
+    vertices: np.ndarray, faces: np.ndarray | None, previous_num_vertices: int | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Validate a :meth:`BodyMeshRenderBackend.set_body_mesh` call; nothing is changed.
+
+    Args:
+        vertices: the candidate ``(V, 3)`` vertices.
+        faces: the candidate ``(F, 3)`` faces, or None to keep the previous ones.
+        previous_num_vertices: ``V`` of the faces currently set, None when there are none.
+
+    Returns:
+        ``(vertices float32 (V, 3) C-contiguous copy, faces int32 (F, 3) copy or None)``.
+
+    Raises:
+        ValueError: naming the field, the offending value and what is allowed.
+    """
+    arr = np.asarray(vertices)
+    if arr.dtype.kind != "f":
+        raise ValueError(f"vertices must have a float dtype (float32 preferred), got {arr.dtype}")
+    if arr.ndim != 2 or arr.shape[1] != 3 or arr.shape[0] < 3:
+        raise ValueError(f"vertices must have shape (V, 3) with V >= 3, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.argwhere(~np.isfinite(arr))[0, 0])
+        raise ValueError(f"vertices must be finite (metres), row {bad} is {arr[bad].tolist()}")
+    num_vertices = arr.shape[0]
+    verts = np.array(arr, dtype=np.float32, order="C", copy=True)
+    if faces is None:
+        if previous_num_vertices is None:
+            raise ValueError(
+                "faces=None keeps the previous faces, but none are set: pass faces (F, 3) "
+                "on the first set_body_mesh call after build() / clear_body_mesh()"
+            )
+        if num_vertices != previous_num_vertices:
+            raise ValueError(
+                f"vertices has {num_vertices} rows but the faces set earlier index "
+                f"{previous_num_vertices} vertices: pass faces again when the topology changes"
+            )
+        return verts, None
+    tri = np.asarray(faces)
+    if tri.dtype.kind not in "iu":
+        raise ValueError(f"faces must have an integer dtype, got {tri.dtype}")
+    if tri.ndim != 2 or tri.shape[1] != 3 or tri.shape[0] < 1:
+        raise ValueError(f"faces must have shape (F, 3) with F >= 1, got {tri.shape}")
+    lo, hi = int(tri.min()), int(tri.max())
+    if lo < 0 or hi >= num_vertices:
+        value = lo if lo < 0 else hi
+        raise ValueError(
+            f"faces index vertex {value}, outside the allowed range [0, {num_vertices - 1}] "
+            f"(V = {num_vertices} vertices)"
+        )
+    return verts, np.array(tri, dtype=np.int32, order="C", copy=True)
 
 
 # --------------------------------------------------------------------------------------

@@ -2,9 +2,9 @@
 
 A registration records a factory *path* (``"module:Class"``) and the capability record;
 nothing is imported until :func:`create` runs. :func:`resolve` compares what a config needs
-(render modes, skills, part shapes, scene features, contact queries) against the declared
-capabilities and raises :class:`BackendCapabilityError` naming the backend and the missing
-capability before any simulator, GL context or model is created.
+(render modes, skills, part shapes, scene features, contact queries, a body mesh) against
+the declared capabilities and raises :class:`BackendCapabilityError` naming the backend and
+the missing capability before any simulator, GL context or model is created.
 
 Third-party backends register the same way::
 
@@ -140,8 +140,13 @@ def resolve(
     need_contacts: bool = False,
     need_ray_cast: bool = False,
     image_size: int = 448,
+    need_body_mesh: bool = False,
 ) -> ResolvedBackends:
     """Check a configuration against declared capabilities; nothing is built.
+
+    ``need_body_mesh`` asks for a renderer that draws a triangle mesh as the humanoid
+    (``RenderCapabilities.body_mesh``; the env's ``body_model_dir`` option). With
+    ``render="auto"`` renderers lacking a capability are skipped, otherwise refused.
 
     Raises:
         BackendCapabilityError: naming the backend and each missing capability.
@@ -167,6 +172,8 @@ def resolve(
         missing += [f"part shape {s!r}" for s in _missing(part_shapes, rcaps.part_shapes)]
         if image_size > rcaps.max_size:
             missing.append(f"image size {image_size} (max {rcaps.max_size})")
+        if need_body_mesh and not rcaps.body_mesh:
+            missing.append("body mesh (needed to draw the SMPL-X body of body_model_dir)")
         if missing:
             if render != "auto":
                 for m in missing:
@@ -174,7 +181,8 @@ def resolve(
             continue
         render_entries.append(entry)
     if render == "auto" and not render_entries:
-        problems.append(f"no render backend supports modes {sorted(render_modes)}")
+        wanted = f"modes {sorted(render_modes)}" + (" and a body mesh" if need_body_mesh else "")
+        problems.append(f"no render backend supports {wanted}")
 
     mot = _entry("motion", motion)
     mcaps: MotionCapabilities = mot.capabilities
@@ -197,13 +205,13 @@ def _register_defaults() -> None:
     register_render(
         "moderngl",
         "humanclaw_gym.render.moderngl_backend:ModernglRenderer",
-        RenderCapabilities(name="moderngl"),
+        RenderCapabilities(name="moderngl", body_mesh=True),
         "moderngl on a headless EGL context (Mesa llvmpipe on CPU)",
     )
     register_render(
         "tiny",
         "humanclaw_gym.render.tiny_backend:TinyRenderer",
-        RenderCapabilities(name="tiny"),
+        RenderCapabilities(name="tiny", body_mesh=True),
         "pybullet TinyRenderer (CPU software rasteriser), the fallback when EGL is unavailable",
     )
     register_motion(

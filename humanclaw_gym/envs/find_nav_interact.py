@@ -30,6 +30,7 @@ EGO_SIZE = 448
 EXO_SIZE = 512
 FRAMES_PER_CHUNK = 15
 FPS = 30
+_BODY_MODEL_GENDERS = ("neutral", "male", "female")
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,21 @@ class FindNavInteractEnv(gym.Env):
     "tiny"), ``motion`` ("procedural"; "flow" when the learned model is installed),
     ``motion_checkpoint``, ``privileged`` (enable :meth:`privileged_state`), ``max_steps``
     (default from the episode, 100), ``num_shards`` / ``shard_index`` (see Vectorized
-    environment), ``solver_iterations`` (pybullet solver iterations, default 10).
+    environment), ``solver_iterations`` (pybullet solver iterations, default 10),
+    ``body_model_dir`` / ``body_model_gender`` (see Body model).
+
+    ## Body model
+    ``body_model_dir`` (default None) points at the user's licensed SMPL-X files (a
+    directory with ``SMPLX_<GENDER>.npz``, or the file itself); ``body_model_gender`` is
+    ``"neutral"`` (default), ``"male"`` or ``"female"``. The ego and exo images then show
+    the skinned SMPL-X body of the realized pose instead of the capsule links. It is a
+    rendering option only: physics, collisions, contacts and every metric keep using the
+    capsule body, so trajectories are identical with and without it. It needs the
+    ``smplx`` and ``torch`` extras (``pip install 'humanclaw-gym[smplx,torch]'``) and a
+    renderer with the ``body_mesh`` capability (both built-in ones have it). Everything is
+    checked when the env is made, before anything is built: a missing file raises
+    ``FileNotFoundError`` naming it, missing extras ``ImportError``, a renderer without
+    the capability ``BackendCapabilityError``. With None nothing of SMPL-X is imported.
 
     ## Vectorized environment
     ``gym.make_vec(id, num_envs=N)`` uses this package's vector entry point: N sub-envs
@@ -158,6 +173,8 @@ class FindNavInteractEnv(gym.Env):
         shard_index: int | None = None,
         solver_iterations: int = 10,
         episodes: Sequence[Any] | None = None,
+        body_model_dir: str | os.PathLike[str] | None = None,
+        body_model_gender: str = "neutral",
     ) -> None:
         from humanclaw_gym import episodes as episodes_mod
 
@@ -173,6 +190,14 @@ class FindNavInteractEnv(gym.Env):
             raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
         if not isinstance(solver_iterations, int) or solver_iterations < 1:
             raise ValueError(f"solver_iterations must be an int >= 1, got {solver_iterations!r}")
+        if body_model_dir is not None and not isinstance(body_model_dir, (str, os.PathLike)):
+            raise ValueError(
+                f"body_model_dir must be None or a path to the SMPL-X files, got {body_model_dir!r}"
+            )
+        if body_model_gender not in _BODY_MODEL_GENDERS:
+            raise ValueError(
+                f"body_model_gender must be one of {_BODY_MODEL_GENDERS}, got {body_model_gender!r}"
+            )
 
         # -- episodes ------------------------------------------------------------------
         if episodes is not None:
@@ -204,7 +229,20 @@ class FindNavInteractEnv(gym.Env):
         self._motion_name = motion
         self._motion_checkpoint = motion_checkpoint
         self._solver_iterations = solver_iterations
+        self._body_model_dir = body_model_dir
         self._resolved = self._resolve(needs=frozenset())
+        self._body_model: Any = None
+        self._body_mesh_faces_sent = False
+        if body_model_dir is not None:
+            if not os.path.exists(body_model_dir):
+                raise FileNotFoundError(
+                    f"body_model_dir={os.fspath(body_model_dir)!r} does not exist: expected a "
+                    f"directory holding SMPLX_{body_model_gender.upper()}.npz (the licensed "
+                    "SMPL-X files, not shipped with humanclaw-gym) or that file itself"
+                )
+            from humanclaw_gym.motion.flow.smplx_io import SmplxBody
+
+            self._body_model = SmplxBody(body_model_dir, gender=body_model_gender)
 
         self.observation_space = spaces.Box(0, 255, (EGO_SIZE, EGO_SIZE, 3), dtype=np.uint8)
         self.action_space = action_space()
@@ -249,6 +287,7 @@ class FindNavInteractEnv(gym.Env):
             need_contacts="contacts" in needs,
             need_ray_cast="contacts" in needs,
             image_size=max(EGO_SIZE, EXO_SIZE),
+            need_body_mesh=self._body_model_dir is not None,
         )
 
     def add_observer(self, observer: Any, needs: Sequence[str] = ()) -> int:
@@ -297,6 +336,13 @@ class FindNavInteractEnv(gym.Env):
     def current_episode_id(self) -> str | None:
         return None if self._episode is None else self._episode.episode_id
 
+    @property
+    def motion_generator(self) -> Any:
+        """The motion generator in use (built on the first reset; None before it and after
+        close). Owned by the env: read its ``capabilities`` or hand it to a batching service
+        (``BatchedMotionSyncVectorEnv`` does), but do not reset or close it yourself."""
+        return self._motion
+
     # ------------------------------------------------------------------------------------
     # building
     # ------------------------------------------------------------------------------------
@@ -342,6 +388,7 @@ class FindNavInteractEnv(gym.Env):
         self._physics.build(scene)
         self._ensure_backends()
         self._renderer.build(scene)  # renderers accept a new scene without a new context
+        self._body_mesh_faces_sent = False  # build() forgets a body mesh, faces included
         self._scene = scene
         self._scene_id = scene_id
 
@@ -682,17 +729,31 @@ class FindNavInteractEnv(gym.Env):
 
     def _sync_renderer(self) -> np.ndarray:
         """Copy the current body and object poses to the renderer, once per physics state
-        (ego, exo and instance renders of the same frame share one copy)."""
+        (ego, exo and instance renders of the same frame share one copy). With a body
+        model, the skinned mesh of the realized frame is computed and sent here as well
+        (the link poses still go first: they place the cameras and steer the cutaway)."""
         if self._synced_version == self._physics_version and self._synced_link_poses is not None:
             return self._synced_link_poses
         link_poses = self._physics.link_poses()
         self._renderer.set_body_pose(link_poses)
+        if self._body_model is not None:
+            self._sync_body_mesh()
         ids = self._physics.dynamic_object_ids
         if ids:
             self._renderer.set_object_poses(ids, self._physics.object_poses())
         self._synced_version = self._physics_version
         self._synced_link_poses = link_poses
         return link_poses
+
+    def _sync_body_mesh(self) -> None:
+        """Send the SMPL-X mesh of the realized frame (faces once per renderer build)."""
+        from humanclaw_gym.motion.flow.smplx_io import smplx_vertices
+
+        vertices, faces = smplx_vertices(self._physics.realized_frame(), self._body_model)
+        self._renderer.set_body_mesh(
+            vertices.astype(np.float32), None if self._body_mesh_faces_sent else faces
+        )
+        self._body_mesh_faces_sent = True
 
     def _render_ego(self) -> np.ndarray:
         from humanclaw_gym.render.cameras import ego_camera

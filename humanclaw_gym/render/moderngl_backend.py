@@ -6,6 +6,10 @@ rotation, a translation, a per-axis scale, a colour, the object id and packed fl
 (material texture layers, static, cuttable). Static scene parts live in instance buffers
 (one per mesh) written once in :meth:`build`; dynamic objects and the 24 humanoid links
 live in small buffers rewritten by :meth:`set_object_poses` and :meth:`set_body_pose`.
+Instead of its links the humanoid can be a triangle mesh (:meth:`set_body_mesh`, e.g. the
+skinned SMPL-X body): a dynamic vertex buffer of world positions and per-vertex normals,
+drawn as one instance with the identity transform through the same program, so it gets
+the body's colour, shading and id.
 One frame is at most nine instanced draw calls into an RGB8 colour attachment plus, when
 the instance image is asked for, an R32I attachment written in the same pass (multiple
 render targets). The id buffer stores ``id + 1`` so that its cleared value 0 decodes to
@@ -35,7 +39,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from humanclaw_gym.backends.protocols import Camera, RenderCapabilities, RenderResult
+from humanclaw_gym.backends.protocols import (
+    Camera,
+    RenderCapabilities,
+    RenderResult,
+    check_body_mesh,
+)
 from humanclaw_gym.render.cameras import UNCUT_CATEGORIES
 from humanclaw_gym.render.errors import RenderBackendUnavailable
 from humanclaw_gym.render.materials import DEFAULT_BODY_COLOR, SKY_COLOR
@@ -54,7 +63,7 @@ from humanclaw_gym.render.transforms import (
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.scenes.spec import SceneSpec
 
-__all__ = ["ModernglRenderer"]
+__all__ = ["ModernglRenderer", "vertex_normals"]
 
 _MAX_SIZE = 4096
 _STATIC_FLAG = 1 << 16
@@ -158,6 +167,33 @@ _KEY_DIR = np.array([0.3, 1.0, 0.45]) / np.linalg.norm([0.3, 1.0, 0.45])
 _FILL_DIR = np.array([-0.6, 0.35, -0.5]) / np.linalg.norm([-0.6, 0.35, -0.5])
 
 
+def vertex_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Unit per-vertex normals of a triangle mesh: the area-weighted sum of the normals of
+    the faces around each vertex (counter-clockwise faces point outward).
+
+    Args:
+        vertices: ``(V, 3)`` positions.
+        faces: ``(F, 3)`` vertex indices.
+
+    Returns:
+        ``float32 (V, 3)``; vertices in no face (or only in degenerate ones) get ``+Y``.
+    """
+    v = np.asarray(vertices, dtype=np.float64)
+    tri = np.asarray(faces, dtype=np.int64)
+    face_n = np.cross(v[tri[:, 1]] - v[tri[:, 0]], v[tri[:, 2]] - v[tri[:, 0]])  # 2 x area
+    summed = np.zeros_like(v)
+    for corner in range(3):
+        for axis in range(3):
+            summed[:, axis] += np.bincount(
+                tri[:, corner], weights=face_n[:, axis], minlength=len(v)
+            )
+    length = np.linalg.norm(summed, axis=1)
+    good = length > 1e-20
+    out = np.tile(np.array([0.0, 1.0, 0.0]), (len(v), 1))
+    out[good] = summed[good] / length[good, None]
+    return out.astype(np.float32)
+
+
 def _largest_face_m2(half_extents: np.ndarray) -> float:
     hx, hy, hz = (float(v) for v in half_extents)
     return 4.0 * max(hx * hy, hy * hz, hx * hz)
@@ -198,8 +234,27 @@ def _pack(
     return rows
 
 
+class _BodyMesh:
+    """GL objects of the humanoid mesh: interleaved position/normal VBO, index buffer, VAO."""
+
+    def __init__(self, vbo: Any, ibo: Any, vao: Any, faces: np.ndarray) -> None:
+        self.vbo = vbo
+        self.ibo = ibo
+        self.vao = vao
+        self.faces = faces
+        self.num_vertices = 0
+
+    def release(self) -> None:
+        for obj in (self.vao, self.vbo, self.ibo):
+            obj.release()
+
+
 class ModernglRenderer:
     """Instanced rasteriser on a headless EGL OpenGL 3.3 context.
+
+    Implements :class:`~humanclaw_gym.backends.protocols.BodyMeshRenderBackend`: after
+    :meth:`set_body_mesh` the humanoid is drawn as that mesh instead of its link shapes
+    until :meth:`clear_body_mesh` or the next :meth:`build`.
 
     Args:
         width_hint: side of the framebuffer allocated up front (more sizes are created,
@@ -211,7 +266,9 @@ class ModernglRenderer:
         RenderBackendUnavailable: moderngl is not installed or no EGL context can be made.
     """
 
-    capabilities = RenderCapabilities(name="moderngl", modes=frozenset({"rgb", "instance"}))
+    capabilities = RenderCapabilities(
+        name="moderngl", modes=frozenset({"rgb", "instance"}), body_mesh=True
+    )
 
     def __init__(
         self,
@@ -238,6 +295,8 @@ class ModernglRenderer:
         self._dyn_rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._body_rows: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._body_visible = False
+        self._mesh: _BodyMesh | None = None
+        self._mesh_instance: Any = None
 
         os.environ.setdefault("LP_NUM_THREADS", "1")
         try:
@@ -361,7 +420,7 @@ class ModernglRenderer:
         """Upload the scene: static parts once, dynamic parts at their scene poses.
 
         Calling it again replaces the previous scene; the humanoid stays hidden until the
-        next :meth:`set_body_pose`.
+        next :meth:`set_body_pose` (a body mesh is forgotten, faces included).
         """
         self._require_open()
         for key in [k for k in self._sets if k[0] in ("static", "dynamic")]:
@@ -432,6 +491,7 @@ class ModernglRenderer:
             self._upload("dynamic", kind, rows)
         self._scene = scene
         self._body_visible = False
+        self._drop_mesh()
         self._write_dynamic()
 
     def _prepare_body(self) -> None:
@@ -475,10 +535,21 @@ class ModernglRenderer:
                 np.tile([0, self._material_flags("plain")], (len(items), 1)),
             )
             self._upload("body", kind, rows)
+        mesh_row = _pack(
+            np.eye(3)[None],
+            np.zeros((1, 3)),
+            np.ones((1, 3)),
+            color[None],
+            np.array([[0, self._material_flags("plain")]]),
+        )
+        self._mesh_instance = self._ctx.buffer(mesh_row.tobytes())
 
     @_current_context
     def set_body_pose(self, link_poses: np.ndarray) -> None:
-        """Place the humanoid from ``(24, 7)`` world link poses (and make it visible)."""
+        """Place the humanoid from ``(24, 7)`` world link poses (and make it visible).
+
+        While a body mesh is set the link shapes stay hidden; their poses are still kept.
+        """
         self._require_open()
         if self._scene is None:
             raise RuntimeError("ModernglRenderer.set_body_pose called before build()")
@@ -491,6 +562,61 @@ class ModernglRenderer:
             inst.rows["trans"] = poses[links, :3] + np.einsum("nij,nj->ni", r_link, offs)
             inst.buffer.write(inst.rows.tobytes())
         self._body_visible = True
+
+    @_current_context
+    def set_body_mesh(self, vertices: np.ndarray, faces: np.ndarray | None = None) -> None:
+        """Draw the humanoid as a triangle mesh instead of its link shapes.
+
+        Args:
+            vertices: ``(V, 3)`` world positions (metres, Y up), any float dtype, finite.
+            faces: ``(F, 3)`` integer indices in ``[0, V)``, counter-clockwise seen from
+                outside; required on the first call after :meth:`build` /
+                :meth:`clear_body_mesh`, ``None`` keeps the previous ones (same ``V``).
+
+        Both arrays are copied. The mesh shows in every image until :meth:`clear_body_mesh`
+        or the next :meth:`build`. Its pixels have the humanoid's id 0 and body colour.
+
+        Raises:
+            ValueError: bad shape, dtype, non-finite vertices or a face index out of range;
+                raised before any GL state changes.
+            RuntimeError: before :meth:`build` or after :meth:`close`.
+        """
+        if self._scene is None:
+            raise RuntimeError("ModernglRenderer.set_body_mesh called before build()")
+        mesh = self._mesh
+        verts, tri = check_body_mesh(vertices, faces, None if mesh is None else mesh.num_vertices)
+        if tri is not None and mesh is not None and np.array_equal(tri, mesh.faces):
+            tri = None  # same topology: only the vertex buffer changes
+        used = tri if tri is not None else mesh.faces  # type: ignore[union-attr]
+        data = np.concatenate([verts, vertex_normals(verts, used)], axis=1)
+        if tri is not None:
+            ctx = self._ctx
+            vbo = ctx.buffer(data.tobytes(), dynamic=True)
+            ibo = ctx.buffer(tri.tobytes())
+            vao = ctx.vertex_array(
+                self._program,
+                [
+                    (vbo, "3f 3f", "in_pos", "in_normal"),
+                    (self._mesh_instance, _INSTANCE_FORMAT, *_INSTANCE_ATTRS),
+                ],
+                index_buffer=ibo,
+                index_element_size=4,
+            )
+            self._drop_mesh()
+            mesh = self._mesh = _BodyMesh(vbo, ibo, vao, tri)
+        else:
+            mesh.vbo.write(data.tobytes())  # type: ignore[union-attr]
+        mesh.num_vertices = len(verts)  # type: ignore[union-attr]
+
+    @_current_context
+    def clear_body_mesh(self) -> None:
+        """Forget the body mesh (faces too); the link shapes are drawn again once posed."""
+        self._drop_mesh()
+
+    def _drop_mesh(self) -> None:
+        if self._mesh is not None:
+            self._mesh.release()
+            self._mesh = None
 
     @_current_context
     def set_object_poses(self, object_ids: Sequence[int], poses: np.ndarray) -> None:
@@ -519,7 +645,7 @@ class ModernglRenderer:
     # ----------------------------------------------------------------------------------
     @_current_context
     def render(self, camera: Camera, instance: bool = False) -> RenderResult:
-        """Draw the scene (and the humanoid once posed) from ``camera``.
+        """Draw the scene (and the humanoid once posed, or its mesh once set) from ``camera``.
 
         Returns:
             ``rgb uint8 (H, W, 3)`` and, if ``instance``, ``int32 (H, W)`` ids (-1 background,
@@ -551,6 +677,9 @@ class ModernglRenderer:
         self._program["u_cut_plane"].value = _NO_CUT if plane is None else tuple(plane.tolist())
         self._pattern_texture.use(location=0)
         for group in _DRAW_ORDER:  # roughly front to back: the body, small movables, the rest
+            if group == "body" and self._mesh is not None:
+                self._mesh.vao.render(mgl.TRIANGLES, instances=1)
+                continue
             for kind in MESH_KINDS:
                 inst = self._sets.get((group, kind))
                 if inst is None or (group == "body" and not self._body_visible):
@@ -578,6 +707,10 @@ class ModernglRenderer:
         self._scene = None
 
     def _release_objects(self) -> None:
+        self._drop_mesh()
+        if self._mesh_instance is not None:
+            self._mesh_instance.release()
+            self._mesh_instance = None
         for inst in self._sets.values():
             self._release_set(inst)
         self._sets.clear()

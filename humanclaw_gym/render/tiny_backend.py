@@ -13,6 +13,13 @@ humanoid). Materials are drawn as plain colours; the background is replaced by t
 sky colour the moderngl renderer clears to. A
 :class:`~humanclaw_gym.render.cameras.CutawayCamera` hides whole objects while the image
 is taken (TinyRenderer has no per-pixel clip planes); see :meth:`TinyRenderer.render`.
+
+A body mesh (:meth:`TinyRenderer.set_body_mesh`, e.g. the skinned SMPL-X body) cannot be
+handed to pybullet per frame: a visual shape's vertices are fixed once created, and
+shapes are only freed by a full reset. So the mesh is rasterised here with numpy (a
+z-buffer over the triangles' pixel boxes, back faces culled, Gouraud-interpolated
+Lambert shading with TinyRenderer's own light) and composited over TinyRenderer's image
+by depth, using its depth buffer from the same view and projection matrices.
 """
 
 from __future__ import annotations
@@ -23,7 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from humanclaw_gym.backends.protocols import Camera, RenderCapabilities, RenderResult
+from humanclaw_gym.backends.protocols import (
+    Camera,
+    RenderCapabilities,
+    RenderResult,
+    check_body_mesh,
+)
 from humanclaw_gym.render.cameras import UNCUT_CATEGORIES
 from humanclaw_gym.render.errors import RenderBackendUnavailable
 from humanclaw_gym.render.materials import DEFAULT_BODY_COLOR, SKY_COLOR
@@ -48,6 +60,12 @@ _CYLINDER_Z_TO_Y = (-math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))
 #: Where the humanoid waits (far outside any frustum) until its first pose arrives.
 _HIDDEN_POSITION = (0.0, -1.0e4, 0.0)
 _LIGHT_DIRECTION = (0.3, 1.0, 0.45)
+_LIGHT_AMBIENT = 0.6
+_LIGHT_DIFFUSE = 0.4
+#: Fragments (candidate pixels) rasterised per batch: bounds the memory of a close-up mesh.
+_FRAGMENT_BATCH = 2_000_000
+#: Mesh vertices used as extra sight-line targets of the cutaway.
+_MESH_SIGHT_POINTS = 64
 
 
 def _box_corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -72,8 +90,55 @@ def _segments_hit_boxes(
     return hit.any(axis=0)
 
 
+def _mesh_fragments(
+    xy: np.ndarray, depth: np.ndarray, shade: np.ndarray, width: int, height: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rasterise screen-space triangles: every covered pixel centre of every triangle.
+
+    Args:
+        xy: ``(T, 3, 2)`` vertex positions in pixels (x = column, y = row, row 0 on top).
+        depth: ``(T, 3)`` window depths in [0, 1].
+        shade: ``(T, 3)`` per-vertex intensities.
+        width, height: image size.
+
+    Returns:
+        ``(pixel index row * width + col, depth, shade)`` of each fragment, screen-linearly
+        interpolated (exact for window depth).
+    """
+    lo = np.ceil(xy.min(axis=1) - 0.5).astype(np.int64)
+    hi = np.floor(xy.max(axis=1) - 0.5).astype(np.int64)
+    lo = np.maximum(lo, 0)
+    hi = np.minimum(hi, [width - 1, height - 1])
+    size = hi - lo + 1
+    keep = np.all(size > 0, axis=1)
+    xy, depth, shade, lo, size = xy[keep], depth[keep], shade[keep], lo[keep], size[keep]
+    count = size[:, 0] * size[:, 1]
+    tri = np.repeat(np.arange(len(count)), count)
+    offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    col = lo[tri, 0] + offset % size[tri, 0]
+    row = lo[tri, 1] + offset // size[tri, 0]
+    px, py = col + 0.5, row + 0.5
+    x0, y0 = xy[tri, 0, 0], xy[tri, 0, 1]
+    x1, y1 = xy[tri, 1, 0], xy[tri, 1, 1]
+    x2, y2 = xy[tri, 2, 0], xy[tri, 2, 1]
+    denom = (y1 - y2) * (x0 - x2) + (x2 - x1) * (y0 - y2)
+    b0 = ((y1 - y2) * (px - x2) + (x2 - x1) * (py - y2)) / denom
+    b1 = ((y2 - y0) * (px - x2) + (x0 - x2) * (py - y2)) / denom
+    b2 = 1.0 - b0 - b1
+    inside = (b0 >= -1e-9) & (b1 >= -1e-9) & (b2 >= -1e-9)
+    b0, b1, b2, tri = b0[inside], b1[inside], b2[inside], tri[inside]
+    frag_depth = b0 * depth[tri, 0] + b1 * depth[tri, 1] + b2 * depth[tri, 2]
+    frag_shade = b0 * shade[tri, 0] + b1 * shade[tri, 1] + b2 * shade[tri, 2]
+    return row[inside] * width + col[inside], frag_depth, frag_shade
+
+
 class TinyRenderer:
     """Software rasteriser on a private pybullet DIRECT client.
+
+    Implements :class:`~humanclaw_gym.backends.protocols.BodyMeshRenderBackend`: after
+    :meth:`set_body_mesh` the humanoid is drawn as that mesh (rasterised with numpy, see
+    the module docstring) instead of its link shapes until :meth:`clear_body_mesh` or the
+    next :meth:`build`.
 
     Args:
         body_color: RGB colour of the humanoid.
@@ -82,7 +147,9 @@ class TinyRenderer:
         RenderBackendUnavailable: pybullet cannot be imported or connected.
     """
 
-    capabilities = RenderCapabilities(name="tiny", modes=frozenset({"rgb", "instance"}))
+    capabilities = RenderCapabilities(
+        name="tiny", modes=frozenset({"rgb", "instance"}), body_mesh=True
+    )
 
     def __init__(self, body_color: tuple[float, float, float] = DEFAULT_BODY_COLOR) -> None:
         color = np.asarray(body_color, dtype=np.float64)
@@ -103,6 +170,10 @@ class TinyRenderer:
         self._cut_corners = np.zeros((0, 8, 3))
         self._cut_local: dict[int, tuple[int, np.ndarray]] = {}
         self._link_positions: np.ndarray | None = None
+        self._link_poses: np.ndarray | None = None
+        self._mesh_vertices: np.ndarray | None = None
+        self._mesh_faces: np.ndarray | None = None
+        self._mesh_normals: np.ndarray | None = None
         self.device = "pybullet TinyRenderer (CPU)"
         try:
             import pybullet
@@ -181,7 +252,7 @@ class TinyRenderer:
         """Create one visual-only body per scene part and per humanoid link.
 
         Calling it again replaces the previous scene; the humanoid stays hidden until the
-        next :meth:`set_body_pose`.
+        next :meth:`set_body_pose` (a body mesh is forgotten, faces included).
         """
         from humanclaw_gym.body.skeleton import link_shapes
 
@@ -192,6 +263,8 @@ class TinyRenderer:
         self._dyn_parts = {}
         self._part_pose = {}
         self._link_positions = None
+        self._link_poses = None
+        self._drop_mesh()
         cut_uids: list[list[int]] = []
         cut_corners: list[np.ndarray] = []
         self._cut_local = {}
@@ -243,16 +316,74 @@ class TinyRenderer:
         self._scene = scene
 
     def set_body_pose(self, link_poses: np.ndarray) -> None:
-        """Place the humanoid from ``(24, 7)`` world link poses (and make it visible)."""
+        """Place the humanoid from ``(24, 7)`` world link poses (and make it visible).
+
+        While a body mesh is set the link shapes stay hidden; their poses are still kept
+        (they steer the cutaway).
+        """
         self._require_open()
         if self._scene is None:
             raise RuntimeError("TinyRenderer.set_body_pose called before build()")
         poses = check_link_poses(link_poses)
         self._link_positions = poses[:, :3].copy()
+        self._link_poses = poses.copy()
+        if self._mesh_faces is None:
+            self._place_links(poses)
+
+    def _place_links(self, poses: np.ndarray | None) -> None:
+        """Move the link bodies to ``poses`` (``None``: out of sight)."""
         reset = self._pb.resetBasePositionAndOrientation
         for joint, uid in self._link_bodies:
-            row = poses[joint]
-            reset(uid, row[:3].tolist(), row[3:7].tolist(), physicsClientId=self._client)
+            if poses is None:
+                pos, quat = list(_HIDDEN_POSITION), [0.0, 0.0, 0.0, 1.0]
+            else:
+                pos, quat = poses[joint, :3].tolist(), poses[joint, 3:7].tolist()
+            reset(uid, pos, quat, physicsClientId=self._client)
+
+    def set_body_mesh(self, vertices: np.ndarray, faces: np.ndarray | None = None) -> None:
+        """Draw the humanoid as a triangle mesh instead of its link shapes.
+
+        Args:
+            vertices: ``(V, 3)`` world positions (metres, Y up), any float dtype, finite.
+            faces: ``(F, 3)`` integer indices in ``[0, V)``, counter-clockwise seen from
+                outside; required on the first call after :meth:`build` /
+                :meth:`clear_body_mesh`, ``None`` keeps the previous ones (same ``V``).
+
+        Both arrays are copied. The mesh shows in every image until :meth:`clear_body_mesh`
+        or the next :meth:`build`; its pixels have the humanoid's id 0 and body colour.
+        Triangles reaching in front of the camera's near plane are skipped (no clipping).
+
+        Raises:
+            ValueError: bad shape, dtype, non-finite vertices or a face index out of range;
+                raised before anything changes.
+            RuntimeError: before :meth:`build` or after :meth:`close`.
+        """
+        from humanclaw_gym.render.moderngl_backend import vertex_normals
+
+        self._require_open()
+        if self._scene is None:
+            raise RuntimeError("TinyRenderer.set_body_mesh called before build()")
+        previous = None if self._mesh_vertices is None else len(self._mesh_vertices)
+        verts, tri = check_body_mesh(vertices, faces, previous)
+        if tri is None:
+            tri = self._mesh_faces
+        assert tri is not None  # check_body_mesh refuses faces=None without earlier faces
+        if self._mesh_faces is None:
+            self._place_links(None)
+        self._mesh_vertices = verts
+        self._mesh_faces = tri
+        self._mesh_normals = vertex_normals(verts, tri)
+
+    def clear_body_mesh(self) -> None:
+        """Forget the body mesh (faces too); the link shapes are drawn again once posed."""
+        self._require_open()
+        had_mesh = self._mesh_faces is not None
+        self._drop_mesh()
+        if had_mesh and self._scene is not None:
+            self._place_links(self._link_poses)
+
+    def _drop_mesh(self) -> None:
+        self._mesh_vertices = self._mesh_faces = self._mesh_normals = None
 
     def set_object_poses(self, object_ids: Sequence[int], poses: np.ndarray) -> None:
         """Move dynamic objects to ``(M, 7)`` world poses (rows aligned with ``object_ids``)."""
@@ -273,7 +404,7 @@ class TinyRenderer:
                 self._cut_corners[index] = arr[row, :3] + local @ rots[row].T
 
     def render(self, camera: Camera, instance: bool = False) -> RenderResult:
-        """Draw the scene (and the humanoid once posed) from ``camera``.
+        """Draw the scene (and the humanoid once posed, or its mesh once set) from ``camera``.
 
         With a :class:`~humanclaw_gym.render.cameras.CutawayCamera`, cuttable objects that
         the cut removes are moved out of sight for this image only (see
@@ -291,7 +422,7 @@ class TinyRenderer:
         w, h = int(camera.width), int(camera.height)
         hidden = self._apply_cutaway(camera, cutaway_plane_of(camera))
         try:
-            rgba, seg = self._camera_image(camera, w, h)
+            rgba, seg, depth = self._camera_image(camera, w, h)
         finally:
             for uid in hidden:
                 position, quat = self._part_pose[uid]
@@ -302,28 +433,96 @@ class TinyRenderer:
         uids = np.asarray(seg, dtype=np.int64).reshape(h, w)
         background = uids < 0
         rgb[background] = self._sky
+        mesh_pixels = None
+        if self._mesh_faces is not None:
+            scene_depth = np.where(background, np.inf, np.asarray(depth).reshape(h, w))
+            mesh_pixels = self._draw_mesh(camera, rgb, scene_depth)
         ids = None
         if instance:
             ids = np.where(background, -1, self._lut[np.clip(uids, 0, len(self._lut) - 1)])
             ids = ids.astype(np.int32)
+            if mesh_pixels is not None:
+                ids.reshape(-1)[mesh_pixels] = 0
         return RenderResult(rgb=rgb, instance=ids)
+
+    def _draw_mesh(self, camera: Camera, rgb: np.ndarray, scene_depth: np.ndarray) -> np.ndarray:
+        """Rasterise the body mesh into ``rgb`` (in place) where it is nearer than the scene.
+
+        Args:
+            camera: the camera of the image.
+            rgb: ``uint8 (H, W, 3)`` scene image, overwritten at mesh pixels.
+            scene_depth: ``(H, W)`` window depth of the scene (``inf`` where empty).
+
+        Returns:
+            Flat indices (``row * W + col``) of the pixels the mesh covers.
+        """
+        verts = self._mesh_vertices.astype(np.float64)  # type: ignore[union-attr]
+        faces = self._mesh_faces
+        h, w = scene_depth.shape
+        clip = (
+            np.c_[verts, np.ones(len(verts))] @ (projection_matrix(camera) @ view_matrix(camera)).T
+        )
+        dist = clip[:, 3]  # distance along the view axis
+        ahead = (dist > camera.near_m) & (dist < camera.far_m)
+        faces = faces[np.all(ahead[faces], axis=1)]  # type: ignore[index]
+        ndc = clip[:, :3] / np.where(ahead, dist, 1.0)[:, None]
+        light = np.asarray(_LIGHT_DIRECTION) / np.linalg.norm(_LIGHT_DIRECTION)
+        normals = self._mesh_normals.astype(np.float64)  # type: ignore[union-attr]
+        shade = _LIGHT_AMBIENT + _LIGHT_DIFFUSE * np.maximum(normals @ light, 0.0)
+        xy = np.stack([(ndc[:, 0] + 1.0) * 0.5 * w, (1.0 - ndc[:, 1]) * 0.5 * h], axis=1)
+        tri_xy = xy[faces]
+        e1 = tri_xy[:, 1] - tri_xy[:, 0]
+        e2 = tri_xy[:, 2] - tri_xy[:, 0]
+        # Counter-clockwise in NDC (a front face) is clockwise in pixels, whose rows run
+        # down; degenerate (zero-area) triangles go too.
+        faces = faces[e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0] < -1e-12]
+        window_z = ndc[:, 2] * 0.5 + 0.5
+        best_depth = scene_depth.reshape(-1).copy()
+        best_shade = np.full(h * w, np.nan)
+        # Batches of triangles keep the fragment arrays small for close-up views.
+        area = np.prod(np.ptp(xy[faces], axis=1) + 1.0, axis=1)
+        bounds = np.searchsorted(
+            np.cumsum(area), np.arange(1, 1 + int(area.sum()) // _FRAGMENT_BATCH) * _FRAGMENT_BATCH
+        )
+        for part in np.split(faces, bounds):
+            if len(part) == 0:
+                continue
+            pix, depth, frag_shade = _mesh_fragments(xy[part], window_z[part], shade[part], w, h)
+            nearer = depth < best_depth[pix]
+            pix, depth, frag_shade = pix[nearer], depth[nearer], frag_shade[nearer]
+            order = np.lexsort((depth, pix))
+            first = np.unique(pix[order], return_index=True)[1]
+            win = order[first]
+            best_depth[pix[win]] = depth[win]
+            best_shade[pix[win]] = frag_shade[win]
+        covered = np.nonzero(~np.isnan(best_shade))[0]
+        color = np.clip(
+            np.round(best_shade[covered, None] * self._body_color[None] * 255.0), 0, 255
+        )
+        rgb.reshape(-1, 3)[covered] = color.astype(np.uint8)
+        return covered
 
     def _apply_cutaway(self, camera: Camera, plane: np.ndarray | None) -> list[int]:
         """Hide the objects a cutaway removes; return their part bodies for restoring.
 
         TinyRenderer cannot clip per pixel, so an object is removed whole when it lies
         entirely on the cut side of the plane, or when it reaches onto the cut side and its
-        bounding box blocks a sight line from the camera to a humanoid link origin.
+        bounding box blocks a sight line from the camera to a humanoid link origin (or to
+        one of up to 64 vertices of the body mesh, when one is set).
         """
         if plane is None or not self._cut_uids:
             return []
         corners = self._cut_corners
         side = corners @ plane[:3] + plane[3]  # (O, 8)
         hide = np.all(side < 0.0, axis=1)
-        if self._link_positions is not None:
+        targets = [] if self._link_positions is None else [self._link_positions]
+        if self._mesh_vertices is not None:
+            step = max(1, len(self._mesh_vertices) // _MESH_SIGHT_POINTS)
+            targets.append(self._mesh_vertices[::step].astype(np.float64))
+        if targets:
             blocks = _segments_hit_boxes(
                 np.asarray(camera.position, dtype=np.float64),
-                self._link_positions,
+                np.concatenate(targets),
                 corners.min(axis=1),
                 corners.max(axis=1),
             )
@@ -337,9 +536,11 @@ class TinyRenderer:
                 hidden.append(uid)
         return hidden
 
-    def _camera_image(self, camera: Camera, w: int, h: int) -> tuple[Any, Any]:
+    def _camera_image(self, camera: Camera, w: int, h: int) -> tuple[Any, Any, Any]:
+        """``(rgba, segmentation, depth)``; depth is the window depth (OpenGL convention:
+        NDC z mapped to [0, 1]) of the projection matrix passed in."""
         pb = self._pb
-        _, _, rgba, _, seg = pb.getCameraImage(
+        _, _, rgba, depth, seg = pb.getCameraImage(
             w,
             h,
             viewMatrix=view_matrix(camera).flatten(order="F").tolist(),
@@ -348,12 +549,12 @@ class TinyRenderer:
             shadow=0,
             lightDirection=list(_LIGHT_DIRECTION),
             lightColor=[1.0, 1.0, 1.0],
-            lightAmbientCoeff=0.6,
-            lightDiffuseCoeff=0.4,
+            lightAmbientCoeff=_LIGHT_AMBIENT,
+            lightDiffuseCoeff=_LIGHT_DIFFUSE,
             lightSpecularCoeff=0.0,
             physicsClientId=self._client,
         )
-        return rgba, seg
+        return rgba, seg, depth
 
     def close(self) -> None:
         """Disconnect the private pybullet client. Idempotent."""

@@ -98,9 +98,9 @@ class SmplxBody:
                 "the licensed SMPL-X files (they are not shipped with humanclaw-gym)"
             )
         self._torch = torch
+        self._smplx = smplx
         self.num_betas = int(num_betas)
-        self.model = smplx.create(
-            str(file),
+        self._create_kwargs = dict(
             model_type="smplx",
             gender=gender,
             ext=ext,
@@ -108,19 +108,38 @@ class SmplxBody:
             use_pca=False,
             flat_hand_mean=True,
             use_face_contour=False,
-            batch_size=_BATCH,
             use_hands=False,
             use_feet_keypoints=False,
+        )
+        self.file = file
+        self.model = self._create(_BATCH)
+        self._single: Any = None  # a batch-1 copy, built on first use (one frame per render)
+        self._rest_pelvis: dict[bytes, np.ndarray] = {}
+        self.faces = np.asarray(self.model.faces, dtype=np.int64)
+
+    def _create(self, batch_size: int) -> Any:
+        model = self._smplx.create(
+            str(self.file), batch_size=batch_size, **self._create_kwargs
         ).eval()
         # Only the 55 skeleton joints are read: drop the vertex keypoints (nose, eyes, ears).
-        self.model.vertex_joint_selector.extra_joints_idxs = torch.zeros(0, dtype=torch.long)
-        self.faces = np.asarray(self.model.faces, dtype=np.int64)
-        self.file = file
+        model.vertex_joint_selector.extra_joints_idxs = self._torch.zeros(0, dtype=self._torch.long)
+        return model
 
     def rest_pelvis(self, betas: np.ndarray | None = None) -> np.ndarray:
-        """Pelvis joint ``J0`` of the shaped body in the model frame, ``float64 (3,)``."""
-        out = self.run(np.zeros((1, 3)), np.zeros((1, 63)), np.zeros((1, 3)), betas)
-        return out["joints"][0, 0]
+        """Pelvis joint ``J0`` of the shaped body in the model frame, ``float64 (3,)``
+        (cached per shape)."""
+        key = self._betas(betas).tobytes()
+        if key not in self._rest_pelvis:
+            out = self.run(np.zeros((1, 3)), np.zeros((1, 63)), np.zeros((1, 3)), betas)
+            self._rest_pelvis[key] = out["joints"][0, 0]
+        return self._rest_pelvis[key].copy()
+
+    def _betas(self, betas: np.ndarray | None) -> np.ndarray:
+        b = np.zeros(self.num_betas)
+        if betas is not None:
+            given = np.asarray(betas, dtype=np.float64).reshape(-1)[: self.num_betas]
+            b[: len(given)] = given
+        return b
 
     def run(
         self,
@@ -147,25 +166,27 @@ class SmplxBody:
         n = len(root_orient)
         pose_body = np.asarray(pose_body, dtype=np.float64).reshape(n, 3 * _NUM_BODY_JOINTS)
         transl = np.asarray(transl, dtype=np.float64).reshape(n, 3)
-        b = np.zeros(self.num_betas)
-        if betas is not None:
-            given = np.asarray(betas, dtype=np.float64).reshape(-1)[: self.num_betas]
-            b[: len(given)] = given
+        b = self._betas(betas)
         joints, verts = [], []
+        batch, model = _BATCH, self.model
+        if n == 1:  # one frame (e.g. one render): a batch-1 model, not 63 padded rows
+            if self._single is None:
+                self._single = self._create(1)
+            batch, model = 1, self._single
         with torch.no_grad():
-            for s in range(0, n, _BATCH):
-                m = min(_BATCH, n - s)
-                pad = _BATCH - m
+            for s in range(0, n, batch):
+                m = min(batch, n - s)
+                pad = batch - m
 
                 def t(a: np.ndarray, s: int = s, m: int = m, pad: int = pad) -> Any:
                     a = np.concatenate([a[s : s + m], np.zeros((pad,) + a.shape[1:])])
                     return torch.as_tensor(a, dtype=torch.float32)
 
-                out = self.model(
+                out = model(
                     global_orient=t(root_orient),
                     body_pose=t(pose_body),
                     transl=t(transl),
-                    betas=torch.as_tensor(np.repeat(b[None], _BATCH, 0), dtype=torch.float32),
+                    betas=torch.as_tensor(np.repeat(b[None], batch, 0), dtype=torch.float32),
                     return_verts=vertices,
                 )
                 joints.append(out.joints[:m].double().numpy())
