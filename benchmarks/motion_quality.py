@@ -21,7 +21,9 @@ measures:
 * **Motion Jerk** (:func:`humanclaw_gym.metrics.motion_jerk`) of the generated frames
   (seed pose + chunks);
 * **speed** of the learned generator: one chunk at batch 1, and 8 chunks in one batch
-  (one skill for all, and 8 different calls).
+  (one skill for all, and 8 different calls);
+* the learned Sit down once more **without seat guidance** (the network's sample alone),
+  so the effect of the guidance stays visible.
 
 Writes JSON and a markdown table (``--out-json`` / ``--out-md``).
 """
@@ -203,14 +205,14 @@ def _stats(values: list[float]) -> dict:
     return {"mean": float(arr.mean()), "std": float(arr.std()), "values": [float(v) for v in arr]}
 
 
-def evaluate(gen, args: Args) -> dict:
-    """All cases for one generator."""
+def evaluate(gen, args: Args, cases: tuple[Case, ...] | None = None) -> dict:
+    """All cases (or the given ones) for one generator."""
     from humanclaw_gym.physics.pybullet_backend import PybulletHalfPhysics
 
     results: dict[str, dict] = {}
     physics_by_seat: dict[float | None, PybulletHalfPhysics] = {}
     try:
-        for case in CASES:
+        for case in CASES if cases is None else cases:
             seat = case.request if case.quantity == "sit" else None
             if seat not in physics_by_seat:
                 physics = PybulletHalfPhysics()
@@ -363,6 +365,18 @@ def markdown(report: dict) -> str:
             f"{_fmt(p, 'realized', scale, digits)}{extra_p} | "
             f"{p['realized_error_pct']['mean']:.1f} | {slide_g} | {slide_r} | {jerk} |"
         )
+    raw = report["generators"].get("flow_without_seat_guidance")
+    if raw:
+        parts = [
+            f"{name}: contact {100 * e['pelvis_seat_contact_rate']:.0f} %, after a 2nd Sit "
+            f"{100 * e['pelvis_seat_contact_rate_after_hold']:.0f} %, pelvis "
+            f"{e['generated']['mean']:.3f} m generated / {e['realized']['mean']:.3f} m realized"
+            for name, e in raw.items()
+        ]
+        lines += [
+            "",
+            "Flow Sit down without seat guidance (the network alone): " + "; ".join(parts) + ".",
+        ]
     t = report.get("timing")
     if t:
         lines += [
@@ -394,6 +408,11 @@ def main(args: Args) -> dict:
         "generators": {
             "flow": evaluate(flow, args),
             "procedural": evaluate(ProceduralMotionGenerator(), args),
+            "flow_without_seat_guidance": evaluate(
+                FlowMotionGenerator(args.checkpoint, steps=args.steps, seat_guidance=False),
+                args,
+                tuple(c for c in CASES if c.quantity == "sit"),
+            ),
         },
         "timing": timing(args.checkpoint, args.steps, args.timing_repeats),
     }

@@ -12,13 +12,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from smplx_synthetic import write_synthetic_smplx as _write_synthetic_smplx  # noqa: E402
+
 from humanclaw_gym.backends import registry  # noqa: E402
 from humanclaw_gym.backends.protocols import MotionCapabilities, MotionGenerator  # noqa: E402
-from humanclaw_gym.body.skeleton import (  # noqa: E402
-    PARENTS,
-    REST_JOINTS_M,
-    forward_kinematics,
-)
+from humanclaw_gym.body.skeleton import forward_kinematics  # noqa: E402
 from humanclaw_gym.motion.canonical import STATE_DIM, canonicalize, decanonicalize  # noqa: E402
 from humanclaw_gym.motion.flow.checkpoint import (  # noqa: E402
     CheckpointError,
@@ -259,8 +257,9 @@ def test_mixed_batch_routing_equals_per_row() -> None:
             for i in range(5)
         ]
     torch.testing.assert_close(batched, torch.cat(rows), atol=1e-5, rtol=1e-5)
-    # the sampling closure (grouped branches, cached history tokens) computes the same field
-    for rows_branch in (branch, torch.full((5,), 3), torch.full((5,), -1)):
+    # the sampling closure (per-row branch weights, cached history tokens): the same field
+    every_row = torch.tensor([2, 0, 2, 4, 1])  # mixed, no base-only row
+    for rows_branch in (branch, every_row, torch.full((5,), 3), torch.full((5,), -1)):
         with torch.no_grad():
             ref = model(x, t, hist, rows_branch, cond, min_gap=SAMPLE_MIN_GAP)
             fast = velocity_closure(model, hist, rows_branch, cond)(x, t)
@@ -551,7 +550,7 @@ def test_env_episode_end_to_end_with_the_flow_generator(tiny_checkpoint: Path) -
     try:
         obs, info = env.reset(seed=0)
         assert obs.dtype == np.uint8
-        motion = getattr(env.unwrapped, "motion_generator", None) or env.unwrapped._motion
+        motion = env.unwrapped.motion_generator
         assert isinstance(motion, FlowMotionGenerator)
         assert motion.checkpoint_path == tiny_checkpoint.resolve()
         done = False
@@ -602,55 +601,6 @@ def test_train_script_smoke(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------------
 # SMPL-X through the real smplx package, with a synthetic model file
 # --------------------------------------------------------------------------------------
-_SMPLX_PARENTS = list(PARENTS[:22]) + [15, 15, 15]
-for _wrist, _first in ((20, 25), (21, 40)):
-    for _finger in range(5):
-        _base = _first + 3 * _finger
-        _SMPLX_PARENTS += [_wrist, _base, _base + 1]
-
-
-def _write_synthetic_smplx(directory: Path, pelvis_m: tuple[float, float, float]) -> Path:
-    """A tiny SMPL-X-layout model (55 joints, 64 vertices) whose first 22 joints are this
-    package's rest skeleton; one vertex sits on each joint and is skinned to it only."""
-    rng = np.random.default_rng(0)
-    n_joints, n_verts = 55, 64
-    joints = np.zeros((n_joints, 3))
-    joints[:22] = REST_JOINTS_M[:22]
-    for j in range(22, n_joints):  # jaw/eyes/fingers a few cm from their parents
-        joints[j] = joints[_SMPLX_PARENTS[j]] + rng.uniform(-0.03, 0.03, 3)
-    joints += np.asarray(pelvis_m)
-    verts = np.concatenate([joints, joints[0] + rng.uniform(-0.2, 0.2, (n_verts - n_joints, 3))])
-    regressor = np.zeros((n_joints, n_verts))
-    regressor[np.arange(n_joints), np.arange(n_joints)] = 1.0
-    weights = np.zeros((n_verts, n_joints))
-    weights[np.arange(n_joints), np.arange(n_joints)] = 1.0
-    weights[n_joints:, 0] = 1.0
-    posedirs = np.zeros((n_verts, 3, 9 * (n_joints - 1)))
-    posedirs[n_joints:] = rng.normal(0, 1e-3, (n_verts - n_joints, 3, 9 * (n_joints - 1)))
-    faces = np.array([[i, i + 1, i + 2] for i in range(0, n_verts - 2, 2)], dtype=np.uint32)
-    kintree = np.array([[4294967295] + _SMPLX_PARENTS[1:], list(range(n_joints))], dtype=np.int64)
-    lmk_faces = rng.integers(0, len(faces), 51)
-    bary = rng.uniform(0.1, 1.0, (51, 3))
-    path = directory / "SMPLX_NEUTRAL.npz"
-    np.savez(
-        path,
-        v_template=verts,
-        shapedirs=rng.normal(0, 1e-3, (n_verts, 3, 400)),
-        posedirs=posedirs,
-        J_regressor=regressor,
-        weights=weights,
-        kintree_table=kintree,
-        f=faces,
-        hands_componentsl=np.eye(45),
-        hands_componentsr=np.eye(45),
-        hands_meanl=np.zeros(45),
-        hands_meanr=np.zeros(45),
-        lmk_faces_idx=lmk_faces,
-        lmk_bary_coords=bary / bary.sum(1, keepdims=True),
-    )
-    return path
-
-
 @pytest.fixture(scope="module")
 def smplx_body(tmp_path_factory: pytest.TempPathFactory):
     pytest.importorskip("smplx")
@@ -714,8 +664,13 @@ def test_smplx_vertices_place_the_skinned_mesh_on_the_frame(smplx_body) -> None:
     assert verts.shape == (15, 64, 3) and faces.shape == (31, 3) and faces.dtype == np.int64
     pos, _ = forward_kinematics(frames)
     np.testing.assert_allclose(verts[:, :22], pos[:, :22], atol=2e-4)  # joint vertices
-    single, _ = smplx_vertices(frames[3], smplx_body)
+    single, _ = smplx_vertices(frames[3], smplx_body)  # the batch-1 path (one render)
     np.testing.assert_allclose(single, verts[3], atol=1e-6)
+    # the rest pelvis is cached per shape, and the cache hands out copies
+    a = smplx_body.rest_pelvis()
+    a[:] = 99.0
+    np.testing.assert_array_equal(smplx_body.rest_pelvis(), smplx_body.rest_pelvis())
+    assert not np.allclose(smplx_body.rest_pelvis(), 99.0)
 
 
 def test_smplx_missing_model_files_fail_clearly(tmp_path: Path) -> None:
@@ -789,3 +744,49 @@ def test_batched_sync_vector_env_equals_unbatched_with_flow():
         finally:
             envs.close()
     np.testing.assert_allclose(results[0][1], results[1][1], atol=1e-4)
+
+
+@pytest.mark.skipif(not default_checkpoint_path().is_dir(), reason="no shipped checkpoint")
+def test_sit_guidance_keeps_the_pelvis_on_the_seat_and_the_feet_planted() -> None:
+    from humanclaw_gym.body.skeleton import JOINT_INDEX, forward_kinematics
+    from humanclaw_gym.motion.procedural import seated_pelvis_height
+
+    ankles = [JOINT_INDEX["left_ankle"], JOINT_INDEX["right_ankle"]]
+    seat_y = seated_pelvis_height(0.45)
+    guided, raw = FlowMotionGenerator(None), FlowMotionGenerator(None, seat_guidance=False)
+    low, drift = [], []
+    for gen in (guided, raw):
+        start = gen.reset(np.zeros(3), 0.0, seed=2)[-1]
+        chunk = gen.generate("Sit down<0.45>")
+        low.append(float(chunk[:, 1].min()))
+        pos, _ = forward_kinematics(np.concatenate([start[None], chunk]))
+        drift.append(float(np.abs(pos[:, ankles] - pos[:1, ankles]).max()))
+    assert low[0] >= seat_y - 1e-3  # never below the seated height
+    assert drift[0] < 0.01  # feet stay put (IK reaches within a few mm)
+    # the network alone sinks into the seat and skates its feet (why guidance exists)
+    assert low[1] < seat_y - 0.01 and drift[1] > 0.02
+    with pytest.raises(ValueError, match="seat_guidance"):
+        FlowMotionGenerator(None, seat_guidance=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(not default_checkpoint_path().is_dir(), reason="no shipped checkpoint")
+def test_learned_sit_reaches_pelvis_seat_contact_through_physics(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("pybullet")
+    from humanclaw_gym.metrics import pelvis_target_contact
+    from humanclaw_gym.physics.pybullet_backend import PybulletHalfPhysics
+
+    mq = _benchmark_module(monkeypatch)
+    physics = PybulletHalfPhysics()
+    physics.build(mq.scene(0.45))
+    gen = FlowMotionGenerator(None)
+    try:
+        for seed in (0, 2):
+            physics.reset(gen.reset(np.zeros(3), 0.0, seed=seed)[-1])
+            for _ in range(2):  # Sit down, then Sit down again (as the oracle does)
+                for frame in gen.generate("Sit down<0.45>"):
+                    physics.step_frame(frame)
+            assert pelvis_target_contact(physics.contacts(), [mq._SEAT_ID]), seed
+    finally:
+        physics.close()

@@ -41,7 +41,7 @@ class BatchedMotionSyncVectorEnv(gym.vector.SyncVectorEnv):
                 and self._autoreset_envs[i]
             ):
                 continue
-            motion = getattr(self.envs[i].unwrapped, "_motion", None)
+            motion = getattr(self.envs[i].unwrapped, "motion_generator", None)
             caps = getattr(motion, "capabilities", None)
             if motion is None or not getattr(caps, "batched", False):
                 continue

@@ -124,6 +124,7 @@ class _Request:
     noise: Any  # torch (15, 219) float32
     ref: CanonicalFrame
     rng_state: Any  # torch RNG state before the noise was drawn
+    seat_floor_y: float | None = None  # canonical lowest pelvis y (Sit with seat guidance)
 
 
 @dataclass
@@ -141,6 +142,10 @@ class FlowMotionGenerator:
             None = the checkpoint shipped in ``humanclaw_gym/assets/motion/flow_default``.
         steps: midpoint iterations per chunk (>= 1; 30 as upstream).
         num_threads: ``torch.set_num_threads`` for this process (None leaves it alone).
+        seat_guidance: for Sit down, keep the pelvis from sinking below the seated height of
+            the requested seat while sampling (see ``_SeatGuard``) and pin both feet where
+            they stand (:func:`~humanclaw_gym.motion.footlock.lock_planted_feet`, legs
+            re-solved by IK from the pelvis); False returns the network's sample as is.
 
     Raises:
         CheckpointError: the checkpoint is missing, tampered with or of another architecture.
@@ -154,8 +159,11 @@ class FlowMotionGenerator:
         checkpoint: str | os.PathLike[str] | None = None,
         steps: int = 30,
         num_threads: int | None = 1,
+        seat_guidance: bool = True,
     ):
         torch = _require_torch()
+        if not isinstance(seat_guidance, bool):
+            raise ValueError(f"seat_guidance={seat_guidance!r} is invalid: allowed True or False")
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
             raise ValueError(f"steps={steps!r} is invalid: allowed an int >= 1")
         if num_threads is not None:
@@ -167,6 +175,7 @@ class FlowMotionGenerator:
                 torch.set_num_threads(num_threads)
         self._ckpt = load_model(checkpoint)
         self.steps = int(steps)
+        self.seat_guidance = seat_guidance
         self.fps = 30.0
         self.frames_per_chunk = FUTURE_FRAMES
         self.history_frames = HISTORY_FRAMES
@@ -285,7 +294,13 @@ class FlowMotionGenerator:
         noise = torch.randn(
             (FUTURE_FRAMES, self._ckpt.config.state_dim), generator=self._rng, dtype=torch.float32
         )
-        return _Request(self, call, history_n, branch, cond, noise, ref, rng_state)
+        seat_floor_y = None
+        if self.seat_guidance and call.skill is Skill.SIT:
+            from humanclaw_gym.motion.procedural import seated_pelvis_height
+
+            # canonical y is measured from the support height, like the seat height
+            seat_floor_y = seated_pelvis_height(float(call.condition["height_m"]))
+        return _Request(self, call, history_n, branch, cond, noise, ref, rng_state, seat_floor_y)
 
     def _finish(self, req: _Request, sample_n: np.ndarray) -> np.ndarray:
         states = sample_n.astype(np.float64) * self._ckpt.std + self._ckpt.mean
@@ -296,6 +311,12 @@ class FlowMotionGenerator:
         chunk = decanonicalize(frames_c, req.ref)
         if not np.all(np.isfinite(chunk)):
             raise RuntimeError("FlowMotionGenerator produced non-finite frames")
+        if req.seat_floor_y is not None:
+            from humanclaw_gym.motion.footlock import lock_planted_feet
+
+            assert self._history is not None
+            # Sit down never steps: a foot on the floor stays where it stands
+            chunk = lock_planted_feet(chunk, self._history[-1], self._ground_y, None)
         return chunk
 
     def _commit(self, call: SkillCall, chunk: np.ndarray) -> None:
@@ -324,9 +345,15 @@ def _run(requests: list[_Request], commit: bool) -> list[np.ndarray]:
         branch = torch.tensor([requests[i].branch for i in idx], dtype=torch.int64)
         cond = torch.tensor([requests[i].cond for i in idx], dtype=torch.float32)
         noise = torch.stack([requests[i].noise for i in idx])
+        guarded = [row for row, i in enumerate(idx) if requests[i].seat_floor_y is not None]
         with torch.inference_mode():
             velocity = velocity_closure(ckpt.model, history, branch, cond)
+            if guarded:
+                guard = _SeatGuard(ckpt, guarded, [requests[idx[r]].seat_floor_y for r in guarded])
+                velocity = guard.wrap(velocity)
             sample = sample_midpoint(velocity, noise, steps)
+            if guarded:
+                sample = guard(sample)
         sample_np = sample.numpy()
         for row, i in enumerate(idx):
             req = requests[i]
@@ -335,6 +362,66 @@ def _run(requests: list[_Request], commit: bool) -> list[np.ndarray]:
                 req.owner._commit(req.call, chunk)
             out[i] = chunk
     return [c.copy() for c in out if c is not None]
+
+
+class _SeatGuard:
+    """Sampling-time constraint for Sit down: the pelvis may not sink below the seated height.
+
+    The network predicts the clean chunk ``x_hat`` at every solver evaluation (the velocity
+    is ``(x_hat - x_t) / (1 - t)``). For the guarded rows, every frame whose predicted pelvis
+    is below ``floor_y`` (canonical metres above the support, i.e. the procedural
+    synthesizer's seated pelvis height for the requested seat) is lifted to it: the root
+    height and the height of every joint position move up by the same amount, and the joint
+    velocities by its frame-to-frame change, so the state stays consistent. The velocity is
+    then recomputed from the corrected ``x_hat``, so later solver steps (and the network,
+    which sees the corrected ``x_t``) continue from a body resting on the seat; the final
+    sample gets the same projection. This is the replacement ("imputation") form of
+    constraint guidance; rows above the seat and all other skills are untouched.
+    """
+
+    def __init__(self, ckpt: FlowCheckpoint, rows: list[int], floor_y: list[float]):
+        torch = _require_torch()
+        from humanclaw_gym.motion.flow.model import SAMPLE_MIN_GAP
+
+        self.rows = torch.tensor(rows, dtype=torch.int64)
+        self.floor_y = torch.tensor(floor_y, dtype=torch.float32)[:, None]
+        self.min_gap = SAMPLE_MIN_GAP
+        mean = torch.from_numpy(ckpt.mean.astype(np.float32))
+        std = torch.from_numpy(ckpt.std.astype(np.float32))
+        self.root_mean, self.root_std = mean[1], std[1]
+        pos_y = FRAME_DIM + 1 + 3 * np.arange(NUM_JOINTS)
+        vel_y = pos_y + 3 * NUM_JOINTS
+        self.lift_idx = torch.from_numpy(np.concatenate([[1], pos_y]))
+        self.lift_scale = 1.0 / std[self.lift_idx]
+        self.vel_idx = torch.from_numpy(vel_y)
+        self.vel_scale = 1.0 / std[self.vel_idx]
+        self.fps = 30.0
+
+    def __call__(self, x_hat: Any) -> Any:
+        """Project normalised clean chunks ``(B, 15, 219)`` (returns a new tensor)."""
+        torch = _require_torch()
+        part = x_hat[self.rows]
+        y = part[:, :, 1] * self.root_std + self.root_mean
+        lift = (self.floor_y - y).clamp_min(0.0)  # (R, 15) metres
+        if not bool((lift > 0).any()):
+            return x_hat
+        rate = torch.diff(lift, dim=1, prepend=torch.zeros_like(lift[:, :1])) * self.fps
+        part = part.clone()
+        part[:, :, self.lift_idx] += lift[:, :, None] * self.lift_scale
+        part[:, :, self.vel_idx] += rate[:, :, None] * self.vel_scale
+        out = x_hat.clone()
+        out[self.rows] = part
+        return out
+
+    def wrap(self, velocity: Any) -> Any:
+        def fn(x: Any, t: Any) -> Any:
+            v = velocity(x, t)
+            gap = (1.0 - t).clamp_min(self.min_gap)[:, None, None]
+            x_hat = x + gap * v
+            guarded = self(x_hat)
+            return v if guarded is x_hat else (guarded - x) / gap
+
+        return fn
 
 
 def _check_pairs(

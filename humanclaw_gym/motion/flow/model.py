@@ -329,8 +329,8 @@ def _stack(mods: list[nn.Module], attr: str) -> tuple[torch.Tensor, torch.Tensor
 
 
 class _GroupedBlocks:
-    """The control blocks of ``P`` branches, evaluated together with batched matmuls on
-    inputs grouped as ``(P, G, T, d)`` (rows of branch ``p`` in slot ``p``, zero-padded)."""
+    """The control blocks of ``P`` branches (repeats allowed: one per batch row), evaluated
+    together with batched matmuls on inputs grouped as ``(P, G, T, d)``."""
 
     def __init__(self, branches: list[ControlBranch]):
         self.n_heads = branches[0].blocks[0].n_heads
@@ -347,6 +347,19 @@ class _GroupedBlocks:
                 )
             layer["zero"] = _stack([br.zero_out[i] for br in branches], "")
             self.layers.append(layer)
+
+    def select(self, index: torch.Tensor) -> _GroupedBlocks:
+        """The same blocks with branch ``index[i]`` in slot ``i`` (one gather per weight)."""
+        out = object.__new__(_GroupedBlocks)
+        out.n_heads = self.n_heads
+        out.layers = [
+            {
+                name: tuple(v.index_select(0, index) if torch.is_tensor(v) else v for v in val)
+                for name, val in layer.items()
+            }
+            for layer in self.layers
+        ]
+        return out
 
     @staticmethod
     def _lin(x: torch.Tensor, wb: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -375,6 +388,19 @@ class _GroupedBlocks:
             h = h + self._lin(ff, layer["ff.2"])
             out.append(self._lin(h, layer["zero"]))
         return out
+
+
+def _all_branches(model: MotionDiT) -> _GroupedBlocks:
+    """Stacked weights of every branch (in ``config.branches`` order), cached on the model
+    until any control parameter changes (tensor version counters)."""
+    params = list(model.control.parameters())
+    key = tuple((id(p), p._version) for p in params)
+    cached = getattr(model, "_grouped_cache", None)
+    if cached is None or cached[0] != key:
+        blocks = _GroupedBlocks([model.control[name] for name in model.config.branches])
+        cached = (key, blocks)
+        object.__setattr__(model, "_grouped_cache", cached)
+    return cached[1]
 
 
 @torch.no_grad()
@@ -432,39 +458,36 @@ def velocity_closure(
 
         return fn
 
-    branches = [model.control[cfg.branches[p]] for p in present]
-    grouped = _GroupedBlocks(branches)
-    groups = [torch.nonzero(branch == p, as_tuple=True)[0] for p in present]
-    g = max(len(rows) for rows in groups)
-    # slot (p, j) holds row groups[p][j]; padded slots repeat that group's first row
-    slots = torch.stack(
-        [torch.cat([rows, rows[:1].expand(g - len(rows))]) for rows in groups]
-    )  # (P, G)
-    flat_slots = slots.reshape(-1)
-    valid = torch.stack([torch.arange(g) < len(rows) for rows in groups]).reshape(-1)
-    dest = flat_slots[valid]  # batch row of each valid slot, in slot order
-    src = torch.nonzero(valid, as_tuple=True)[0]
+    # Every row runs through its own branch's weights: the stacked weights are gathered per
+    # row once per closure, so the grouped pass has exactly B rows (no padding to the
+    # largest branch group) and one batched matmul per layer serves all branches.
+    # Rows with branch -1 (base only) get no residual.
+    with_branch = torch.nonzero(branch >= 0, as_tuple=True)[0]
+    every_row = bool(len(with_branch) == b)
+    rows_branch = [model.control[cfg.branches[int(branch[r])]] for r in with_branch.tolist()]
+    grouped = _all_branches(model).select(branch[with_branch])
+    n_rows = len(rows_branch)
     cond_emb = []
-    for br, rows in zip(branches, groups, strict=True):
-        c = cond[rows]
+    for row, br in zip(with_branch.tolist(), rows_branch, strict=True):
+        c = cond[row : row + 1]
         feats = c[:, None] * br.freqs[None]
         feats = torch.cat([c[:, None], torch.sin(feats), torch.cos(feats)], dim=-1)
-        emb = br.cond(feats)
-        cond_emb.append(torch.cat([emb, emb[:1].expand(g - len(rows), -1)]))
-    cond_emb = torch.stack(cond_emb)[:, :, None, :]  # (P, G, 1, d)
-    p_count = len(present)
+        cond_emb.append(br.cond(feats))
+    cond_emb = torch.cat(cond_emb)[:, None, None, :]  # (B, 1, 1, d)
     t_len = cfg.history_frames + cfg.future_frames
 
     def fn_mixed(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         h0 = torch.cat([hist_tok, model.fut_in(x) + fut_pos], dim=1)
         temb = model.time_mlp(timestep_embedding(t, cfg.d_model))
-        hg = h0[flat_slots].view(p_count, g, t_len, -1) + cond_emb
-        tg = temb[flat_slots].view(p_count, g, -1)
-        res_g = grouped(hg, tg)
-        res = []
-        for r in res_g:
-            flat = r.reshape(p_count * g, t_len, -1)[src]
-            res.append(torch.zeros_like(h0).index_copy(0, dest, flat))
+        if every_row:
+            res_g = grouped(h0[:, None] + cond_emb, temb[:, None])
+            res = [r.view(b, t_len, -1) for r in res_g]
+        else:
+            res_g = grouped(h0[with_branch, None] + cond_emb, temb[with_branch, None])
+            res = [
+                torch.zeros_like(h0).index_copy(0, with_branch, r.view(n_rows, t_len, -1))
+                for r in res_g
+            ]
         h = h0
         for i, block in enumerate(model.blocks):
             h = block(h, temb)
