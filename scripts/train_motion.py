@@ -41,7 +41,7 @@ import torch
 import tyro
 from tqdm import tqdm
 
-from humanclaw_gym.motion.flow.checkpoint import save_checkpoint
+from humanclaw_gym.motion.flow.checkpoint import load_checkpoint, save_checkpoint
 from humanclaw_gym.motion.flow.dataset import (
     BRANCHES,
     ChunkSet,
@@ -107,6 +107,12 @@ class Args:
     """loss log (CSV); default: <out>.log.csv next to the checkpoint directory"""
     weights_dtype: str = "float32"
     """float32, or float16 to halve the checkpoint size"""
+    init_checkpoint: str | None = None
+    """fine-tune: start from this checkpoint; its architecture and normalisation are kept (the
+    model-size flags are ignored), its branches are trained further instead of re-created,
+    and the base stage runs only when --base-steps > 0"""
+    train_branches: tuple[str, ...] = ()
+    """branch stage: train only these branches (names as in BRANCHES); default all"""
 
 
 def build_dataset(args: Args) -> tuple[ChunkSet, dict]:
@@ -164,17 +170,20 @@ def lr_at(step: int, progress: float, args: Args) -> float:
 
 
 class Ema:
-    """Exponential moving average of a model's floating-point state."""
+    """Exponential moving average of the parameters a stage trains; the rest of the state
+    is copied as it is (so frozen weights stay bit-identical)."""
 
-    def __init__(self, model: torch.nn.Module, decay: float):
+    def __init__(self, model: torch.nn.Module, decay: float, params: list) -> None:
         self.decay = decay
+        trained = {id(p) for p in params}
+        self.averaged = {n for n, p in model.named_parameters() if id(p) in trained}
         self.shadow = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
     @torch.no_grad()
     def update(self, model: torch.nn.Module, step: int) -> None:
         d = min(self.decay, (1.0 + step) / (10.0 + step))
         for k, v in model.state_dict().items():
-            if v.dtype.is_floating_point:
+            if k in self.averaged:
                 self.shadow[k].mul_(d).add_(v.detach(), alpha=1.0 - d)
             else:
                 self.shadow[k].copy_(v)
@@ -188,8 +197,13 @@ def main(args: Args) -> dict:
     t_start = time.time()
 
     # ---- data -----------------------------------------------------------------------
+    unknown = sorted(set(args.train_branches) - set(BRANCHES))
+    if unknown:
+        raise SystemExit(f"--train-branches: unknown {unknown}; allowed {list(BRANCHES)}")
+    init = load_checkpoint(args.init_checkpoint) if args.init_checkpoint else None
     data, data_summary = build_dataset(args)
-    mean, std = normalization(data)
+    # a fine-tuned model must see its states normalised exactly as before
+    mean, std = (init.mean, init.std) if init is not None else normalization(data)
     hist = torch.from_numpy(((data.history - mean) / std).astype(np.float32))
     fut = torch.from_numpy(((data.future - mean) / std).astype(np.float32))
     branch = torch.from_numpy(data.branch)
@@ -214,7 +228,13 @@ def main(args: Args) -> dict:
         cond_features=args.cond_features,
         branches=BRANCHES,
     )
-    model = MotionDiT(config)
+    if init is not None:
+        config, model = init.config, init.model
+        model.train()
+        for p in model.parameters():
+            p.requires_grad_(True)
+    else:
+        model = MotionDiT(config)
     weights = torch.ones(config.state_dim)
     weights[:6] = args.root_loss_weight
     weights = weights / weights.mean()
@@ -258,7 +278,7 @@ def main(args: Args) -> dict:
 
     def run_stage(name: str, params: list, steps: int, budget_s: float | None, sample) -> None:
         opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
-        ema = Ema(model, args.ema_decay)
+        ema = Ema(model, args.ema_decay, params)
         t0 = time.time()
         bar = tqdm(total=steps, desc=f"stage {name}", unit="step")
         running = None
@@ -320,13 +340,19 @@ def main(args: Args) -> dict:
     def sample_base() -> tuple:
         return batch(rng.choice(train_idx, size=args.batch_size), with_branch=False)
 
-    run_stage("base", model.base_parameters(), args.base_steps, base_budget, sample_base)
+    if args.base_steps > 0:
+        run_stage("base", model.base_parameters(), args.base_steps, base_budget, sample_base)
 
     # ---- stage 2: one control branch per skill, base frozen ---------------------------
-    model.reset_control()
+    if init is None:
+        model.reset_control()  # fresh branches from the trained base
     for p in model.base_parameters():
         p.requires_grad_(False)
-    active = [b for b in range(len(BRANCHES)) if len(train_by_branch[b])]
+    chosen = [BRANCHES.index(name) for name in args.train_branches] or range(len(BRANCHES))
+    for b, name in enumerate(BRANCHES):
+        for p in model.control[name].parameters():
+            p.requires_grad_(b in chosen)
+    active = [b for b in chosen if len(train_by_branch[b])]
 
     def sample_branches() -> tuple:
         picks = rng.choice(active, size=args.batch_size)
@@ -336,7 +362,7 @@ def main(args: Args) -> dict:
     branch_budget = None if budget is None else budget - (time.time() - t_start - data_seconds)
     run_stage(
         "branches",
-        list(model.control.parameters()),
+        [p for p in model.control.parameters() if p.requires_grad],
         args.branch_steps,
         branch_budget,
         sample_branches,
@@ -351,6 +377,13 @@ def main(args: Args) -> dict:
         "stages": history_log,
         "data_seconds": round(data_seconds, 1),
         "total_seconds": round(time.time() - t_start, 1),
+        "init_checkpoint": None
+        if init is None
+        else {
+            "path": str(init.path),
+            "manifest_sha256": init.manifest_sha256,
+            "command": init.metadata.get("command"),
+        },
         "torch": torch.__version__,
         "python": platform.python_version(),
         "machine": platform.machine(),

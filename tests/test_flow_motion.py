@@ -597,6 +597,30 @@ def test_train_script_smoke(tmp_path: Path) -> None:
     log = (tmp_path / "run" / "ck.log.csv").read_text().splitlines()
     assert log[0] == "stage,step,seconds,lr,train_loss,val_loss" and len(log) > 3
 
+    # fine-tune only the sit branch of that checkpoint: everything else stays bit-identical
+    tuned = tmp_path / "run" / "tuned"
+    cmd = [
+        sys.executable,
+        str(_REPO / "scripts" / "train_motion.py"),
+        "--out", str(tuned), "--init-checkpoint", str(out), "--train-branches", "sit",
+        "--episodes", "2", "--calls-per-episode", "6",
+        "--base-steps", "0", "--branch-steps", "3", "--batch-size", "8",
+        "--d-model", "64", "--log-every", "2", "--val-fraction", "0.2",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=_REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ft = load_checkpoint(tuned)
+    assert ft.config == ck.config  # --d-model is ignored: the architecture is the checkpoint's
+    np.testing.assert_array_equal(ft.mean, ck.mean)
+    assert ft.metadata["init_checkpoint"]["manifest_sha256"] == ck.manifest_sha256
+    assert "base" not in ft.metadata["stages"] or not ft.metadata["stages"]["base"]
+    before, after = ck.model.state_dict(), ft.model.state_dict()
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed and all(k.startswith("control.sit.") for k in changed)
+    bad = [*cmd[:2], "--out", str(tmp_path / "x"), "--train-branches", "fly"]
+    proc = subprocess.run(bad, capture_output=True, text=True, timeout=120, cwd=_REPO)
+    assert proc.returncode != 0 and "unknown ['fly']" in proc.stderr
+
 
 # --------------------------------------------------------------------------------------
 # SMPL-X through the real smplx package, with a synthetic model file
