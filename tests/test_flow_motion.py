@@ -564,6 +564,39 @@ def test_env_episode_end_to_end_with_the_flow_generator(tiny_checkpoint: Path) -
         env.close()
 
 
+def test_env_motion_options_reach_the_generator_and_are_checked_early(
+    tiny_checkpoint: Path,
+) -> None:
+    import gymnasium as gym
+
+    import humanclaw_gym  # noqa: F401  (registers the env)
+
+    env = gym.make(
+        "HumanClawFindNavInteract-v0",
+        split="val100",
+        motion="flow",
+        motion_checkpoint=str(tiny_checkpoint),
+        motion_options={"steps": 2, "seat_guidance": False},
+    )
+    try:
+        env.reset(seed=0)
+        gen = env.unwrapped.motion_generator
+        assert gen.steps == 2 and gen.seat_guidance is False
+    finally:
+        env.close()
+    bad = [
+        ({"stepz": 2}, "not accepted by the 'flow' motion generator: allowed"),
+        ({"checkpoint": "x"}, "motion_checkpoint="),
+        (["steps"], "mapping"),
+    ]
+    for options, message in bad:
+        with pytest.raises(ValueError, match=message):
+            gym.make("HumanClawFindNavInteract-v0", split="val100", motion="flow",
+                     motion_options=options)  # fmt: skip
+    with pytest.raises(ValueError, match="allowed .*history_frames"):
+        gym.make("HumanClawFindNavInteract-v0", split="val100", motion_options={"steps": 2})
+
+
 @pytest.mark.skipif(not default_checkpoint_path().is_dir(), reason="no shipped checkpoint")
 def test_shipped_default_checkpoint_loads_and_walks() -> None:
     gen = FlowMotionGenerator(None)

@@ -120,7 +120,9 @@ class FindNavInteractEnv(gym.Env):
     the 512x512 third-person view), ``physics`` ("pybullet"), ``renderer`` ("auto" =
     moderngl, falling back to TinyRenderer when no EGL context can be made; "moderngl";
     "tiny"), ``motion`` ("procedural"; "flow" when the learned model is installed),
-    ``motion_checkpoint``, ``privileged`` (enable :meth:`privileged_state`), ``max_steps``
+    ``motion_checkpoint``, ``motion_options`` (extra keyword arguments of the motion
+    generator, e.g. ``{"steps": 10, "seat_guidance": False}`` for "flow"; unknown names are
+    refused when the env is made), ``privileged`` (enable :meth:`privileged_state`), ``max_steps``
     (default from the episode, 100), ``num_shards`` / ``shard_index`` (see Vectorized
     environment), ``solver_iterations`` (pybullet solver iterations, default 10),
     ``body_model_dir`` / ``body_model_gender`` (see Body model).
@@ -175,6 +177,7 @@ class FindNavInteractEnv(gym.Env):
         episodes: Sequence[Any] | None = None,
         body_model_dir: str | os.PathLike[str] | None = None,
         body_model_gender: str = "neutral",
+        motion_options: Mapping[str, Any] | None = None,
     ) -> None:
         from humanclaw_gym import episodes as episodes_mod
 
@@ -231,6 +234,7 @@ class FindNavInteractEnv(gym.Env):
         self._solver_iterations = solver_iterations
         self._body_model_dir = body_model_dir
         self._resolved = self._resolve(needs=frozenset())
+        self._motion_options = self._check_motion_options(motion_options)
         self._body_model: Any = None
         self._body_mesh_faces_sent = False
         if body_model_dir is not None:
@@ -276,6 +280,39 @@ class FindNavInteractEnv(gym.Env):
         for _, needs in self._observers.values():
             out |= needs
         return frozenset(out)
+
+    def _check_motion_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Validate ``motion_options`` against the generator's constructor, before anything
+        is built (names only; the generator checks the values when it is built)."""
+        if options is None:
+            return {}
+        if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
+            raise ValueError(
+                f"motion_options must be a mapping of keyword names to values, got {options!r}"
+            )
+        if "checkpoint" in options:
+            raise ValueError("motion_options: pass the checkpoint as motion_checkpoint=")
+        if not options:
+            return {}
+        import inspect
+
+        factory = self._resolved.motion.load()
+        params = inspect.signature(factory).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            allowed = [
+                n
+                for n, p in params.items()
+                if n not in ("self", "checkpoint")
+                and p.kind
+                in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            ]
+            unknown = sorted(set(options) - set(allowed))
+            if unknown:
+                raise ValueError(
+                    f"motion_options {unknown} are not accepted by the {self._motion_name!r} "
+                    f"motion generator: allowed {allowed}"
+                )
+        return dict(options)
 
     def _resolve(self, needs: frozenset[str]) -> registry.ResolvedBackends:
         modes = ["rgb"] + (["instance"] if "instance" in needs else [])
@@ -351,7 +388,7 @@ class FindNavInteractEnv(gym.Env):
             raise RuntimeError("the environment is closed")
         os.environ.setdefault("LP_NUM_THREADS", "1")
         if self._motion is None:
-            kwargs: dict[str, Any] = {}
+            kwargs: dict[str, Any] = dict(self._motion_options)
             if self._motion_checkpoint is not None:
                 kwargs["checkpoint"] = self._motion_checkpoint
             self._motion = self._resolved.motion.load()(**kwargs)
