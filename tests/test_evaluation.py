@@ -249,3 +249,34 @@ def test_killed_batch_resumed_equals_uninterrupted(tmp_path):
         if rel.endswith("trajectory_after.npz"):
             a, b = np.load(full / rel), np.load(part / rel)
             np.testing.assert_array_equal(a["realized"], b["realized"])
+
+
+def test_motion_options_from_the_cli_reach_the_env_or_are_refused_early(tmp_path, capsys):
+    from humanclaw_gym.cli.run_cmd import main as run_main
+    from humanclaw_gym.cli.run_cmd import parse_motion_options
+    from humanclaw_gym.evaluation.batch import _base_env, check_run_config, close_worker_envs
+
+    assert parse_motion_options(("steps=10", "seat_guidance=false", "name=abc")) == (
+        ("steps", 10),
+        ("seat_guidance", False),
+        ("name", "abc"),
+    )
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_motion_options(("steps",))
+    # refused before any worker or output exists, exit code 2, the allowed names listed
+    out = tmp_path / "refused"
+    argv = ["--episodes", "val100", "--limit", "1", "--agent", "random", "--quiet"]
+    code = run_main([*argv, "--output", str(out), "--motion-option", "stepz=3"])
+    assert code == 2 and not out.exists()
+    assert "allowed ['fps', 'frames_per_chunk', 'history_frames']" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="not a registered motion generator"):
+        check_run_config(RunConfig(motion="warp"))
+    # an accepted option is passed to the generator the worker env builds
+    config = RunConfig(motion_options=(("history_frames", 6),), max_steps=1)
+    check_run_config(config)
+    env = _base_env(config, "val100", False)
+    try:
+        env.reset(options={"episode_id": list_episode_specs("val100")[0].episode_id})
+        assert env.motion_generator.history_frames == 6  # not the default 5
+    finally:
+        close_worker_envs()

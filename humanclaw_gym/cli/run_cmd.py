@@ -48,6 +48,8 @@ class RunArgs:
     """motion generator: procedural | flow"""
     motion_checkpoint: Path | None = None
     """checkpoint of the flow motion generator"""
+    motion_option: tuple[str, ...] = ()
+    """motion generator keyword as KEY=VALUE, VALUE read as JSON when it parses (e.g. steps=10 seat_guidance=false)"""
     max_steps: int | None = None
     """override the episode step limit (default 100)"""
     limit: int | None = None
@@ -86,6 +88,29 @@ class RolloutArgs:
     """motion generator: procedural | flow"""
     motion_checkpoint: Path | None = None
     """checkpoint of the flow motion generator"""
+    motion_option: tuple[str, ...] = ()
+    """motion generator keyword as KEY=VALUE, VALUE read as JSON when it parses (e.g. steps=10 seat_guidance=false)"""
+
+
+def parse_motion_options(items: tuple[str, ...]) -> tuple[tuple[str, object], ...]:
+    """``("steps=10", "seat_guidance=false")`` -> ``(("steps", 10), ("seat_guidance", False))``.
+
+    Raises:
+        ValueError: an item without ``=`` or with an empty key, naming it.
+    """
+    import json
+
+    out = []
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--motion-option {item!r}: expected KEY=VALUE, e.g. steps=10")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        out.append((key.strip(), value))
+    return tuple(out)
 
 
 def _config(args: RunArgs | RolloutArgs):
@@ -101,6 +126,7 @@ def _config(args: RunArgs | RolloutArgs):
         renderer=args.renderer,
         motion=args.motion,
         motion_checkpoint=None if args.motion_checkpoint is None else str(args.motion_checkpoint),
+        motion_options=parse_motion_options(args.motion_option),
         max_steps=args.max_steps,
         via_server=getattr(args, "via_server", None),
     )
@@ -125,7 +151,14 @@ def run(args: RunArgs) -> int:
         specs = list_episode_specs(args.episodes)
     if args.limit is not None:
         specs = specs[: args.limit]
-    config = _config(args)
+    from humanclaw_gym.evaluation.batch import check_run_config
+
+    try:
+        config = _config(args)
+        check_run_config(config)
+    except ValueError as exc:
+        print(f"humanclaw run: error: {exc}", file=sys.stderr)
+        return 2
     print(
         f"humanclaw run: {len(specs)} episode(s), agent={args.agent}, output={args.output}",
         flush=True,
@@ -160,7 +193,12 @@ def run(args: RunArgs) -> int:
 
 def rollout(args: RolloutArgs) -> int:
     from humanclaw_gym.episodes import load_split
-    from humanclaw_gym.evaluation.batch import EpisodeSpec, rollout_dir, run_one_episode
+    from humanclaw_gym.evaluation.batch import (
+        EpisodeSpec,
+        check_run_config,
+        rollout_dir,
+        run_one_episode,
+    )
 
     episodes = load_split(args.split)
     if args.episode_id is None:
@@ -175,7 +213,12 @@ def rollout(args: RolloutArgs) -> int:
             return 2
         ep = matches[0]
     spec = EpisodeSpec(args.split, ep.scene_id, ep.episode_id, ep.object_category)
-    config = _config(args)
+    try:
+        config = _config(args)
+        check_run_config(config)
+    except ValueError as exc:
+        print(f"humanclaw rollout: error: {exc}", file=sys.stderr)
+        return 2
     print(f"episode {ep.episode_id} in {ep.scene_id}: {ep.instruction}", flush=True)
     res = run_one_episode(spec, config)
     out = rollout_dir(args.output, spec)

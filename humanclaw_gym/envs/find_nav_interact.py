@@ -33,6 +33,51 @@ FPS = 30
 _BODY_MODEL_GENDERS = ("neutral", "male", "female")
 
 
+def check_motion_options(
+    factory: Any, motion_name: str, options: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Validate ``motion_options`` against a motion generator's constructor (names only;
+    the generator checks the values when it is built).
+
+    Args:
+        factory: the generator class (or function); None only when ``options`` is empty.
+        motion_name: its registry name, for the message.
+        options: keyword arguments for the constructor.
+
+    Returns:
+        a plain dict copy.
+
+    Raises:
+        ValueError: not a mapping of names, ``checkpoint`` given here, or a name the
+            constructor does not accept (the message lists the accepted ones).
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
+        raise ValueError(
+            f"motion_options must be a mapping of keyword names to values, got {options!r}"
+        )
+    if "checkpoint" in options:
+        raise ValueError("motion_options: pass the checkpoint as motion_checkpoint=")
+    if not options:
+        return {}
+    import inspect
+
+    params = inspect.signature(factory).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        allowed = [
+            n for n, p in params.items() if n not in ("self", "checkpoint") and p.kind in kinds
+        ]
+        unknown = sorted(set(options) - set(allowed))
+        if unknown:
+            raise ValueError(
+                f"motion_options {unknown} are not accepted by the {motion_name!r} motion "
+                f"generator: allowed {allowed}"
+            )
+    return dict(options)
+
+
 @dataclass(frozen=True)
 class PrivilegedState:
     """Hidden simulator state for the oracle agent and tests (``privileged=True`` only).
@@ -282,37 +327,10 @@ class FindNavInteractEnv(gym.Env):
         return frozenset(out)
 
     def _check_motion_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Validate ``motion_options`` against the generator's constructor, before anything
-        is built (names only; the generator checks the values when it is built)."""
-        if options is None:
+        if not options:  # None or empty: nothing to import or check
+            check_motion_options(None, self._motion_name, options)
             return {}
-        if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
-            raise ValueError(
-                f"motion_options must be a mapping of keyword names to values, got {options!r}"
-            )
-        if "checkpoint" in options:
-            raise ValueError("motion_options: pass the checkpoint as motion_checkpoint=")
-        if not options:
-            return {}
-        import inspect
-
-        factory = self._resolved.motion.load()
-        params = inspect.signature(factory).parameters
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-            allowed = [
-                n
-                for n, p in params.items()
-                if n not in ("self", "checkpoint")
-                and p.kind
-                in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-            ]
-            unknown = sorted(set(options) - set(allowed))
-            if unknown:
-                raise ValueError(
-                    f"motion_options {unknown} are not accepted by the {self._motion_name!r} "
-                    f"motion generator: allowed {allowed}"
-                )
-        return dict(options)
+        return check_motion_options(self._resolved.motion.load(), self._motion_name, options)
 
     def _resolve(self, needs: frozenset[str]) -> registry.ResolvedBackends:
         modes = ["rgb"] + (["instance"] if "instance" in needs else [])

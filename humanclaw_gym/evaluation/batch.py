@@ -63,6 +63,7 @@ class RunConfig:
     renderer: str = "auto"
     motion: str = "procedural"
     motion_checkpoint: str | None = None
+    motion_options: tuple[tuple[str, Any], ...] = ()
     max_steps: int | None = None
     via_server: str | None = None
 
@@ -179,6 +180,7 @@ def _base_env(config: RunConfig, split: str, privileged: bool) -> Any:
         config.renderer,
         config.motion,
         config.motion_checkpoint,
+        config.motion_options,
         config.max_steps,
         privileged,
     )
@@ -191,6 +193,7 @@ def _base_env(config: RunConfig, split: str, privileged: bool) -> Any:
             renderer=config.renderer,
             motion=config.motion,
             motion_checkpoint=config.motion_checkpoint,
+            motion_options=dict(config.motion_options),
             privileged=privileged,
             max_steps=config.max_steps,
         )
@@ -424,6 +427,29 @@ def _ray_task(spec: EpisodeSpec, config: RunConfig) -> dict[str, Any]:
     return run_one_episode(spec, config)
 
 
+def check_run_config(config: RunConfig) -> None:
+    """Refuse a config that would fail in every episode, before any worker starts.
+
+    Raises:
+        ValueError: an unknown motion generator or a keyword it does not accept.
+    """
+    if config.via_server:
+        return  # the server owns the simulator
+    from humanclaw_gym.backends import registry
+    from humanclaw_gym.envs.find_nav_interact import check_motion_options
+
+    entries = registry.entries("motion")
+    if config.motion not in entries:
+        raise ValueError(
+            f"motion={config.motion!r} is not a registered motion generator: "
+            f"allowed {sorted(entries)}"
+        )
+    if config.motion_options:
+        check_motion_options(
+            entries[config.motion].load(), config.motion, dict(config.motion_options)
+        )
+
+
 def run_batch(
     specs: Iterable[EpisodeSpec],
     config: RunConfig,
@@ -447,6 +473,7 @@ def run_batch(
             raise ValueError(f"episode {spec.episode_id} of {spec.scene_id} is listed twice")
         seen.add(key)
     config = replace(config, output=str(Path(config.output)))
+    check_run_config(config)
     Path(config.output).mkdir(parents=True, exist_ok=True)
     summary = BatchSummary()
     t0 = time.perf_counter()
