@@ -302,6 +302,14 @@ def test_refuses_non_loopback_bind_and_bad_tokens(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists(), "nothing is written before the token is accepted"
 
 
+def test_refuses_unknown_motion_options_before_anything_is_written(tmp_path: Path) -> None:
+    done = _serve(tmp_path, "--motion-option", "stepz=3")
+    assert done.returncode == 2 and "not accepted by the 'procedural'" in done.stderr
+    done = _serve(tmp_path, "--motion-option", "nokey")
+    assert done.returncode == 2 and "KEY=VALUE" in done.stderr
+    assert not (tmp_path / "o").exists()
+
+
 def test_refuses_a_used_output_dir(server: ServerProcess, tmp_path: Path) -> None:
     cmd = [
         sys.executable,

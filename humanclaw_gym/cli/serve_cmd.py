@@ -50,6 +50,8 @@ class ServeArgs:
     """motion generator: procedural | flow"""
     motion_checkpoint: Path | None = None
     """checkpoint of the flow motion generator"""
+    motion_option: tuple[str, ...] = ()
+    """motion generator keyword as KEY=VALUE, VALUE read as JSON when it parses (e.g. steps=10)"""
     log_level: Literal["debug", "info", "warning"] = "info"
     """log verbosity (logs go to stderr; never tokens, bodies or images)"""
 
@@ -88,6 +90,16 @@ def serve(args: ServeArgs) -> int:
         token = token_from_env()
     except TokenError as exc:
         return _fail(str(exc))
+    from humanclaw_gym.cli.run_cmd import parse_motion_options
+    from humanclaw_gym.evaluation.batch import RunConfig, check_run_config
+
+    try:
+        motion_options = dict(parse_motion_options(args.motion_option))
+        check_run_config(
+            RunConfig(motion=args.motion, motion_options=tuple(motion_options.items()))
+        )
+    except ValueError as exc:
+        return _fail(str(exc))
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -104,6 +116,7 @@ def serve(args: ServeArgs) -> int:
         renderer=args.renderer,
         motion=args.motion,
         motion_checkpoint=None if args.motion_checkpoint is None else str(args.motion_checkpoint),
+        motion_options=motion_options,
         max_steps=args.max_steps,
     )
     try:

@@ -166,6 +166,8 @@ class BenchService:
         renderer: render backend for the env (``"auto"``, ``"moderngl"``, ``"tiny"``).
         motion: motion generator name.
         motion_checkpoint: checkpoint of a learned motion generator, if any.
+        motion_options: keyword arguments of the motion generator (see the env's
+            ``motion_options``), checked when the env is built.
         max_steps: step limit override (``None``: each episode's own limit, 100).
         env_factory: builds the env on the first ``open`` (tests may inject one); by
             default a ``FindNavInteractEnv`` over the plan's episodes, never privileged.
@@ -178,6 +180,7 @@ class BenchService:
         renderer: str = "auto",
         motion: str = "procedural",
         motion_checkpoint: str | None = None,
+        motion_options: dict[str, Any] | None = None,
         max_steps: int | None = None,
         env_factory: Callable[[], Any] | None = None,
     ) -> None:
@@ -190,6 +193,7 @@ class BenchService:
         self.renderer = renderer
         self.motion = motion
         self.motion_checkpoint = motion_checkpoint
+        self.motion_options = dict(motion_options or {})
         self.max_steps = max_steps
         self._env_factory = env_factory or self._default_env
         self._env: Any = None
@@ -442,6 +446,7 @@ class BenchService:
             renderer=self.renderer,
             motion=self.motion,
             motion_checkpoint=self.motion_checkpoint,
+            motion_options=self.motion_options,
             privileged=False,
             max_steps=self.max_steps,
         )
