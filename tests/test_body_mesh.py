@@ -479,3 +479,41 @@ def test_default_env_imports_nothing_of_smplx_or_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_delayed_render_draws_the_body_mesh_of_the_saved_frames(body_model_dir, tmp_path):
+    import imageio.v3 as iio
+
+    from humanclaw_gym.replay import render_saved_trajectory
+    from humanclaw_gym.replay.layout import flat_dir
+    from humanclaw_gym.wrappers import TrajectoryWrapper
+
+    rollout = tmp_path / "rollout"
+    env = TrajectoryWrapper(gym.make(ENV_ID, split="val100"), rollout, episode_dir_fn=flat_dir)
+    try:
+        env.reset(seed=0, options={"episode_id": _episodes()[0].episode_id})
+        for action in (*_ACTIONS, SkillCall.stop()):
+            env.step(action)
+    finally:
+        env.close()
+    capsule = render_saved_trajectory(rollout, tmp_path / "capsule", ego=False)
+    mesh = render_saved_trajectory(
+        rollout, tmp_path / "mesh", ego=False, body_model_dir=body_model_dir
+    )
+    assert capsule.body_model is None and mesh.body_model.endswith("SMPLX_NEUTRAL.npz")
+    assert mesh.frames == capsule.frames == 31  # reset state + 2 chunks of 15
+    a = iio.imread(tmp_path / "capsule" / "exo.mp4", plugin="FFMPEG").astype(int)
+    b = iio.imread(tmp_path / "mesh" / "exo.mp4", plugin="FFMPEG").astype(int)
+    assert a.shape == b.shape
+    assert all(np.abs(x - y).max() > 40 for x, y in zip(a, b, strict=True))  # body differs
+    with pytest.raises(FileNotFoundError, match="SMPLX_NEUTRAL"):
+        render_saved_trajectory(rollout, tmp_path / "x", ego=False, body_model_dir=tmp_path)
+    # render-batch hands the body model to its `humanclaw render` subprocesses
+    from humanclaw_gym.replay import render_saved_batch
+
+    (job,) = render_saved_batch(
+        [rollout], tmp_path / "batch", workers=1, ego=False, progress=False,
+        body_model_dir=body_model_dir,
+    )  # fmt: skip
+    assert job.ok, job.error
+    assert job.report["body_model"].endswith("SMPLX_NEUTRAL.npz")

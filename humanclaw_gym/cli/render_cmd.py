@@ -27,6 +27,8 @@ def render(
     exo: bool = True,
     check_replay: bool = False,
     crf: int = 20,
+    body_model_dir: Path | None = None,
+    body_model_gender: str = "neutral",
 ) -> int:
     """Render one saved rollout into ego.mp4 / exo.mp4 (no physics).
 
@@ -39,6 +41,9 @@ def render(
         check_replay: also re-run the saved motion through physics and report the deviation
             (exit code 1 unless it reproduces the recording exactly).
         crf: x264 quality, 0 (lossless) .. 51.
+        body_model_dir: your SMPL-X model files: draw the skinned SMPL-X body instead of
+            the capsule links (needs the smplx and torch extras).
+        body_model_gender: neutral, male or female.
     """
     from humanclaw_gym.replay import ReplayBundleError, forward_replay, render_saved_trajectory
 
@@ -46,7 +51,14 @@ def render(
     try:
         if ego or exo:
             report = render_saved_trajectory(
-                rollout_dir, output_dir, renderer=renderer, ego=ego, exo=exo, crf=crf
+                rollout_dir,
+                output_dir,
+                renderer=renderer,
+                ego=ego,
+                exo=exo,
+                crf=crf,
+                body_model_dir=body_model_dir,
+                body_model_gender=body_model_gender,
             )
             print(json.dumps(asdict(report), indent=2))
         elif not check_replay:
@@ -62,7 +74,7 @@ def render(
                     file=sys.stderr,
                 )
                 status = 1
-    except (ReplayBundleError, FileNotFoundError, ValueError, RuntimeError) as exc:
+    except (ReplayBundleError, FileNotFoundError, ValueError, RuntimeError, ImportError) as exc:
         print(f"humanclaw render: {exc}", file=sys.stderr)
         return 1
     return status
@@ -76,6 +88,8 @@ def render_batch(
     ego: bool = True,
     exo: bool = True,
     crf: int = 20,
+    body_model_dir: Path | None = None,
+    body_model_gender: str = "neutral",
 ) -> int:
     """Render every rollout under ROOT, each in its own subprocess.
 
@@ -87,6 +101,8 @@ def render_batch(
         ego: render the egocentric view.
         exo: render the third-person view.
         crf: x264 quality, 0 (lossless) .. 51.
+        body_model_dir: your SMPL-X model files: draw the SMPL-X body (see render).
+        body_model_gender: neutral, male or female.
     """
     from humanclaw_gym.replay import find_rollout_dirs, render_saved_batch
 
@@ -100,7 +116,15 @@ def render_batch(
         return 1
     try:
         results = render_saved_batch(
-            dirs, output_root, workers=workers, renderer=renderer, ego=ego, exo=exo, crf=crf
+            dirs,
+            output_root,
+            workers=workers,
+            renderer=renderer,
+            ego=ego,
+            exo=exo,
+            crf=crf,
+            body_model_dir=body_model_dir,
+            body_model_gender=body_model_gender,
         )
     except ValueError as exc:
         print(f"humanclaw render-batch: {exc}", file=sys.stderr)

@@ -67,6 +67,7 @@ class RenderReport:
         renderer: render backend used; ``renderer_reason`` says why.
         videos: written files by view (``"ego"``, ``"exo"``).
         setup_seconds: wall time to load the bundle and scene and build the renderer.
+        body_model: the SMPL-X model file drawn instead of the capsule body, if any.
     """
 
     rollout_dir: str
@@ -81,6 +82,7 @@ class RenderReport:
     scene_id: str
     episode_id: str
     complete: bool
+    body_model: str | None = None
 
 
 def link_poses_from_frames(frames: np.ndarray) -> np.ndarray:
@@ -173,6 +175,8 @@ def render_saved_trajectory(
     crf: int = 20,
     preset: str = "veryfast",
     scene: Any = None,
+    body_model_dir: str | os.PathLike[str] | None = None,
+    body_model_gender: str = "neutral",
 ) -> RenderReport:
     """Render the saved poses of a rollout into ``ego.mp4`` / ``exo.mp4`` (no physics).
 
@@ -185,6 +189,10 @@ def render_saved_trajectory(
         crf, preset: x264 settings.
         scene: the SceneSpec to use instead of ``episodes.load_scene(scene_id)`` (its
             content hash must still match the manifest).
+        body_model_dir: the user's SMPL-X files: draw the skinned SMPL-X body of every
+            saved frame instead of the capsule links (as the env's ``body_model_dir``);
+            needs the ``smplx`` and ``torch`` extras and a renderer with ``body_mesh``.
+        body_model_gender: ``"neutral"``, ``"male"`` or ``"female"``.
 
     Returns:
         The render report.
@@ -204,7 +212,15 @@ def render_saved_trajectory(
     ids = [int(i) for i in bundle.object_ids]
     fps = bundle.fps
 
+    body = None
+    if body_model_dir is not None:
+        from humanclaw_gym.motion.flow.smplx_io import SmplxBody, smplx_vertices
+
+        body = SmplxBody(body_model_dir, gender=body_model_gender)
     backend, backend_name, reason = make_renderer(renderer)
+    if body is not None and not getattr(backend.capabilities, "body_mesh", False):
+        backend.close()
+        raise ValueError(f"renderer {backend_name!r} cannot draw a body mesh (body_mesh=False)")
     streams: dict[str, Mp4Stream] = {}
     try:
         backend.build(scene_spec)
@@ -217,6 +233,9 @@ def render_saved_trajectory(
         for i in range(frames.shape[0]):
             link_poses = link_poses_from_frames(frames[i])
             backend.set_body_pose(link_poses)
+            if body is not None:
+                vertices, faces = smplx_vertices(frames[i], body)
+                backend.set_body_mesh(vertices.astype(np.float32), faces if i == 0 else None)
             if ids:
                 backend.set_object_poses(ids, object_poses[i])
             if ego:
@@ -252,6 +271,7 @@ def render_saved_trajectory(
         scene_id=bundle.scene_id,
         episode_id=bundle.episode_id,
         complete=bundle.complete,
+        body_model=None if body is None else str(body.file),
     )
     write_json_atomic(out / REPORT_FILE, asdict(report))
     return report
@@ -323,6 +343,8 @@ def _run_job(
     exo: bool,
     crf: int,
     timeout_s: float | None,
+    body_model_dir: str | os.PathLike[str] | None = None,
+    body_model_gender: str = "neutral",
 ) -> BatchJobResult:
     cmd = [
         sys.executable,
@@ -340,6 +362,8 @@ def _run_job(
         "--crf",
         str(crf),
     ]
+    if body_model_dir is not None:
+        cmd += ["--body-model-dir", str(body_model_dir), "--body-model-gender", body_model_gender]
     env = dict(os.environ)
     env.setdefault("LP_NUM_THREADS", "1")
     try:
@@ -367,6 +391,8 @@ def render_saved_batch(
     crf: int = 20,
     progress: bool = True,
     timeout_s: float | None = None,
+    body_model_dir: str | os.PathLike[str] | None = None,
+    body_model_gender: str = "neutral",
 ) -> list[BatchJobResult]:
     """Delayed-render many rollouts, each in an isolated ``humanclaw render`` subprocess.
 
@@ -378,6 +404,8 @@ def render_saved_batch(
         renderer, ego, exo, crf: as in :func:`render_saved_trajectory`.
         progress: show a tqdm progress bar on stderr.
         timeout_s: kill a job that runs longer (None: no limit).
+        body_model_dir, body_model_gender: draw the SMPL-X body (see
+            :func:`render_saved_trajectory`).
 
     Returns:
         One result per rollout, in the order of ``dirs``. Failed jobs do not stop the
@@ -395,7 +423,18 @@ def render_saved_batch(
         tqdm(total=len(rollouts), desc="render", unit="rollout", disable=not progress) as bar,
     ):
         futures = {
-            pool.submit(_run_job, r, o, renderer, ego, exo, crf, timeout_s): i
+            pool.submit(
+                _run_job,
+                r,
+                o,
+                renderer,
+                ego,
+                exo,
+                crf,
+                timeout_s,
+                body_model_dir,
+                body_model_gender,
+            ): i
             for i, (r, o) in enumerate(zip(rollouts, outputs, strict=True))
         }
         failed = 0
