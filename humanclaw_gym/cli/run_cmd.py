@@ -132,6 +132,19 @@ def _config(args: RunArgs | RolloutArgs):
     )
 
 
+def _checked_config(args: RunArgs | RolloutArgs, prog: str):
+    """The RunConfig of ``args``, or None after printing why it would fail everywhere."""
+    from humanclaw_gym.evaluation.batch import check_run_config
+
+    try:
+        config = _config(args)
+        check_run_config(config)
+    except ValueError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return None
+    return config
+
+
 def run(args: RunArgs) -> int:
     from humanclaw_gym.evaluation.batch import list_episode_specs, run_batch
 
@@ -151,13 +164,8 @@ def run(args: RunArgs) -> int:
         specs = list_episode_specs(args.episodes)
     if args.limit is not None:
         specs = specs[: args.limit]
-    from humanclaw_gym.evaluation.batch import check_run_config
-
-    try:
-        config = _config(args)
-        check_run_config(config)
-    except ValueError as exc:
-        print(f"humanclaw run: error: {exc}", file=sys.stderr)
+    config = _checked_config(args, "humanclaw run")
+    if config is None:
         return 2
     print(
         f"humanclaw run: {len(specs)} episode(s), agent={args.agent}, output={args.output}",
@@ -193,12 +201,7 @@ def run(args: RunArgs) -> int:
 
 def rollout(args: RolloutArgs) -> int:
     from humanclaw_gym.episodes import load_split
-    from humanclaw_gym.evaluation.batch import (
-        EpisodeSpec,
-        check_run_config,
-        rollout_dir,
-        run_one_episode,
-    )
+    from humanclaw_gym.evaluation.batch import EpisodeSpec, rollout_dir, run_one_episode
 
     episodes = load_split(args.split)
     if args.episode_id is None:
@@ -213,11 +216,8 @@ def rollout(args: RolloutArgs) -> int:
             return 2
         ep = matches[0]
     spec = EpisodeSpec(args.split, ep.scene_id, ep.episode_id, ep.object_category)
-    try:
-        config = _config(args)
-        check_run_config(config)
-    except ValueError as exc:
-        print(f"humanclaw rollout: error: {exc}", file=sys.stderr)
+    config = _checked_config(args, "humanclaw rollout")
+    if config is None:
         return 2
     print(f"episode {ep.episode_id} in {ep.scene_id}: {ep.instruction}", flush=True)
     res = run_one_episode(spec, config)
