@@ -29,18 +29,18 @@ Everything here is plain numpy + the standard library; nothing imports torch.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+
+from humanclaw_gym import fileio
 
 __all__ = [
     "DEFAULT_IMAGE_KEY",
@@ -265,40 +265,16 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-def _fsync_directory(directory: Path) -> None:
-    with contextlib.suppress(OSError):  # not every platform/file system allows it
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Write a file through ``write(handle)`` into a temp file beside it, then rename.
-
-    The temp file (``.<name>.<random>.tmp``) is fsynced before ``os.replace``; on any error
-    it is removed and the target is left as it was.
-    """
-    directory = path.parent
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
-    _fsync_directory(directory)
+    """Write a file through ``write(handle)`` atomically (see :mod:`humanclaw_gym.fileio`):
+    on any error the target is left as it was and no temp file remains."""
+    with fileio.atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        write(handle)
 
 
 def atomic_write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Write JSON atomically (temp file + rename)."""
-    payload = (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
-    atomic_write(path, lambda handle: handle.write(payload))
+    """Write JSON (sorted keys) atomically (temp file + rename)."""
+    fileio.write_json_atomic(path, data, sort_keys=True)
 
 
 def write_episode_file(

@@ -300,9 +300,10 @@ def _write_png(path: Path, image: Any) -> None:
     """Atomic PNG write of an ``uint8 (H, W, 3)`` image."""
     from PIL import Image
 
-    tmp = path.with_name(f".{path.name}.tmp")
-    Image.fromarray(image).save(tmp, format="PNG")
-    os.replace(tmp, path)
+    from humanclaw_gym.fileio import atomic_path
+
+    with atomic_path(path) as tmp:
+        Image.fromarray(image).save(tmp, format="PNG")
 
 
 _KNOWN_OUTPUTS = (

@@ -16,7 +16,6 @@ A policy may return a :class:`~humanclaw_gym.policy.Decision` or a bare
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -64,15 +63,13 @@ class EpisodeResult:
         return d
 
 
-def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
-    """Write JSON to ``path`` via a temp file in the same directory + rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True, default=_json_default)
-        fh.write("\n")
-    os.replace(tmp, path)
+def write_json_atomic(path: str | os.PathLike[str], data: Any, *, private: bool = False) -> None:
+    """Write run-state JSON (sorted keys, numpy values as plain numbers) atomically.
+
+    ``private=True`` keeps the file ``0600`` (see :mod:`humanclaw_gym.fileio`)."""
+    from humanclaw_gym.fileio import write_json_atomic as _write
+
+    _write(path, data, private=private, sort_keys=True, default=_json_default)
 
 
 def _json_default(obj: Any) -> Any:

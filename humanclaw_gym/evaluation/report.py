@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from humanclaw_gym.fileio import write_text_atomic
+
 __all__ = ["write_rollout_report"]
 
 
@@ -181,7 +183,5 @@ td.n {{ text-align: right; }} td.x {{ font-size: 11px; color: #666; max-width: 2
 </body></html>
 """
     out = Path(output) if output is not None else rollout_dir / "report.html"
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, out)
+    write_text_atomic(out, page)
     return out

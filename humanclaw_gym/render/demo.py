@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 
@@ -367,17 +366,10 @@ def benchmark(
 def _save_png(path: str, rgb: np.ndarray) -> None:
     from PIL import Image
 
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=directory)
-    os.close(fd)
-    os.chmod(tmp, 0o644)
-    try:
+    from humanclaw_gym.fileio import atomic_path
+
+    with atomic_path(path) as tmp:
         Image.fromarray(rgb).save(tmp, format="PNG")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -23,7 +23,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from humanclaw_gym import fileio
 
 __all__ = [
     "AFTER_FILE",
@@ -46,7 +47,6 @@ __all__ = [
     "ReplayIntegrityError",
     "load_bundle",
     "sha256_file",
-    "temp_path",
     "to_jsonable",
     "write_bundle",
     "write_json_atomic",
@@ -179,57 +179,17 @@ def to_jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _umask_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def temp_path(directory: str | os.PathLike[str], name: str) -> Path:
-    """A new empty hidden file ``.<name>.<random>.tmp`` in ``directory`` for an atomic write.
-
-    Its permissions are those of an ordinary new file (umask applied), not mkstemp's 0600,
-    so the file keeps them when it is renamed onto ``name``.
-    """
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    try:
-        os.fchmod(fd, _umask_mode())
-    finally:
-        os.close(fd)
-    return Path(tmp)
-
-
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
     """Write ``data`` as indented JSON to ``path`` atomically (temp file + ``os.replace``)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path.parent, path.name)
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(to_jsonable(data), fh, indent=2, ensure_ascii=False, allow_nan=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    return fileio.write_json_atomic(path, to_jsonable(data), ensure_ascii=False, allow_nan=False)
 
 
 def _write_npz_atomic(path: Path, arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """Write a compressed NPZ atomically; returns ``{"sha256", "bytes"}`` of the written file."""
-    tmp = temp_path(path.parent, path.name)
-    try:
+    with fileio.atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, **{k: np.asarray(v) for k, v in arrays.items()})
-            fh.flush()
-            os.fsync(fh.fileno())
         info = {"sha256": sha256_file(tmp), "bytes": tmp.stat().st_size}
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return info
 
 

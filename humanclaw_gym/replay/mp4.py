@@ -67,7 +67,7 @@ class Mp4Stream:
     def _open(self, height: int, width: int) -> None:
         import imageio_ffmpeg
 
-        from humanclaw_gym.replay.bundle import temp_path
+        from humanclaw_gym.fileio import temp_path
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmp = temp_path(self.path.parent, self.path.name)

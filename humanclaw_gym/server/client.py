@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from humanclaw_gym.fileio import write_bytes_atomic
 from humanclaw_gym.policy import Decision
 from humanclaw_gym.server.protocol import JSONRPC_VERSION, OBSERVATION_FIELDS
 from humanclaw_gym.server.transport import TOKEN_ENV, validate_token
@@ -245,9 +246,7 @@ class ServerClient:
                 raise ValueError(f"artifact {item['path']!r}: content differs from the finish list")
             name = Path(str(item["path"])).name
             target = dest / name
-            tmp = dest / f".{name}.{os.getpid()}.tmp"
-            tmp.write_bytes(content)
-            os.replace(tmp, target)
+            write_bytes_atomic(target, content)
             written.append(target)
         return written
 

@@ -162,18 +162,9 @@ def capture_page(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(base64.b64decode(data))
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a screenshot is an ordinary file
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return out
+    from humanclaw_gym.fileio import write_bytes_atomic
+
+    return write_bytes_atomic(out, base64.b64decode(data))
 
 
 def main(argv: list[str] | None = None) -> int:

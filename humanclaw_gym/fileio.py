@@ -1,0 +1,132 @@
+"""Atomic file writes: the one place that knows how a file is replaced safely.
+
+Every file the package persists (episode results, metrics, replay bundles, images, run
+state, datasets) is written here or through :func:`atomic_path`: the bytes go to a hidden
+temporary file beside the target (``.<name>.<random>.tmp``), are flushed and fsynced, and
+the temporary file is renamed onto the target with ``os.replace``. A reader therefore sees
+the old file or the new one, never a partial one, and a failure (an exception, a full disk)
+removes the temporary file and leaves the target as it was.
+
+Permissions: by default the new file gets the permissions of an ordinary new file (``0666``
+minus the process umask), not ``mkstemp``'s ``0600``. ``private=True`` keeps ``0600`` (run
+state that may reveal an evaluation plan). Parent directories are created as needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "atomic_path",
+    "temp_path",
+    "write_bytes_atomic",
+    "write_json_atomic",
+    "write_text_atomic",
+]
+
+
+def _ordinary_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def temp_path(directory: str | os.PathLike[str], name: str, *, private: bool = False) -> Path:
+    """Create an empty hidden temp file ``.<name>.<random>.tmp`` in ``directory``.
+
+    For writers that stream into a file over time (a video encoder) and rename it
+    themselves; everything else uses :func:`atomic_path` or the ``write_*`` helpers.
+
+    Args:
+        directory: where the target will live (the rename must stay on one filesystem).
+        name: the target's file name (used in the temp name only).
+        private: keep mode ``0600`` instead of an ordinary file's permissions.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    try:
+        if not private:
+            os.fchmod(fd, _ordinary_mode())
+    finally:
+        os.close(fd)
+    return Path(tmp)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str], *, private: bool = False) -> Iterator[Path]:
+    """Yield a temp path to write the new content of ``path`` into; rename on success.
+
+    Use it for writers that want a file name (``np.savez``, ``PIL.Image.save``)::
+
+        with atomic_path(out / "image.png") as tmp:
+            Image.fromarray(rgb).save(tmp, format="PNG")
+
+    The temp file is fsynced and renamed onto ``path`` when the block exits normally; on
+    an exception it is removed and ``path`` is unchanged.
+
+    Args:
+        path: the target file; its parent directory is created if missing.
+        private: give the file mode ``0600`` (default: an ordinary file's permissions).
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(target.parent, target.name, private=private)
+    try:
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_directory(target.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename durable (best effort: some filesystems refuse a directory fsync)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, private: bool = False) -> Path:
+    """Replace ``path`` with ``data`` atomically; returns the path."""
+    with atomic_path(path, private=private) as tmp:
+        tmp.write_bytes(data)
+    return Path(path)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str, *, private: bool = False) -> Path:
+    """Replace ``path`` with UTF-8 ``text`` atomically; returns the path."""
+    return write_bytes_atomic(path, text.encode("utf-8"), private=private)
+
+
+def write_json_atomic(
+    path: str | os.PathLike[str], data: Any, *, private: bool = False, **dump_kwargs: Any
+) -> Path:
+    """Replace ``path`` with ``data`` as JSON (indent 2, final newline) atomically.
+
+    Args:
+        path: the target file.
+        data: anything ``json.dumps`` accepts with ``dump_kwargs``.
+        private: give the file mode ``0600``.
+        **dump_kwargs: passed to ``json.dumps`` (``sort_keys``, ``default``,
+            ``ensure_ascii``, ``allow_nan``, ...); ``indent`` defaults to 2.
+
+    Raises:
+        TypeError / ValueError: ``data`` cannot be serialised (nothing is written).
+    """
+    dump_kwargs.setdefault("indent", 2)
+    text = json.dumps(data, **dump_kwargs) + "\n"
+    return write_text_atomic(path, text, private=private)
