@@ -79,12 +79,9 @@ CHECKPOINT_ENV_VAR = "HUMANCLAW_BC_CHECKPOINT"
 REGRESSION_KEYS: tuple[str, ...] = ("angle_deg", "step_back_m", "side_step_m", "height_m")
 """Box entries of the action space the network regresses, in head order."""
 
-# Which skill reads which regression entry (training masks, decoding).
+# Which skill reads which regression entry (training masks, decoding), from the skill table.
 REGRESSION_SKILL: dict[str, Skill] = {
-    "angle_deg": Skill.TURN,
-    "step_back_m": Skill.STEP_BACK,
-    "side_step_m": Skill.SIDE_STEP,
-    "height_m": Skill.SIT,
+    key: next(s for s in Skill if key in s.spec.action_keys.values()) for key in REGRESSION_KEYS
 }
 _IMAGE_KEY = "ego_rgb"
 _ENV_ID = "HumanClawFindNavInteract-v0"

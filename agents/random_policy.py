@@ -1,8 +1,8 @@
 """A seeded random policy: the floor of the benchmark table.
 
-Each decision draws a skill uniformly from the 8 skills (Stop included, so episodes end by
-an active stop after about 8 decisions on average) and its parameters uniformly inside the
-documented ranges. The random stream is seeded per episode from ``(seed, scene, episode)``,
+Each decision draws a skill uniformly from the registered skills (the 8 built-in ones:
+Stop included, so episodes end by an active stop after about 8 decisions on average) and
+its parameters uniformly inside the ranges of the skill table. The random stream is seeded per episode from ``(seed, scene, episode)``,
 so results do not depend on the order in which episodes are run or on the worker.
 """
 
@@ -15,16 +15,7 @@ from typing import Any
 import numpy as np
 
 from humanclaw_gym.policy import Decision
-from humanclaw_gym.skills import (
-    DIRECTIONS,
-    SIDE_STEP_DISTANCE_RANGE_M,
-    SIT_HEIGHT_RANGE_M,
-    SPEEDS,
-    STEP_BACK_DISTANCE_RANGE_M,
-    TURN_ANGLE_RANGE_DEG,
-    Skill,
-    SkillCall,
-)
+from humanclaw_gym.skills import Choice, Skill, SkillCall
 
 __all__ = ["RandomPolicy"]
 
@@ -45,29 +36,15 @@ class RandomPolicy:
         rng = self._rng
         skills = [s for s in Skill if self.allow_stop or s is not Skill.STOP]
         skill = skills[int(rng.integers(len(skills)))]
-        if skill is Skill.WALK:
-            return SkillCall.walk(SPEEDS[int(rng.integers(3))])
-        if skill is Skill.STOP:
-            return SkillCall.stop()
-        if skill is Skill.TURN:
-            lo, hi = TURN_ANGLE_RANGE_DEG
-            return SkillCall.turn(
-                DIRECTIONS[int(rng.integers(2))], round(float(rng.uniform(lo, hi)), 1)
-            )
-        if skill is Skill.CLIMB_UP:
-            return SkillCall.climb_up()
-        if skill is Skill.SIT:
-            lo, hi = SIT_HEIGHT_RANGE_M
-            return SkillCall.sit(round(float(rng.uniform(lo, hi)), 2))
-        if skill is Skill.STEP_BACK:
-            lo, hi = STEP_BACK_DISTANCE_RANGE_M
-            return SkillCall.step_back(round(float(rng.uniform(lo, hi)), 2))
-        if skill is Skill.SIDE_STEP:
-            lo, hi = SIDE_STEP_DISTANCE_RANGE_M
-            return SkillCall.side_step(
-                DIRECTIONS[int(rng.integers(2))], round(float(rng.uniform(lo, hi)), 2)
-            )
-        return SkillCall.climb_down()
+        params: dict[str, Any] = {}
+        for name, rule in skill.spec.params.items():  # draws in text order
+            if isinstance(rule, Choice):
+                if len(rule.values) > 1:
+                    params[name] = rule.values[int(rng.integers(len(rule.values)))]
+            else:  # degrees to 0.1, metres to 0.01, as a person would type them
+                digits = 1 if rule.unit == "deg" else 2
+                params[name] = round(float(rng.uniform(rule.low, rule.high)), digits)
+        return SkillCall(skill, **params)
 
     def act(self, observation: np.ndarray, info: Mapping[str, Any]) -> Decision:
         call = self._sample()

@@ -82,7 +82,7 @@ from humanclaw_gym.motion.rotations import (
     yaw_of_matrix,
 )
 from humanclaw_gym.scenes.spec import STAIR_RISE_M, STAIR_RUN_M
-from humanclaw_gym.skills import Skill, SkillCall
+from humanclaw_gym.skills import Skill, SkillCall, skill_specs
 
 __all__ = [
     "SEATED_PELVIS_ABOVE_SURFACE_M",
@@ -280,7 +280,7 @@ class ProceduralMotionGenerator:
     step height); distances, angles and heights never depend on it.
     """
 
-    capabilities = MotionCapabilities(name="procedural", skills=frozenset(range(8)), batched=False)
+    capabilities: MotionCapabilities  # set below the class, from the planner table
 
     def __init__(self, fps: float = 30, frames_per_chunk: int = 15, history_frames: int = 5):
         if (
@@ -446,19 +446,10 @@ class ProceduralMotionGenerator:
                 zeros = np.zeros_like(s)
                 return _Plan(zeros, zeros, zeros, zeros, zeros, zeros, hold=True)
             return self._plan_stand_up(start)
-        if skill is Skill.WALK:
-            return self._plan_walk(start, cond["distance_m"])
-        if skill is Skill.TURN:
-            return self._plan_turn(start, cond["angle_rad"])
-        if skill is Skill.SIDE_STEP:
-            return self._plan_shift(start, lateral_m=cond["lateral_m"], forward_m=0.0)
-        if skill is Skill.STEP_BACK:
-            return self._plan_shift(start, lateral_m=0.0, forward_m=-cond["distance_m"])
-        if skill in (Skill.CLIMB_UP, Skill.CLIMB_DOWN):
-            return self._plan_stairs(start, int(round(cond["stair_steps"])))
-        if skill is Skill.SIT:
-            return self._plan_sit(start, cond["height_m"])
-        raise ValueError(f"SkillCall.skill={skill!r} is not supported")  # pragma: no cover
+        planner = _PLANNERS.get(skill.spec.motion_key or "")
+        if planner is None:  # pragma: no cover - the capability check refuses it earlier
+            raise ValueError(f"SkillCall.skill={skill!r} is not supported")
+        return planner(self, start, cond)
 
     def _momentum(self, start: _StartState) -> tuple[np.ndarray, float]:
         """Start velocity per chunk (canonical x, y, z) and yaw change per chunk."""
@@ -1037,3 +1028,24 @@ class ProceduralMotionGenerator:
         zeros = np.zeros_like(s)
         plan = _Plan(zeros, zeros, zeros, np.full_like(s, STANDING_PELVIS_HEIGHT_M), zeros, zeros)
         return self._pose_chunk(plan, start, blend=False)[0]
+
+
+# Motion planner per skill, keyed by the skill table's ``motion_key``: a skill whose key is
+# here can be generated (the capability record below is derived from this table).
+_PLANNERS: dict[str, Any] = {
+    "walk_forward": lambda g, start, c: g._plan_walk(start, c["distance_m"]),
+    "turn": lambda g, start, c: g._plan_turn(start, c["angle_rad"]),
+    "side_walk": lambda g, start, c: g._plan_shift(start, lateral_m=c["lateral_m"], forward_m=0.0),
+    "step_back": lambda g, start, c: g._plan_shift(
+        start, lateral_m=0.0, forward_m=-c["distance_m"]
+    ),
+    "step_climb_up": lambda g, start, c: g._plan_stairs(start, int(round(c["stair_steps"]))),
+    "step_climb_down": lambda g, start, c: g._plan_stairs(start, int(round(c["stair_steps"]))),
+    "sit": lambda g, start, c: g._plan_sit(start, c["height_m"]),
+}
+
+ProceduralMotionGenerator.capabilities = MotionCapabilities(
+    name="procedural",
+    skills=frozenset(s.id for s in skill_specs() if s.terminal or s.motion_key in _PLANNERS),
+    batched=False,
+)

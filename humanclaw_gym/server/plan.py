@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from humanclaw_gym.episodes.order import scene_grouped_order as plan_order
 from humanclaw_gym.evaluation.episode import write_json_atomic
 
 __all__ = ["PLAN_SCHEMA", "STATUSES", "EpisodePlan", "PlanEntry", "plan_order"]
+# ``plan_order`` is the one episode-order rule of the package (the env's seeded order).
 
 PLAN_SCHEMA = "humanclaw_server_plan_v1"
 LEDGER_SCHEMA = "humanclaw_server_claims_v1"
@@ -53,27 +53,6 @@ class PlanEntry:
         from humanclaw_gym.replay.layout import safe_name
 
         return safe_name(f"{self.scene_id}_ep{self.episode_id}_{self.target_category}")
-
-
-def plan_order(scene_ids: list[str], seed: int) -> list[int]:
-    """Indices into ``scene_ids`` in plan order for ``seed``.
-
-    Scenes (sorted by id) are permuted by ``numpy.random.default_rng(seed)``; the items of
-    one scene stay together and keep their input order.
-
-    Args:
-        scene_ids: scene id of every item, in split order.
-        seed: the plan seed (any int >= 0).
-
-    Returns:
-        A permutation of ``range(len(scene_ids))``.
-    """
-    groups: dict[str, list[int]] = {}
-    for i, scene in enumerate(scene_ids):
-        groups.setdefault(scene, []).append(i)
-    keys = sorted(groups)
-    rng = np.random.default_rng(seed)
-    return [i for k in rng.permutation(len(keys)) for i in groups[keys[int(k)]]]
 
 
 class EpisodePlan:

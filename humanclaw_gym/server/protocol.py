@@ -22,18 +22,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from humanclaw_gym.skills import (
-    CLIMB_SPEEDS,
-    DIRECTIONS,
-    SIDE_STEP_DISTANCE_RANGE_M,
-    SIT_DEFAULT_HEIGHT_M,
-    SIT_HEIGHT_RANGE_M,
-    SPEEDS,
-    STEP_BACK_DISTANCE_RANGE_M,
-    TURN_ANGLE_RANGE_DEG,
-    WALK_SPEED_M,
-    Skill,
-)
+from humanclaw_gym.skills import describe_skills
 
 __all__ = [
     "BENCHMARK_PROTOCOL",
@@ -162,107 +151,13 @@ def jsonable(value: Any) -> Any:
 # --------------------------------------------------------------------------------------
 
 
-def _range(low: float, high: float, unit: str) -> dict[str, Any]:
-    return {"type": "number", "minimum": low, "maximum": high, "unit": unit, "inclusive": True}
-
-
-def _enum(values: tuple[str, ...]) -> dict[str, Any]:
-    return {"type": "string", "enum": list(values)}
-
-
 def action_spec() -> dict[str, Any]:
     """The action contract: one SkillCall per ``step``, as text or JSON form.
 
     Returns:
         A JSON-ready dict with the text grammar and the JSON schema of every skill.
     """
-    turn_lo, turn_hi = TURN_ANGLE_RANGE_DEG
-    back_lo, back_hi = STEP_BACK_DISTANCE_RANGE_M
-    side_lo, side_hi = SIDE_STEP_DISTANCE_RANGE_M
-    sit_lo, sit_hi = SIT_HEIGHT_RANGE_M
-    speeds = "|".join(SPEEDS)
-    dirs = "|".join(DIRECTIONS)
-    skills: list[dict[str, Any]] = [
-        {
-            "id": int(Skill.WALK),
-            "key": Skill.WALK.key,
-            "name": Skill.WALK.display_name,
-            "text": f"Walk<forward><{speeds}>",
-            "example": "Walk<forward><normal>",
-            "params": {"speed": {**_enum(SPEEDS), "default": "normal"}},
-            "meaning": "walk forward "
-            + ", ".join(f"{WALK_SPEED_M[s]:g} m ({s})" for s in SPEEDS)
-            + " in one action",
-        },
-        {
-            "id": int(Skill.STOP),
-            "key": Skill.STOP.key,
-            "name": Skill.STOP.display_name,
-            "text": "Stop/Stand",
-            "example": "Stop/Stand",
-            "params": {},
-            "meaning": "active stop: ends the episode, executes no motion",
-        },
-        {
-            "id": int(Skill.TURN),
-            "key": Skill.TURN.key,
-            "name": Skill.TURN.display_name,
-            "text": f"Turn<{dirs}><{turn_lo:g}..{turn_hi:g}>",
-            "example": "Turn<left><30>",
-            "params": {
-                "direction": _enum(DIRECTIONS),
-                "angle_deg": _range(turn_lo, turn_hi, "deg"),
-            },
-            "meaning": "turn in place about the vertical axis",
-        },
-        {
-            "id": int(Skill.CLIMB_UP),
-            "key": Skill.CLIMB_UP.key,
-            "name": Skill.CLIMB_UP.display_name,
-            "text": "Climb upstairs<normal>",
-            "example": "Climb upstairs<normal>",
-            "params": {"speed": {**_enum(CLIMB_SPEEDS), "default": "normal"}},
-            "meaning": "one stair step up, facing the stair",
-        },
-        {
-            "id": int(Skill.SIT),
-            "key": Skill.SIT.key,
-            "name": Skill.SIT.display_name,
-            "text": f"Sit down<{sit_lo:g}..{sit_hi:g}>",
-            "example": "Sit down<0.45>",
-            "params": {
-                "height_m": {**_range(sit_lo, sit_hi, "m"), "default": SIT_DEFAULT_HEIGHT_M}
-            },
-            "meaning": "sit on a surface this high above the floor",
-        },
-        {
-            "id": int(Skill.STEP_BACK),
-            "key": Skill.STEP_BACK.key,
-            "name": Skill.STEP_BACK.display_name,
-            "text": f"Step back<{back_lo:g}..{back_hi:g}>",
-            "example": "Step back<0.25>",
-            "params": {"distance_m": _range(back_lo, back_hi, "m")},
-            "meaning": "step backwards, keeping the facing direction",
-        },
-        {
-            "id": int(Skill.SIDE_STEP),
-            "key": Skill.SIDE_STEP.key,
-            "name": Skill.SIDE_STEP.display_name,
-            "text": f"Side step<{dirs}><{side_lo:g}..{side_hi:g}>",
-            "example": "Side step<right><0.25>",
-            "params": {"direction": _enum(DIRECTIONS), "distance_m": _range(side_lo, side_hi, "m")},
-            "meaning": "step sideways, keeping the facing direction",
-        },
-        {
-            "id": int(Skill.CLIMB_DOWN),
-            "key": Skill.CLIMB_DOWN.key,
-            "name": Skill.CLIMB_DOWN.display_name,
-            "text": "Walk downstairs<normal>",
-            "example": "Walk downstairs<normal>",
-            "params": {"speed": {**_enum(CLIMB_SPEEDS), "default": "normal"}},
-            "meaning": "one stair step down",
-        },
-    ]
+    skills = describe_skills()
     return {
         "one_action_per_step": True,
         "forms": {

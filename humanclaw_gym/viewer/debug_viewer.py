@@ -29,18 +29,7 @@ from typing import Any
 import numpy as np
 
 from humanclaw_gym.policy import Decision
-from humanclaw_gym.skills import (
-    DIRECTIONS,
-    SIDE_STEP_DISTANCE_RANGE_M,
-    SIT_DEFAULT_HEIGHT_M,
-    SIT_HEIGHT_RANGE_M,
-    SPEEDS,
-    STEP_BACK_DISTANCE_RANGE_M,
-    TURN_ANGLE_RANGE_DEG,
-    Skill,
-    SkillCall,
-    SkillCallError,
-)
+from humanclaw_gym.skills import Choice, Skill, SkillCall, SkillCallError, action_fields
 from humanclaw_gym.viewer import geometry
 from humanclaw_gym.viewer.control import (
     ControlQueue,
@@ -63,8 +52,6 @@ _IDLE_POLL_S = 0.25
 _JOIN_TIMEOUT_S = 30.0
 _CAMERA_BEHIND_M = 3.0
 _CAMERA_ABOVE_M = 3.2
-_SKILL_PARAM_INPUTS = ("speed", "direction", "angle_deg", "step_back_m", "side_step_m", "height_m")
-
 
 class ViewerUnavailableError(ImportError):
     """viser is not installed (``pip install 'humanclaw-gym[viewer]'``)."""
@@ -792,34 +779,18 @@ class DebugViewer:
         with gui.add_folder("Choose skill"):
             names = [skill.display_name for skill in Skill]
             self._gui_skill = gui.add_dropdown("Skill", names, initial_value=names[0])
-            self._gui_params: dict[str, Any] = {
-                "speed": gui.add_dropdown("speed", list(SPEEDS), initial_value="normal"),
-                "direction": gui.add_dropdown("direction", list(DIRECTIONS), initial_value="left"),
-                "angle_deg": gui.add_number(
-                    "angle_deg", 30.0, min=TURN_ANGLE_RANGE_DEG[0], max=TURN_ANGLE_RANGE_DEG[1]
-                ),
-                "step_back_m": gui.add_number(
-                    "distance_m (back)",
-                    0.25,
-                    min=STEP_BACK_DISTANCE_RANGE_M[0],
-                    max=STEP_BACK_DISTANCE_RANGE_M[1],
-                    step=0.05,
-                ),
-                "side_step_m": gui.add_number(
-                    "distance_m (side)",
-                    0.25,
-                    min=SIDE_STEP_DISTANCE_RANGE_M[0],
-                    max=SIDE_STEP_DISTANCE_RANGE_M[1],
-                    step=0.05,
-                ),
-                "height_m": gui.add_number(
-                    "height_m",
-                    SIT_DEFAULT_HEIGHT_M,
-                    min=SIT_HEIGHT_RANGE_M[0],
-                    max=SIT_HEIGHT_RANGE_M[1],
-                    step=0.05,
-                ),
-            }
+            self._gui_params: dict[str, Any] = {}
+            for entry in action_fields():  # one input per action-space entry
+                rule = entry.rule
+                if isinstance(rule, Choice):
+                    self._gui_params[entry.key] = gui.add_dropdown(
+                        entry.key, list(rule.values), initial_value=str(entry.neutral)
+                    )
+                else:
+                    step = 0.05 if rule.unit == "m" else None
+                    self._gui_params[entry.key] = gui.add_number(
+                        entry.key, float(entry.neutral), min=rule.low, max=rule.high, step=step
+                    )
             execute_button = gui.add_button("Execute skill")
             self._gui_text = gui.add_text("SkillCall text", "Turn<left><30>")
             text_button = gui.add_button("Execute text")
@@ -882,35 +853,23 @@ class DebugViewer:
 
     def _show_skill_params(self) -> None:
         """Show only the inputs the selected skill reads (GUI-only, any thread)."""
-        skill = self._selected_skill()
-        wanted = {
-            Skill.WALK: {"speed"},
-            Skill.TURN: {"direction", "angle_deg"},
-            Skill.SIT: {"height_m"},
-            Skill.STEP_BACK: {"step_back_m"},
-            Skill.SIDE_STEP: {"direction", "side_step_m"},
-        }.get(skill, set())
-        for key in _SKILL_PARAM_INPUTS:
-            self._gui_params[key].visible = key in wanted
+        wanted = set(self._selected_skill().spec.action_keys.values())
+        for key, handle in self._gui_params.items():
+            handle.visible = key in wanted
 
     def _skill_from_form(self) -> str:
         """The SkillCall text form of the dropdown + parameter inputs (validated later, on
         the simulation thread, by :meth:`SkillCall.parse`)."""
-        skill = self._selected_skill()
-        p = {key: handle.value for key, handle in self._gui_params.items()}
-        if skill is Skill.WALK:
-            return f"Walk<forward><{p['speed']}>"
-        if skill is Skill.TURN:
-            return f"Turn<{p['direction']}><{p['angle_deg']}>"
-        if skill is Skill.SIT:
-            return f"Sit down<{p['height_m']}>"
-        if skill is Skill.STEP_BACK:
-            return f"Step back<{p['step_back_m']}>"
-        if skill is Skill.SIDE_STEP:
-            return f"Side step<{p['direction']}><{p['side_step_m']}>"
-        if skill is Skill.STOP:
-            return "Stop/Stand"
-        return f"{skill.text_name}<normal>"
+        spec = self._selected_skill().spec
+        parts = [spec.text_name]
+        for slot in spec.slots:
+            if slot not in spec.params:  # a literal word, e.g. Walk's <forward>
+                parts.append(f"<{slot}>")
+            elif slot in spec.action_keys:
+                parts.append(f"<{self._gui_params[spec.action_keys[slot]].value}>")
+            else:  # a parameter with one allowed value (the stairs' speed)
+                parts.append(f"<{spec.params[slot].values[0]}>")
+        return "".join(parts)
 
     def _update_gui(self, state: ViewerState) -> None:
         """Write a published state into the panel (simulation thread)."""

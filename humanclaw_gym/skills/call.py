@@ -1,47 +1,19 @@
-"""The action schema: eight whole-body skills and the validated :class:`SkillCall`.
-
-Every decision of a HumanClaw policy is one :class:`SkillCall`: a :class:`Skill` plus the few
-parameters that skill takes. The motion generator turns it into 0.5 s of motion (15 frames at
-30 Hz). This module owns the three public forms of a call and the range checks behind them:
+"""The validated :class:`SkillCall` and its three public forms.
 
 * the **text form** used by language-model agents, e.g. ``Turn<left><30>``
   (:meth:`SkillCall.parse` / ``str(call)``);
 * the **Gymnasium encoding**, a :class:`gymnasium.spaces.Dict` (:func:`action_space`,
   :meth:`SkillCall.to_action` / :meth:`SkillCall.from_action`), in which **every element of
-  the space decodes to a valid SkillCall**, so random samples (``check_env``, exploration
-  in RL libraries) never fail validation;
+  the space decodes to a valid SkillCall**;
 * the **JSON form** used by logs and the benchmark server
   (:meth:`SkillCall.to_dict` / :meth:`SkillCall.from_dict`).
 
-Skills and parameters (ranges are inclusive; values outside them are rejected, never
-clipped; clamping is the agent's business, not the environment's):
-
-* 0 Walk forward: ``speed`` slow / normal / fast = 0.2 / 0.4 / 0.6 m per chunk;
-  ``Walk<forward><normal>``.
-* 1 Stop/Stand: no parameters; ends the episode (the active stop); ``Stop/Stand``.
-* 2 Turn in place: ``direction`` left / right, ``angle_deg`` 10..120; ``Turn<left><30>``.
-* 3 Climb upstairs: ``speed`` normal only; ``Climb upstairs<normal>``.
-* 4 Sit down: ``height_m`` 0.15..0.85 (default 0.5); ``Sit down<0.45>``.
-* 5 Step back: ``distance_m`` 0.1..0.6, facing kept; ``Step back<0.25>``.
-* 6 Side step: ``direction`` left / right, ``distance_m`` 0.1..0.5, facing kept;
-  ``Side step<right><0.25>``.
-* 7 Walk downstairs: ``speed`` normal only; ``Walk downstairs<normal>``.
-
-In the Gymnasium encoding each parameter entry has exactly the range of the one skill that
-reads it: Step back and Side step have their own distance entries (``step_back_m`` and
-``side_step_m``, both stored in :attr:`SkillCall.distance_m`), and ``speed`` is read by Walk
-only (the stair skills' single speed needs no entry).
-
-Degrees appear only here, at the text/action boundary; :attr:`SkillCall.condition` hands the
-motion generator SI units (metres, radians) in the Y-up world convention.
-
-Importing this module is cheap: Gymnasium is imported only when :func:`action_space` is
-called.
+All three are derived from the skill table (:mod:`humanclaw_gym.skills.catalog`); nothing
+here is specific to one skill.
 """
 
 from __future__ import annotations
 
-import enum
 import math
 import numbers
 import re
@@ -51,349 +23,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from humanclaw_gym.skills.catalog import (
+    SIT_DEFAULT_HEIGHT_M,
+    Skill,
+    action_fields,
+    skill_id_allowed,
+    skill_name_allowed,
+)
+from humanclaw_gym.skills.errors import SkillCallError, SkillCallParseError
+from humanclaw_gym.skills.spec import PARAM_FIELDS, WALK_WORD, Choice, Range, format_number
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from gymnasium import spaces
 
-__all__ = [
-    "CLIMB_SPEEDS",
-    "DIRECTIONS",
-    "NUM_SKILLS",
-    "SIDE_STEP_DISTANCE_RANGE_M",
-    "SIT_DEFAULT_HEIGHT_M",
-    "SIT_HEIGHT_RANGE_M",
-    "SPEEDS",
-    "STEP_BACK_DISTANCE_RANGE_M",
-    "TURN_ANGLE_RANGE_DEG",
-    "WALK_SPEED_M",
-    "Skill",
-    "SkillCall",
-    "SkillCallError",
-    "SkillCallParseError",
-    "action_space",
-]
-
-# --------------------------------------------------------------------------------------
-# Public constants (the motion generator and agents read these)
-# --------------------------------------------------------------------------------------
-
-NUM_SKILLS = 8
-"""Number of skills; the ``skill`` entry of the action space is ``Discrete(NUM_SKILLS)``."""
-
-SPEEDS: tuple[str, ...] = ("slow", "normal", "fast")
-"""Speed words, in action-space index order (0 slow, 1 normal, 2 fast)."""
-
-CLIMB_SPEEDS: tuple[str, ...] = ("normal",)
-"""The only speed the two stair skills accept."""
-
-DIRECTIONS: tuple[str, ...] = ("left", "right")
-"""Direction words, in action-space index order (0 left, 1 right)."""
-
-WALK_SPEED_M: dict[str, float] = {"slow": 0.2, "normal": 0.4, "fast": 0.6}
-"""Forward distance (m) covered by one 0.5 s Walk chunk, per speed word."""
-
-TURN_ANGLE_RANGE_DEG: tuple[float, float] = (10.0, 120.0)
-"""Inclusive range of the Turn angle per chunk, in degrees."""
-
-STEP_BACK_DISTANCE_RANGE_M: tuple[float, float] = (0.1, 0.6)
-"""Inclusive range of the Step back distance per chunk, in metres."""
-
-SIDE_STEP_DISTANCE_RANGE_M: tuple[float, float] = (0.1, 0.5)
-"""Inclusive range of the Side step distance per chunk, in metres."""
-
-SIT_HEIGHT_RANGE_M: tuple[float, float] = (0.15, 0.85)
-"""Inclusive range of the Sit down target surface height, in metres."""
-
-SIT_DEFAULT_HEIGHT_M = 0.5
-"""Sit down height used when none is given."""
-
-# Values written into action-space fields that the chosen skill does not use. They are
-# ignored on decoding; fixed values keep ``to_action`` deterministic.
-_NEUTRAL_SPEED = "normal"
-_NEUTRAL_DIRECTION = "left"
-_NEUTRAL_ANGLE_DEG = 30.0
-_NEUTRAL_DISTANCE_M = 0.25
-_NEUTRAL_HEIGHT_M = SIT_DEFAULT_HEIGHT_M
-
-_PARAM_FIELDS = ("speed", "direction", "angle_deg", "distance_m", "height_m")
-_WALK_WORD = "forward"
-
-
-# --------------------------------------------------------------------------------------
-# Skill
-# --------------------------------------------------------------------------------------
-
-
-class Skill(enum.IntEnum):
-    """The eight whole-body skills; values are the upstream action ids."""
-
-    WALK = 0
-    STOP = 1
-    TURN = 2
-    CLIMB_UP = 3
-    SIT = 4
-    STEP_BACK = 5
-    SIDE_STEP = 6
-    CLIMB_DOWN = 7
-
-    @property
-    def display_name(self) -> str:
-        """Human-readable name from the benchmark's action table, e.g. ``"Turn in place"``."""
-        return _DISPLAY_NAMES[self]
-
-    @property
-    def text_name(self) -> str:
-        """Name used in the text form, e.g. ``"Turn"`` in ``Turn<left><30>``."""
-        return _TEXT_NAMES[self]
-
-    @property
-    def key(self) -> str:
-        """Lower-case identifier used by the JSON form, e.g. ``"side_step"``."""
-        return self.name.lower()
-
-    @property
-    def params(self) -> tuple[str, ...]:
-        """Names of the :class:`SkillCall` fields this skill takes, in text order."""
-        return tuple(slot for slot in _TEXT_SLOTS[self] if slot != _WALK_WORD)
-
-    @classmethod
-    def from_name(cls, name: str | int) -> Skill:
-        """Look a skill up by a loose name or its id.
-
-        Accepts the text name (``"Turn"``), the display name (``"Turn in place"``), the key
-        (``"side_step"``), the upstream motion-skill name (``"step_climb_up"``), a few common
-        synonyms (``"stop"``, ``"sit"``), or the id as an int or digit string. Case, ``_``,
-        ``-`` and repeated spaces do not matter.
-
-        Raises:
-            SkillCallError: ``field="skill"`` when nothing matches.
-        """
-        if isinstance(name, Skill):
-            return name
-        if isinstance(name, (int, np.integer)) and not isinstance(name, (bool, np.bool_)):
-            if 0 <= int(name) < NUM_SKILLS:
-                return cls(int(name))
-            raise SkillCallError("skill", name, _SKILL_ID_ALLOWED, reason="is not a skill id")
-        if isinstance(name, str):
-            norm = _normalize_name(name)
-            if re.fullmatch(r"[0-9]+", norm) and int(norm) < NUM_SKILLS:
-                return cls(int(norm))
-            if norm in _NAME_ALIASES:
-                return _NAME_ALIASES[norm]
-            raise SkillCallError("skill", name, _SKILL_NAME_ALLOWED, reason="is not a skill name")
-        raise SkillCallError(
-            "skill", name, _SKILL_NAME_ALLOWED, reason="is neither a skill name nor an id"
-        )
-
-
-_DISPLAY_NAMES = {
-    Skill.WALK: "Walk forward",
-    Skill.STOP: "Stop/Stand",
-    Skill.TURN: "Turn in place",
-    Skill.CLIMB_UP: "Climb upstairs",
-    Skill.SIT: "Sit down",
-    Skill.STEP_BACK: "Step back",
-    Skill.SIDE_STEP: "Side step",
-    Skill.CLIMB_DOWN: "Walk downstairs",
-}
-
-_TEXT_NAMES = {
-    Skill.WALK: "Walk",
-    Skill.STOP: "Stop/Stand",
-    Skill.TURN: "Turn",
-    Skill.CLIMB_UP: "Climb upstairs",
-    Skill.SIT: "Sit down",
-    Skill.STEP_BACK: "Step back",
-    Skill.SIDE_STEP: "Side step",
-    Skill.CLIMB_DOWN: "Walk downstairs",
-}
-
-# The ``<...>`` slots of the text form, in order. ``_WALK_WORD`` is the literal "forward".
-_TEXT_SLOTS: dict[Skill, tuple[str, ...]] = {
-    Skill.WALK: (_WALK_WORD, "speed"),
-    Skill.STOP: (),
-    Skill.TURN: ("direction", "angle_deg"),
-    Skill.CLIMB_UP: ("speed",),
-    Skill.SIT: ("height_m",),
-    Skill.STEP_BACK: ("distance_m",),
-    Skill.SIDE_STEP: ("direction", "distance_m"),
-    Skill.CLIMB_DOWN: ("speed",),
-}
-
-# Upstream motion-skill names and common synonyms, besides text/display names and keys.
-_EXTRA_ALIASES: dict[Skill, tuple[str, ...]] = {
-    Skill.WALK: ("walk_forward",),
-    Skill.STOP: ("stop", "stand", "stop stand"),
-    Skill.TURN: ("turn",),
-    Skill.CLIMB_UP: ("climb up", "step_climb_up"),
-    Skill.SIT: ("sit",),
-    Skill.STEP_BACK: ("step_back",),
-    Skill.SIDE_STEP: ("side_walk", "sidestep"),
-    Skill.CLIMB_DOWN: ("climb down", "climb downstairs", "step_climb_down"),
-}
-
-
-def _normalize_name(name: str) -> str:
-    text = re.sub(r"[_\-\s]+", " ", name.strip().lower())
-    return re.sub(r"\s*/\s*", "/", text)
-
-
-def _build_aliases() -> dict[str, Skill]:
-    table: dict[str, Skill] = {}
-    for skill in Skill:
-        names = (skill.text_name, skill.display_name, skill.key, *_EXTRA_ALIASES[skill])
-        for raw in names:
-            norm = _normalize_name(raw)
-            if table.get(norm, skill) is not skill:  # pragma: no cover - table sanity
-                raise RuntimeError(f"skill alias {raw!r} is ambiguous")
-            table[norm] = skill
-    return table
-
-
-_NAME_ALIASES = _build_aliases()
-_SKILL_ID_ALLOWED = f"an id 0..{NUM_SKILLS - 1}"
-_SKILL_NAME_ALLOWED = (
-    "one of " + ", ".join(repr(_TEXT_NAMES[s]) for s in Skill) + f" (or {_SKILL_ID_ALLOWED})"
-)
-
-
-# --------------------------------------------------------------------------------------
-# Errors
-# --------------------------------------------------------------------------------------
-
-
-class SkillCallError(ValueError):
-    """A SkillCall (or one of its encodings) is invalid.
-
-    Attributes:
-        field: the offending field, e.g. ``"angle_deg"``; ``"text"`` for text-form errors.
-        value: the offending value as given.
-        allowed: human-readable description of what is allowed, e.g.
-            ``"10 <= angle_deg <= 120"``.
-        skill: the skill whose rules were violated, when known.
-    """
-
-    def __init__(
-        self,
-        field: str,
-        value: Any,
-        allowed: str,
-        *,
-        reason: str = "is out of range",
-        skill: Skill | None = None,
-        message: str | None = None,
-    ) -> None:
-        self.field = field
-        self.value = value
-        self.allowed = allowed
-        self.skill = skill
-        if message is None:
-            message = f"SkillCall.{field}={value!r} {reason}: allowed {allowed}"
-            if skill is not None:
-                message += f" ({skill.text_name})"
-        super().__init__(message)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Keep the attributes across pickling (process pools, Ray).
-        return (
-            _rebuild_error,
-            (type(self), self.field, self.value, self.allowed, self.skill, str(self)),
-        )
-
-
-class SkillCallParseError(SkillCallError):
-    """The text form of a SkillCall could not be parsed (``field`` is always ``"text"``).
-
-    Attributes:
-        param: the parameter the problem is about (e.g. ``"angle_deg"``), or ``None`` when
-            the problem is the shape of the text or the skill name.
-    """
-
-    def __init__(
-        self,
-        text: Any,
-        detail: str,
-        allowed: str,
-        *,
-        skill: Skill | None = None,
-        param: str | None = None,
-        message: str | None = None,
-    ) -> None:
-        self.param = param
-        if message is None:
-            message = f"SkillCall.text={text!r} is invalid: {detail}: allowed {allowed}"
-        super().__init__("text", text, allowed, skill=skill, message=message)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            _rebuild_error,
-            (type(self), self.field, self.value, self.allowed, self.skill, str(self), self.param),
-        )
-
-
-def _rebuild_error(
-    cls: type[SkillCallError],
-    field: str,
-    value: Any,
-    allowed: str,
-    skill: Skill | None,
-    message: str,
-    param: str | None = None,
-) -> SkillCallError:
-    error = cls.__new__(cls)
-    ValueError.__init__(error, message)
-    error.field = field
-    error.value = value
-    error.allowed = allowed
-    error.skill = skill
-    if issubclass(cls, SkillCallParseError):
-        error.param = param  # type: ignore[attr-defined]
-    return error
-
-
-# --------------------------------------------------------------------------------------
-# Per-skill parameter rules
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Choice:
-    values: tuple[str, ...]
-    default: str | None = None
-
-    def allowed(self, field: str) -> str:
-        return " | ".join(repr(v) for v in self.values)
-
-
-@dataclass(frozen=True)
-class _Range:
-    low: float
-    high: float
-    default: float | None = None
-
-    def allowed(self, field: str) -> str:
-        return f"{_format_number(self.low)} <= {field} <= {_format_number(self.high)}"
-
-
-_RULES: dict[Skill, dict[str, _Choice | _Range]] = {
-    Skill.WALK: {"speed": _Choice(SPEEDS, default="normal")},
-    Skill.STOP: {},
-    Skill.TURN: {"direction": _Choice(DIRECTIONS), "angle_deg": _Range(*TURN_ANGLE_RANGE_DEG)},
-    Skill.CLIMB_UP: {"speed": _Choice(CLIMB_SPEEDS, default="normal")},
-    Skill.SIT: {"height_m": _Range(*SIT_HEIGHT_RANGE_M, default=SIT_DEFAULT_HEIGHT_M)},
-    Skill.STEP_BACK: {"distance_m": _Range(*STEP_BACK_DISTANCE_RANGE_M)},
-    Skill.SIDE_STEP: {
-        "direction": _Choice(DIRECTIONS),
-        "distance_m": _Range(*SIDE_STEP_DISTANCE_RANGE_M),
-    },
-    Skill.CLIMB_DOWN: {"speed": _Choice(CLIMB_SPEEDS, default="normal")},
-}
-
-
-def _format_number(value: float) -> str:
-    """Shortest exact text for a finite float: ``30.0 -> "30"``, ``0.45 -> "0.45"``."""
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return repr(float(value))
+__all__ = ["SkillCall", "action_space"]
 
 
 def _as_float(field: str, value: Any, skill: Skill, allowed: str) -> float:
@@ -418,7 +61,7 @@ def _as_float(field: str, value: Any, skill: Skill, allowed: str) -> float:
 
 def _validate_param(skill: Skill, field: str, value: Any) -> Any:
     """Return the canonical value of one parameter of ``skill`` or raise SkillCallError."""
-    rules = _RULES[skill]
+    rules = skill.spec.params
     rule = rules.get(field)
     if rule is None:
         if value is not None:
@@ -436,7 +79,7 @@ def _validate_param(skill: Skill, field: str, value: Any) -> Any:
         if rule.default is None:
             raise SkillCallError(field, None, allowed, reason="is required", skill=skill)
         return rule.default
-    if isinstance(rule, _Choice):
+    if isinstance(rule, Choice):
         if not isinstance(value, str):
             raise SkillCallError(field, value, allowed, reason="is not a string", skill=skill)
         if value not in rule.values:
@@ -502,12 +145,12 @@ class SkillCall:
                 raise SkillCallError(
                     "skill",
                     skill,
-                    f"a Skill or an int id 0..{NUM_SKILLS - 1}",
+                    f"a Skill or an int id 0..{len(Skill) - 1}",
                     reason="is not a Skill",
                 )
             skill = Skill.from_name(int(skill))
             object.__setattr__(self, "skill", skill)
-        for field in _PARAM_FIELDS:
+        for field in PARAM_FIELDS:
             value = _validate_param(skill, field, getattr(self, field))
             object.__setattr__(self, field, value)
 
@@ -558,12 +201,12 @@ class SkillCall:
     @property
     def is_stop(self) -> bool:
         """True for Stop/Stand, the only skill that produces no motion."""
-        return self.skill is Skill.STOP
+        return self.skill.spec.terminal
 
     @property
     def is_motion(self) -> bool:
         """True for every skill except Stop/Stand."""
-        return self.skill is not Skill.STOP
+        return not self.skill.spec.terminal
 
     @property
     def params(self) -> dict[str, str | float]:
@@ -585,35 +228,18 @@ class SkillCall:
         * Step back: ``{"distance_m": d}``, backward distance (> 0), facing kept.
         * Side step: ``{"lateral_m": s}``, **left is positive**, right negative, facing kept.
         """
-        skill = self.skill
-        if skill is Skill.WALK:
-            return {"distance_m": WALK_SPEED_M[self.speed]}  # type: ignore[index]
-        if skill is Skill.STOP:
-            return {}
-        if skill is Skill.TURN:
-            sign = 1.0 if self.direction == "left" else -1.0
-            return {"angle_rad": sign * math.radians(self.angle_deg)}  # type: ignore[arg-type]
-        if skill is Skill.CLIMB_UP:
-            return {"stair_steps": 1.0}
-        if skill is Skill.CLIMB_DOWN:
-            return {"stair_steps": -1.0}
-        if skill is Skill.SIT:
-            return {"height_m": self.height_m}  # type: ignore[dict-item]
-        if skill is Skill.STEP_BACK:
-            return {"distance_m": self.distance_m}  # type: ignore[dict-item]
-        sign = 1.0 if self.direction == "left" else -1.0
-        return {"lateral_m": sign * self.distance_m}  # type: ignore[operator]
+        return self.skill.spec.condition(self.params)
 
     # ---- text form ------------------------------------------------------------------
 
     def __str__(self) -> str:
         parts = [self.skill.text_name]
-        for slot in _TEXT_SLOTS[self.skill]:
-            if slot == _WALK_WORD:
-                parts.append(f"<{_WALK_WORD}>")
+        for slot in self.skill.spec.slots:
+            if slot == WALK_WORD:
+                parts.append(f"<{WALK_WORD}>")
                 continue
             value = getattr(self, slot)
-            parts.append(f"<{value if isinstance(value, str) else _format_number(value)}>")
+            parts.append(f"<{value if isinstance(value, str) else format_number(value)}>")
         return "".join(parts)
 
     def __repr__(self) -> str:
@@ -622,7 +248,9 @@ class SkillCall:
         args = ", ".join(
             f"{name}={value!r}"
             for name, value in self.params.items()
-            if not (isinstance(rule := _RULES[self.skill][name], _Choice) and len(rule.values) == 1)
+            if not (
+                isinstance(rule := self.skill.spec.params[name], Choice) and len(rule.values) == 1
+            )
         )
         return f"SkillCall.{self.skill.key}({args})"
 
@@ -654,15 +282,15 @@ class SkillCall:
             )
         name, raw_params = split
         if not name:
-            raise SkillCallParseError(text, "the skill name is missing", _SKILL_NAME_ALLOWED)
+            raise SkillCallParseError(text, "the skill name is missing", skill_name_allowed())
         try:
             skill = Skill.from_name(name)
         except SkillCallError:
             raise SkillCallParseError(
-                text, f"unknown skill name {name!r}", _SKILL_NAME_ALLOWED
+                text, f"unknown skill name {name!r}", skill_name_allowed()
             ) from None
-        slots = _TEXT_SLOTS[skill]
-        usage = _text_usage(skill)
+        slots = skill.spec.slots
+        usage = skill.spec.usage()
         if len(raw_params) != len(slots):
             raise SkillCallParseError(
                 text,
@@ -672,10 +300,10 @@ class SkillCall:
             )
         kwargs: dict[str, Any] = {}
         for slot, raw in zip(slots, raw_params, strict=True):
-            if slot == _WALK_WORD:
-                if raw.lower() != _WALK_WORD:
+            if slot == WALK_WORD:
+                if raw.lower() != WALK_WORD:
                     raise SkillCallParseError(
-                        text, f"expected <{_WALK_WORD}>, got <{raw}>", usage, skill=skill
+                        text, f"expected <{WALK_WORD}>, got <{raw}>", usage, skill=skill
                     )
                 continue
             kwargs[slot] = _parse_param(text, skill, slot, raw, usage)
@@ -713,22 +341,16 @@ class SkillCall:
             normal, direction left, angle 30, distances 0.25, height 0.5); the stair skills
             write their speed "normal" but :meth:`from_action` does not read it.
         """
-        skill = self.skill
-        speed = self.speed if self.speed is not None else _NEUTRAL_SPEED
-        direction = self.direction if self.direction is not None else _NEUTRAL_DIRECTION
-        angle = self.angle_deg if self.angle_deg is not None else _NEUTRAL_ANGLE_DEG
-        step_back = self.distance_m if skill is Skill.STEP_BACK else _NEUTRAL_DISTANCE_M
-        side_step = self.distance_m if skill is Skill.SIDE_STEP else _NEUTRAL_DISTANCE_M
-        height = self.height_m if self.height_m is not None else _NEUTRAL_HEIGHT_M
-        return {
-            "skill": np.int64(int(skill)),
-            "speed": np.int64(SPEEDS.index(speed)),
-            "direction": np.int64(DIRECTIONS.index(direction)),
-            "angle_deg": np.array([angle], dtype=np.float64),
-            "step_back_m": np.array([step_back], dtype=np.float64),
-            "side_step_m": np.array([side_step], dtype=np.float64),
-            "height_m": np.array([height], dtype=np.float64),
-        }
+        reads = {key: field for field, key in self.skill.spec.action_keys.items()}
+        out: dict[str, Any] = {"skill": np.int64(int(self.skill))}
+        for entry in action_fields():
+            field = reads.get(entry.key)
+            value = entry.neutral if field is None else getattr(self, field)
+            if isinstance(entry.rule, Choice):
+                out[entry.key] = np.int64(entry.rule.values.index(value))
+            else:
+                out[entry.key] = np.array([value], dtype=np.float64)
+        return out
 
     @classmethod
     def from_action(cls, action: Mapping[str, Any]) -> SkillCall:
@@ -760,29 +382,31 @@ class SkillCall:
                 f"SkillCall.from_action expects a mapping like action_space().sample(), "
                 f"got {type(action).__name__}"
             )
-        unknown = [key for key in action if key not in _ACTION_FIELDS]
+        keys = ("skill", *(entry.key for entry in action_fields()))
+        unknown = [key for key in action if key not in keys]
         if unknown:
             raise SkillCallError(
                 "action",
                 unknown[0],
-                "keys " + ", ".join(_ACTION_FIELDS),
+                "keys " + ", ".join(keys),
                 reason="has an unknown key",
             )
         if "skill" not in action:
-            raise SkillCallError("skill", None, _SKILL_ID_ALLOWED, reason="is missing")
-        skill = Skill(_decode_index("skill", action["skill"], NUM_SKILLS, _SKILL_ID_ALLOWED))
+            raise SkillCallError("skill", None, skill_id_allowed(), reason="is missing")
+        skill = Skill(_decode_index("skill", action["skill"], len(Skill), skill_id_allowed()))
+        legends = {entry.key: entry.index_meaning for entry in action_fields()}
         kwargs: dict[str, Any] = {}
-        for field, key in _ACTION_READS[skill].items():
-            rule = _RULES[skill][field]
+        for field, key in skill.spec.action_keys.items():
+            rule = skill.spec.params[field]
             allowed = rule.allowed(key)
             if key not in action:
                 raise SkillCallError(key, None, allowed, reason="is missing", skill=skill)
             raw = action[key]
-            if isinstance(rule, _Range):
+            if isinstance(rule, Range):
                 kwargs[field] = _decode_number(skill, key, raw, rule)
-            else:  # speed (Walk) or direction: an index into the rule's words
-                meaning = _SPEED_INDEX if field == "speed" else _DIRECTION_INDEX
-                kwargs[field] = rule.values[_decode_index(key, raw, len(rule.values), meaning)]
+            else:  # a word: an index into the rule's words
+                index = _decode_index(key, raw, len(rule.values), legends[key])
+                kwargs[field] = rule.values[index]
         return cls(skill, **kwargs)
 
     # ---- JSON form ------------------------------------------------------------------
@@ -808,14 +432,14 @@ class SkillCall:
         if not isinstance(data, Mapping):
             raise TypeError(f"SkillCall.from_dict expects a mapping, got {type(data).__name__}")
         if "skill" not in data:
-            raise SkillCallError("skill", None, _SKILL_NAME_ALLOWED, reason="is missing")
+            raise SkillCallError("skill", None, skill_name_allowed(), reason="is missing")
         skill = Skill.from_name(data["skill"])
         for key in data:
-            if key != "skill" and key not in _PARAM_FIELDS:
+            if key != "skill" and key not in PARAM_FIELDS:
                 raise SkillCallError(
                     "dict",
                     key,
-                    "keys skill, " + ", ".join(_PARAM_FIELDS),
+                    "keys skill, " + ", ".join(PARAM_FIELDS),
                     reason="has an unknown key",
                 )
         kwargs = {key: value for key, value in data.items() if key != "skill"}
@@ -854,32 +478,6 @@ class SkillCall:
 # Helpers for parse / from_action
 # --------------------------------------------------------------------------------------
 
-_ACTION_FIELDS = (
-    "skill",
-    "speed",
-    "direction",
-    "angle_deg",
-    "step_back_m",
-    "side_step_m",
-    "height_m",
-)
-
-# Per skill: the SkillCall fields read from the action dict, and the key each is read from.
-# A skill parameter absent here has a single allowed value (the stairs' speed "normal")
-# that the constructor fills in, so no sample can make it invalid.
-_ACTION_READS: dict[Skill, dict[str, str]] = {
-    Skill.WALK: {"speed": "speed"},
-    Skill.STOP: {},
-    Skill.TURN: {"direction": "direction", "angle_deg": "angle_deg"},
-    Skill.CLIMB_UP: {},
-    Skill.SIT: {"height_m": "height_m"},
-    Skill.STEP_BACK: {"distance_m": "step_back_m"},
-    Skill.SIDE_STEP: {"direction": "direction", "distance_m": "side_step_m"},
-    Skill.CLIMB_DOWN: {},
-}
-_SPEED_INDEX = "0 slow, 1 normal, 2 fast"
-_DIRECTION_INDEX = "0 left, 1 right"
-
 
 def _split_text(text: str) -> tuple[str, list[str]] | None:
     """``" Turn <left>< 30 > "`` -> ``("Turn", ["left", "30"])``; None if malformed.
@@ -905,24 +503,9 @@ def _split_text(text: str) -> tuple[str, list[str]] | None:
     return name, params
 
 
-def _text_usage(skill: Skill) -> str:
-    """E.g. ``"Turn<left|right><10..120>"``."""
-    parts = [skill.text_name]
-    for slot in _TEXT_SLOTS[skill]:
-        if slot == _WALK_WORD:
-            parts.append(f"<{_WALK_WORD}>")
-            continue
-        rule = _RULES[skill][slot]
-        if isinstance(rule, _Choice):
-            parts.append("<" + "|".join(rule.values) + ">")
-        else:
-            parts.append(f"<{_format_number(rule.low)}..{_format_number(rule.high)}>")
-    return "".join(parts)
-
-
 def _parse_param(text: str, skill: Skill, slot: str, raw: str, usage: str) -> Any:
-    rule = _RULES[skill][slot]
-    if isinstance(rule, _Choice):
+    rule = skill.spec.params[slot]
+    if isinstance(rule, Choice):
         word = raw.lower()
         if word not in rule.values:
             raise SkillCallParseError(
@@ -994,7 +577,7 @@ def _decode_real(skill: Skill, field: str, value: Any, allowed: str) -> Any:
     return array[()]  # numpy scalar
 
 
-def _decode_number(skill: Skill, key: str, value: Any, rule: _Range) -> float:
+def _decode_number(skill: Skill, key: str, value: Any, rule: Range) -> float:
     """Read a continuous action entry and check it against ``rule``, naming ``key``."""
     allowed = rule.allowed(key)
     number = _as_float(key, _decode_real(skill, key, value, allowed), skill, allowed)
@@ -1027,24 +610,19 @@ def action_space(seed: int | None = None) -> spaces.Dict:
     Args:
         seed: optional seed for the space's sampler.
 
+    Custom skills registered with :func:`~humanclaw_gym.skills.register_skill` widen
+    ``skill`` and may append entries.
+
     Returns:
         A new :class:`gymnasium.spaces.Dict` (keys in the order above).
     """
     from gymnasium import spaces
 
-    def box(low: float, high: float) -> spaces.Box:
-        return spaces.Box(low=low, high=high, shape=(1,), dtype=np.float64)
-
-    return spaces.Dict(
-        {
-            "skill": spaces.Discrete(NUM_SKILLS),
-            "speed": spaces.Discrete(len(SPEEDS)),
-            "direction": spaces.Discrete(len(DIRECTIONS)),
-            "angle_deg": box(*TURN_ANGLE_RANGE_DEG),
-            "step_back_m": box(*STEP_BACK_DISTANCE_RANGE_M),
-            "side_step_m": box(*SIDE_STEP_DISTANCE_RANGE_M),
-            "height_m": box(*SIT_HEIGHT_RANGE_M),
-        },
-        seed=seed,
-        sort_keys=False,
-    )
+    entries: dict[str, spaces.Space] = {"skill": spaces.Discrete(len(Skill))}
+    for entry in action_fields():
+        rule = entry.rule
+        if isinstance(rule, Choice):
+            entries[entry.key] = spaces.Discrete(len(rule.values))
+        else:
+            entries[entry.key] = spaces.Box(rule.low, rule.high, shape=(1,), dtype=np.float64)
+    return spaces.Dict(entries, seed=seed, sort_keys=False)

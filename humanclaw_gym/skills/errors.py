@@ -1,0 +1,99 @@
+"""Errors of the action schema: :class:`SkillCallError` and :class:`SkillCallParseError`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from humanclaw_gym.skills.catalog import Skill
+
+__all__ = ["SkillCallError", "SkillCallParseError"]
+
+
+class SkillCallError(ValueError):
+    """A SkillCall (or one of its encodings) is invalid.
+
+    Attributes:
+        field: the offending field, e.g. ``"angle_deg"``; ``"text"`` for text-form errors.
+        value: the offending value as given.
+        allowed: human-readable description of what is allowed, e.g.
+            ``"10 <= angle_deg <= 120"``.
+        skill: the skill whose rules were violated, when known.
+    """
+
+    def __init__(
+        self,
+        field: str,
+        value: Any,
+        allowed: str,
+        *,
+        reason: str = "is out of range",
+        skill: Skill | None = None,
+        message: str | None = None,
+    ) -> None:
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+        self.skill = skill
+        if message is None:
+            message = f"SkillCall.{field}={value!r} {reason}: allowed {allowed}"
+            if skill is not None:
+                message += f" ({skill.text_name})"
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep the attributes across pickling (process pools, Ray).
+        return (
+            _rebuild_error,
+            (type(self), self.field, self.value, self.allowed, self.skill, str(self)),
+        )
+
+
+class SkillCallParseError(SkillCallError):
+    """The text form of a SkillCall could not be parsed (``field`` is always ``"text"``).
+
+    Attributes:
+        param: the parameter the problem is about (e.g. ``"angle_deg"``), or ``None`` when
+            the problem is the shape of the text or the skill name.
+    """
+
+    def __init__(
+        self,
+        text: Any,
+        detail: str,
+        allowed: str,
+        *,
+        skill: Skill | None = None,
+        param: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        self.param = param
+        if message is None:
+            message = f"SkillCall.text={text!r} is invalid: {detail}: allowed {allowed}"
+        super().__init__("text", text, allowed, skill=skill, message=message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild_error,
+            (type(self), self.field, self.value, self.allowed, self.skill, str(self), self.param),
+        )
+
+
+def _rebuild_error(
+    cls: type[SkillCallError],
+    field: str,
+    value: Any,
+    allowed: str,
+    skill: Skill | None,
+    message: str,
+    param: str | None = None,
+) -> SkillCallError:
+    error = cls.__new__(cls)
+    ValueError.__init__(error, message)
+    error.field = field
+    error.value = value
+    error.allowed = allowed
+    error.skill = skill
+    if issubclass(cls, SkillCallParseError):
+        error.param = param  # type: ignore[attr-defined]
+    return error
