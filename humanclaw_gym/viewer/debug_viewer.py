@@ -53,6 +53,7 @@ _JOIN_TIMEOUT_S = 30.0
 _CAMERA_BEHIND_M = 3.0
 _CAMERA_ABOVE_M = 3.2
 
+
 class ViewerUnavailableError(ImportError):
     """viser is not installed (``pip install 'humanclaw-gym[viewer]'``)."""
 
