@@ -215,13 +215,11 @@ def current_env_spec(env: Any = None) -> dict[str, Any]:
         spec = getattr(env, "spec", None)
         env_id = getattr(spec, "id", None) or _ENV_ID
         return env_spec_of(env.observation_space, env.action_space, env_id)
-    from gymnasium import spaces
 
-    from humanclaw_gym.envs.find_nav_interact import EGO_SIZE
+    from humanclaw_gym.sensors import EgoRGBSensor
     from humanclaw_gym.skills import action_space
 
-    observation = spaces.Box(0, 255, (EGO_SIZE, EGO_SIZE, 3), dtype=np.uint8)
-    return env_spec_of(observation, action_space())
+    return env_spec_of(EgoRGBSensor().space(), action_space())
 
 
 def check_env_spec(

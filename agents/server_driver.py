@@ -26,14 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from humanclaw_gym.evaluation.episode import write_json_atomic
-from humanclaw_gym.server.client import (
-    PrivilegedPolicyError,
-    RemoteRun,
-    ServerClient,
-    ServerError,
-    check_policy_allowed,
-    run_remote_episode,
-)
+from humanclaw_gym.evaluation.remote import RemoteRun, check_policy_allowed, run_remote_episode
+from humanclaw_gym.server.client import PrivilegedPolicyError, ServerClient, ServerError
 
 __all__ = ["DriverArgs", "PrivilegedPolicyError", "ServerDriver", "main"]
 

@@ -10,8 +10,10 @@ Gymnasium and exposes the action schema, but loads no simulator, renderer or tor
 
 from __future__ import annotations
 
+from humanclaw_gym.backends.config import BackendConfig
 from humanclaw_gym.envs import ENV_ID, register_envs
 from humanclaw_gym.policy import Decision, Policy, Usage
+from humanclaw_gym.sensors import EgoRGBSensor, Sensor
 from humanclaw_gym.skills import Skill, SkillCall, SkillCallError, SkillCallParseError, action_space
 
 __version__ = "0.1.0"
@@ -20,8 +22,11 @@ register_envs()
 
 __all__ = [
     "ENV_ID",
+    "BackendConfig",
     "Decision",
+    "EgoRGBSensor",
     "Policy",
+    "Sensor",
     "Skill",
     "SkillCall",
     "SkillCallError",

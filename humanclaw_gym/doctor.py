@@ -409,6 +409,7 @@ def installation_report(
 
     return {
         "schema": REPORT_SCHEMA,
+        "backends": registered_backends(),
         "python": {
             "version": platform.python_version(),
             "executable": sys.executable,
@@ -423,6 +424,26 @@ def installation_report(
         "ok": not missing,
         "missing": missing,
     }
+
+
+def registered_backends() -> dict[str, list[dict[str, Any]]]:
+    """Every registered backend per kind (from the registry; nothing is imported):
+    ``name``, ``target`` (``module:Class``), ``description``, and for renderers whether
+    ``renderer="auto"`` tries it."""
+    from humanclaw_gym.backends import registry
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for kind in ("physics", "render", "motion"):
+        out[kind] = [
+            {
+                "name": e.name,
+                "target": e.target,
+                "description": e.description,
+                **({"in_auto": e.in_auto} if kind == "render" else {}),
+            }
+            for e in registry.entries(kind).values()
+        ]
+    return out
 
 
 def _self_version() -> str | None:
@@ -470,6 +491,12 @@ def format_report(report: dict[str, Any]) -> str:
     ff = report["ffmpeg"]
     ff_detail = f"{ff['version'] or ''} {ff['path'] or ''}".strip() if ff["ok"] else ff["detail"]
     lines.append(f"  {'ffmpeg binary':<24}{'ok' if ff['ok'] else 'FAILED':<8}{ff_detail}")
+
+    lines += ["", "registered backends"]
+    for kind, items in report.get("backends", {}).items():
+        for item in items:
+            auto = " (tried by auto)" if item.get("in_auto") else ""
+            lines.append(f"  {kind:<9}{item['name']:<12}{item['description']}{auto}")
 
     lines += ["", "defaults"]
     for kind, choice in report["defaults"].items():

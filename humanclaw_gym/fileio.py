@@ -24,6 +24,8 @@ from typing import Any
 
 __all__ = [
     "atomic_path",
+    "json_default",
+    "write_json_record",
     "temp_path",
     "write_bytes_atomic",
     "write_json_atomic",
@@ -130,3 +132,22 @@ def write_json_atomic(
     dump_kwargs.setdefault("indent", 2)
     text = json.dumps(data, **dump_kwargs) + "\n"
     return write_text_atomic(path, text, private=private)
+
+
+def json_default(obj: Any) -> Any:
+    """``json.dumps(default=...)`` for numpy scalars/arrays and paths."""
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def write_json_record(path: str | os.PathLike[str], data: Any, *, private: bool = False) -> Path:
+    """Write a run-state record (results, plans, ledgers): JSON with sorted keys, numpy
+    values as plain numbers, atomically. ``private=True`` keeps the file ``0600``."""
+    return write_json_atomic(path, data, private=private, sort_keys=True, default=json_default)

@@ -67,6 +67,10 @@ class PhysicsBackend(Protocol):
     Lifecycle: ``build(scene)`` once per scene; then per episode ``reset(frame)``, and per
     generated 30 Hz frame ``step_frame(frame)``; ``close()`` is idempotent and safe after a
     failed ``build``.
+
+    Construction takes keyword options only (``BackendConfig.physics_options``; e.g.
+    pybullet's ``solver_iterations``); their names are checked against the constructor
+    before anything is built, and :meth:`contract` records them.
     """
 
     capabilities: PhysicsCapabilities
@@ -106,6 +110,13 @@ class PhysicsBackend(Protocol):
     def ray_cast_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
         """Height of the first scene surface (humanoid excluded) hit by a vertical ray from
         ``from_y`` down to ``to_y`` at ``(x, z)``, or None."""
+
+    def contract(self) -> dict:
+        """This instance's frame contract and tuning as a JSON-ready dict, recorded in
+        every replay manifest. It must hold ``"backend"`` (the registry name) and every
+        constructor option that changes results, under the constructor parameter's name:
+        forward replay rebuilds the backend from the entries whose names match its
+        constructor's parameters."""
 
     def get_state(self) -> object:
         """An opaque snapshot of the whole simulation (for exact forward replay)."""

@@ -29,11 +29,15 @@ __all__ = [
     "BackendCapabilityError",
     "BackendEntry",
     "ResolvedBackends",
+    "check_renderer_name",
     "create",
+    "create_renderer",
     "entries",
+    "entry",
     "register_motion",
     "register_physics",
     "register_render",
+    "render_choices",
     "resolve",
 ]
 
@@ -53,6 +57,7 @@ class BackendEntry:
     target: str
     capabilities: Any
     description: str = ""
+    in_auto: bool = True
 
     def load(self) -> Any:
         """Import and return the factory (class or function)."""
@@ -64,12 +69,16 @@ class BackendEntry:
 _REGISTRY: dict[Kind, dict[str, BackendEntry]] = {"physics": {}, "render": {}, "motion": {}}
 
 
-def _register(kind: Kind, name: str, target: str, capabilities: Any, description: str) -> None:
+def _register(
+    kind: Kind, name: str, target: str, capabilities: Any, description: str, in_auto: bool = True
+) -> None:
     if ":" not in target:
         raise ValueError(f"backend target must look like 'module:Attr', got {target!r}")
     if capabilities.name != name:
         raise ValueError(f"capabilities.name {capabilities.name!r} differs from name {name!r}")
-    _REGISTRY[kind][name] = BackendEntry(kind, name, target, capabilities, description)
+    if name == "auto":
+        raise ValueError("'auto' is reserved (it picks the first available renderer)")
+    _REGISTRY[kind][name] = BackendEntry(kind, name, target, capabilities, description, in_auto)
 
 
 def register_physics(
@@ -80,10 +89,17 @@ def register_physics(
 
 
 def register_render(
-    name: str, target: str, capabilities: RenderCapabilities, description: str = ""
+    name: str,
+    target: str,
+    capabilities: RenderCapabilities,
+    description: str = "",
+    in_auto: bool = False,
 ) -> None:
-    """Register a render backend factory (no import happens here)."""
-    _register("render", name, target, capabilities, description)
+    """Register a render backend factory (no import happens here).
+
+    ``in_auto=True`` makes ``renderer="auto"`` try it, after the renderers registered
+    before it (the built-ins: moderngl, then tiny)."""
+    _register("render", name, target, capabilities, description, in_auto)
 
 
 def register_motion(
@@ -98,7 +114,12 @@ def entries(kind: Kind) -> dict[str, BackendEntry]:
     return dict(_REGISTRY[kind])
 
 
-def _entry(kind: Kind, name: str) -> BackendEntry:
+def entry(kind: Kind, name: str) -> BackendEntry:
+    """The registered backend ``name`` of ``kind``.
+
+    Raises:
+        BackendCapabilityError: unknown name (the registered ones are listed).
+    """
     try:
         return _REGISTRY[kind][name]
     except KeyError:
@@ -110,7 +131,62 @@ def _entry(kind: Kind, name: str) -> BackendEntry:
 
 def create(kind: Kind, name: str, **kwargs: Any) -> Any:
     """Import and instantiate a registered backend."""
-    return _entry(kind, name).load()(**kwargs)
+    return entry(kind, name).load()(**kwargs)
+
+
+def render_choices() -> tuple[str, ...]:
+    """Accepted ``renderer`` values: ``"auto"`` and every registered render backend."""
+    return ("auto", *_REGISTRY["render"])
+
+
+def _auto_render_names() -> list[str]:
+    return [name for name, e in _REGISTRY["render"].items() if e.in_auto]
+
+
+def check_renderer_name(name: str) -> None:
+    """Raise :class:`BackendCapabilityError` unless ``name`` is ``"auto"`` or registered."""
+    if name != "auto":
+        entry("render", name)
+
+
+def create_renderer(
+    name: str = "auto", candidates: Iterable[BackendEntry] | None = None
+) -> tuple[Any, str, str]:
+    """Build a render backend, falling back for ``"auto"``.
+
+    Args:
+        name: ``"auto"`` (the first of the auto renderers that can start) or a registered
+            name.
+        candidates: the entries to try in order (default: from ``name``); the env passes
+            the ones :func:`resolve` kept.
+
+    Returns:
+        ``(renderer, registry name, reason)``: the reason says what was tried and why this
+        one runs (for ``backend_info`` and ``humanclaw doctor``).
+
+    Raises:
+        BackendCapabilityError: unknown name.
+        RuntimeError: no candidate could start (every reason listed).
+    """
+    from humanclaw_gym.render.errors import RenderBackendUnavailable
+
+    if candidates is None:
+        names = _auto_render_names() if name == "auto" else [name]
+        candidates = [entry("render", n) for n in names]
+    reasons: list[str] = []
+    for candidate in candidates:
+        try:
+            renderer = candidate.load()()
+        except RenderBackendUnavailable as exc:
+            reasons.append(f"{candidate.name} unavailable: {exc}")
+            continue
+        chosen = (
+            f"{candidate.name} requested"
+            if name != "auto"
+            else f"auto: {candidate.name} is the first available"
+        )
+        return renderer, candidate.name, "; ".join(reasons + [chosen])
+    raise RuntimeError("no render backend could be created: " + "; ".join(reasons))
 
 
 @dataclass(frozen=True)
@@ -134,7 +210,7 @@ def resolve(
     render: str,
     motion: str,
     render_modes: Iterable[str] = ("rgb",),
-    skills: Iterable[int] = range(8),
+    skills: Iterable[int] | None = None,
     part_shapes: Iterable[str] = ("box", "cylinder", "sphere"),
     scene_features: Iterable[str] = (),
     need_contacts: bool = False,
@@ -144,6 +220,8 @@ def resolve(
 ) -> ResolvedBackends:
     """Check a configuration against declared capabilities; nothing is built.
 
+    ``skills`` are the skill ids the motion generator must generate (default: every
+    registered skill, see :func:`humanclaw_gym.skills.register_skill`).
     ``need_body_mesh`` asks for a renderer that draws a triangle mesh as the humanoid
     (``RenderCapabilities.body_mesh``; the env's ``body_model_dir`` option). With
     ``render="auto"`` renderers lacking a capability are skipped, otherwise refused.
@@ -152,7 +230,7 @@ def resolve(
         BackendCapabilityError: naming the backend and each missing capability.
     """
     problems: list[str] = []
-    phys = _entry("physics", physics)
+    phys = entry("physics", physics)
     caps: PhysicsCapabilities = phys.capabilities
     for shape in _missing(part_shapes, caps.part_shapes):
         problems.append(f"physics backend {physics!r} cannot collide part shape {shape!r}")
@@ -163,11 +241,11 @@ def resolve(
     if need_ray_cast and not caps.ray_cast:
         problems.append(f"physics backend {physics!r} has no ray casts (needed by metrics)")
 
-    render_names = ["moderngl", "tiny"] if render == "auto" else [render]
+    render_names = _auto_render_names() if render == "auto" else [render]
     render_entries = []
     for name in render_names:
-        entry = _entry("render", name)
-        rcaps: RenderCapabilities = entry.capabilities
+        rentry = entry("render", name)
+        rcaps: RenderCapabilities = rentry.capabilities
         missing = _missing(render_modes, rcaps.modes)
         missing += [f"part shape {s!r}" for s in _missing(part_shapes, rcaps.part_shapes)]
         if image_size > rcaps.max_size:
@@ -179,16 +257,17 @@ def resolve(
                 for m in missing:
                     problems.append(f"render backend {name!r} lacks capability {m}")
             continue
-        render_entries.append(entry)
+        render_entries.append(rentry)
     if render == "auto" and not render_entries:
         wanted = f"modes {sorted(render_modes)}" + (" and a body mesh" if need_body_mesh else "")
         problems.append(f"no render backend supports {wanted}")
 
-    mot = _entry("motion", motion)
+    mot = entry("motion", motion)
     mcaps: MotionCapabilities = mot.capabilities
-    for skill in sorted(set(skills) - set(mcaps.skills)):
-        from humanclaw_gym.skills import Skill
+    from humanclaw_gym.skills import Skill
 
+    wanted = [int(s) for s in Skill] if skills is None else skills
+    for skill in sorted(set(wanted) - set(mcaps.skills)):
         problems.append(f"motion generator {motion!r} cannot generate skill {Skill(skill).name}")
     if problems:
         raise BackendCapabilityError("; ".join(problems))
@@ -207,12 +286,14 @@ def _register_defaults() -> None:
         "humanclaw_gym.render.moderngl_backend:ModernglRenderer",
         RenderCapabilities(name="moderngl", body_mesh=True),
         "moderngl on a headless EGL context (Mesa llvmpipe on CPU)",
+        in_auto=True,
     )
     register_render(
         "tiny",
         "humanclaw_gym.render.tiny_backend:TinyRenderer",
         RenderCapabilities(name="tiny", body_mesh=True),
         "pybullet TinyRenderer (CPU software rasteriser), the fallback when EGL is unavailable",
+        in_auto=True,
     )
     register_motion(
         "procedural",

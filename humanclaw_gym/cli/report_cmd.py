@@ -5,9 +5,11 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated
 
 import tyro
+
+from humanclaw_gym.backends import registry
 
 
 @dataclass
@@ -18,7 +20,9 @@ class ReportArgs:
     """a rollout directory (with replay_manifest.json) or a run directory containing many"""
     output: Path | None = None
     """output file for a single rollout (default: <rollout-dir>/report.html)"""
-    renderer: Literal["auto", "moderngl", "tiny"] = "auto"
+    renderer: Annotated[
+        str, tyro.conf.arg(help=f"render backend: {' | '.join(registry.render_choices())}")
+    ] = "auto"
     """render backend used to re-render the ego views"""
     image_size: int = 224
     """size of the ego thumbnails in pixels"""

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import tyro
+
+from humanclaw_gym.cli.backend_args import BackendArgs, Flattened, parse_options
 
 
 @dataclass
@@ -42,14 +44,8 @@ class RunArgs:
     """address of an existing Ray cluster (default: start a local one)"""
     seed: int = 0
     """seed for stochastic policies (random)"""
-    renderer: Literal["auto", "moderngl", "tiny"] = "auto"
-    """render backend"""
-    motion: str = "procedural"
-    """motion generator: procedural | flow"""
-    motion_checkpoint: Path | None = None
-    """checkpoint of the flow motion generator"""
-    motion_option: tuple[str, ...] = ()
-    """motion generator keyword as KEY=VALUE, VALUE read as JSON when it parses (e.g. steps=10 seat_guidance=false)"""
+    backend: Annotated[BackendArgs, Flattened] = field(default_factory=BackendArgs)
+    """simulator backends"""
     max_steps: int | None = None
     """override the episode step limit (default 100)"""
     limit: int | None = None
@@ -82,35 +78,14 @@ class RolloutArgs:
     """step limit for smoke tests (default 100)"""
     seed: int = 0
     """seed for stochastic policies"""
-    renderer: Literal["auto", "moderngl", "tiny"] = "auto"
-    """render backend"""
-    motion: str = "procedural"
-    """motion generator: procedural | flow"""
-    motion_checkpoint: Path | None = None
-    """checkpoint of the flow motion generator"""
-    motion_option: tuple[str, ...] = ()
-    """motion generator keyword as KEY=VALUE, VALUE read as JSON when it parses (e.g. steps=10 seat_guidance=false)"""
+    backend: Annotated[BackendArgs, Flattened] = field(default_factory=BackendArgs)
+    """simulator backends"""
 
 
 def parse_motion_options(items: tuple[str, ...]) -> tuple[tuple[str, object], ...]:
-    """``("steps=10", "seat_guidance=false")`` -> ``(("steps", 10), ("seat_guidance", False))``.
-
-    Raises:
-        ValueError: an item without ``=`` or with an empty key, naming it.
-    """
-    import json
-
-    out = []
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--motion-option {item!r}: expected KEY=VALUE, e.g. steps=10")
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw
-        out.append((key.strip(), value))
-    return tuple(out)
+    """``("steps=10", "seat_guidance=false")`` -> ``(("steps", 10), ("seat_guidance", False))``
+    (see :func:`humanclaw_gym.cli.backend_args.parse_options`)."""
+    return parse_options(items)
 
 
 def _config(args: RunArgs | RolloutArgs):
@@ -123,12 +98,9 @@ def _config(args: RunArgs | RolloutArgs):
         metrics=args.metrics,
         video=args.video,
         seed=args.seed,
-        renderer=args.renderer,
-        motion=args.motion,
-        motion_checkpoint=None if args.motion_checkpoint is None else str(args.motion_checkpoint),
-        motion_options=parse_motion_options(args.motion_option),
         max_steps=args.max_steps,
         via_server=getattr(args, "via_server", None),
+        backend=args.backend.to_config(),
     )
 
 
@@ -139,7 +111,7 @@ def _checked_config(args: RunArgs | RolloutArgs, prog: str):
     try:
         config = _config(args)
         check_run_config(config)
-    except ValueError as exc:
+    except (ValueError, FileNotFoundError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return None
     return config

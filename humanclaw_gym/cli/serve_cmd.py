@@ -11,11 +11,13 @@ import logging
 import os
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import tyro
+
+from humanclaw_gym.cli.backend_args import BackendArgs, Flattened
 
 __all__ = ["ServeArgs", "main", "serve"]
 
@@ -44,14 +46,8 @@ class ServeArgs:
     """bind address; only 127.0.0.1 / localhost are accepted"""
     ready_file: Path | None = None
     """write {url, port, pid, ...} as JSON here once the server listens"""
-    renderer: Literal["auto", "moderngl", "tiny"] = "auto"
-    """render backend"""
-    motion: str = "procedural"
-    """motion generator: procedural | flow"""
-    motion_checkpoint: Path | None = None
-    """checkpoint of the flow motion generator"""
-    motion_option: tuple[str, ...] = ()
-    """motion generator keyword as KEY=VALUE, VALUE read as JSON when it parses (e.g. steps=10)"""
+    backend: Annotated[BackendArgs, Flattened] = field(default_factory=BackendArgs)
+    """simulator backends"""
     log_level: Literal["debug", "info", "warning"] = "info"
     """log verbosity (logs go to stderr; never tokens, bodies or images)"""
 
@@ -67,7 +63,7 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 
 def serve(args: ServeArgs) -> int:
     """Run the server until SIGINT/SIGTERM; returns the exit code."""
-    from humanclaw_gym.evaluation.episode import write_json_atomic
+    from humanclaw_gym.fileio import write_json_record
     from humanclaw_gym.server.plan import EpisodePlan
     from humanclaw_gym.server.protocol import BENCHMARK_PROTOCOL, WIRE_PROTOCOL
     from humanclaw_gym.server.service import BenchService
@@ -90,15 +86,9 @@ def serve(args: ServeArgs) -> int:
         token = token_from_env()
     except TokenError as exc:
         return _fail(str(exc))
-    from humanclaw_gym.cli.run_cmd import parse_motion_options
-    from humanclaw_gym.evaluation.batch import RunConfig, check_run_config
-
     try:
-        motion_options = dict(parse_motion_options(args.motion_option))
-        check_run_config(
-            RunConfig(motion=args.motion, motion_options=tuple(motion_options.items()))
-        )
-    except ValueError as exc:
+        backend = args.backend.to_config().check()
+    except (ValueError, FileNotFoundError) as exc:
         return _fail(str(exc))
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
@@ -111,14 +101,7 @@ def serve(args: ServeArgs) -> int:
         )
     except (ValueError, FileExistsError, FileNotFoundError, KeyError) as exc:
         return _fail(str(exc))
-    service = BenchService(
-        plan,
-        renderer=args.renderer,
-        motion=args.motion,
-        motion_checkpoint=None if args.motion_checkpoint is None else str(args.motion_checkpoint),
-        motion_options=motion_options,
-        max_steps=args.max_steps,
-    )
+    service = BenchService(plan, backend=backend, max_steps=args.max_steps)
     try:
         server = make_server(service, token, host=args.host, port=args.port)
     except OSError as exc:
@@ -127,7 +110,7 @@ def serve(args: ServeArgs) -> int:
     port = int(server.server_address[1])
     url = f"http://127.0.0.1:{port}/rpc"
     if args.ready_file is not None:
-        write_json_atomic(
+        write_json_record(
             args.ready_file,
             {
                 "url": url,

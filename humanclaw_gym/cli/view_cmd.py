@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import signal
 import sys
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
 import tyro
+
+from humanclaw_gym.cli.backend_args import BackendArgs, Flattened
 
 __all__ = ["ViewArgs", "main", "view"]
 
@@ -42,12 +44,12 @@ class ViewArgs:
     """start paused (single step and chosen skills still work)"""
     seed: int = 0
     """seed of the first reset and of seeded agents (random)"""
-    renderer: Literal["auto", "moderngl", "tiny"] = "auto"
-    """render backend of the ego image"""
     max_steps: int | None = None
     """override the episode step limit (default 100)"""
     host: str = "127.0.0.1"
     """bind address; only 127.0.0.1 / localhost are accepted"""
+    backend: Annotated[BackendArgs, Flattened] = field(default_factory=BackendArgs)
+    """simulator backends"""
 
 
 def _fail(message: str) -> int:
@@ -77,7 +79,11 @@ def view(args: ViewArgs) -> int:
     if args.max_steps is not None and args.max_steps < 1:
         return _fail(f"--max-steps {args.max_steps} is invalid: allowed >= 1")
 
-    env_kwargs: dict[str, Any] = {"split": args.split, "renderer": args.renderer}
+    try:
+        backend = args.backend.to_config().check()
+    except (ValueError, FileNotFoundError) as exc:
+        return _fail(str(exc))
+    env_kwargs: dict[str, Any] = {"split": args.split, "backend": backend}
     if args.episode_id is not None:
         env_kwargs["episode_ids"] = [args.episode_id]
     if args.max_steps is not None:

@@ -1,4 +1,11 @@
-"""``HumanClawFindNavInteract-v0``: the find -> navigate -> interact task as a Gymnasium env."""
+"""``HumanClawFindNavInteract-v0``: the find -> navigate -> interact task as a Gymnasium env.
+
+The env is the Gymnasium surface: spaces, ``reset``, ``step``, ``close``, the observer
+events and the privileged view. Building and driving the backends is the simulation
+layer's job (:class:`~humanclaw_gym.envs.simulation.Simulation`), the episode order is
+:class:`~humanclaw_gym.episodes.order.EpisodeOrder`'s, and the observation is read from
+declared sensors (:mod:`humanclaw_gym.sensors`).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +16,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
-from humanclaw_gym.backends import registry
+from humanclaw_gym.backends.config import BackendConfig
 from humanclaw_gym.envs.events import (
     NEEDS,
     ChunkEvent,
@@ -21,61 +27,35 @@ from humanclaw_gym.envs.events import (
     ResetEvent,
     StepEvent,
 )
+from humanclaw_gym.envs.simulation import FRAMES_PER_CHUNK, Simulation
+from humanclaw_gym.episodes.order import EpisodeOrder
 from humanclaw_gym.policy import Decision
+from humanclaw_gym.sensors import (
+    EGO_SIZE_PX,
+    EXO_SIZE_PX,
+    EgoRGBSensor,
+    check_sensors,
+    observation_space,
+    read_sensors,
+)
 from humanclaw_gym.skills import SkillCall, action_space
 
 __all__ = ["FindNavInteractEnv", "PrivilegedState"]
 
-EGO_SIZE = 448
-EXO_SIZE = 512
-FRAMES_PER_CHUNK = 15
+EGO_SIZE = EGO_SIZE_PX
+EXO_SIZE = EXO_SIZE_PX
 FPS = 30
-_BODY_MODEL_GENDERS = ("neutral", "male", "female")
-
-
-def check_motion_options(
-    factory: Any, motion_name: str, options: Mapping[str, Any] | None
-) -> dict[str, Any]:
-    """Validate ``motion_options`` against a motion generator's constructor (names only;
-    the generator checks the values when it is built).
-
-    Args:
-        factory: the generator class (or function); None only when ``options`` is empty.
-        motion_name: its registry name, for the message.
-        options: keyword arguments for the constructor.
-
-    Returns:
-        a plain dict copy.
-
-    Raises:
-        ValueError: not a mapping of names, ``checkpoint`` given here, or a name the
-            constructor does not accept (the message lists the accepted ones).
-    """
-    if options is None:
-        return {}
-    if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
-        raise ValueError(
-            f"motion_options must be a mapping of keyword names to values, got {options!r}"
-        )
-    if "checkpoint" in options:
-        raise ValueError("motion_options: pass the checkpoint as motion_checkpoint=")
-    if not options:
-        return {}
-    import inspect
-
-    params = inspect.signature(factory).parameters
-    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        allowed = [
-            n for n, p in params.items() if n not in ("self", "checkpoint") and p.kind in kinds
-        ]
-        unknown = sorted(set(options) - set(allowed))
-        if unknown:
-            raise ValueError(
-                f"motion_options {unknown} are not accepted by the {motion_name!r} motion "
-                f"generator: allowed {allowed}"
-            )
-    return dict(options)
+_RESET_OPTIONS = ("episode_id", "scene_id")
+_SHORTHANDS = (
+    "physics",
+    "physics_options",
+    "renderer",
+    "motion",
+    "motion_checkpoint",
+    "motion_options",
+    "body_model_dir",
+    "body_model_gender",
+)
 
 
 @dataclass(frozen=True)
@@ -139,7 +119,10 @@ class FindNavInteractEnv(gym.Env):
 
     ## Observation Space
     ``Box(0, 255, (448, 448, 3), uint8)``: the ego RGB image from the head camera of the
-    realized (post-physics) pose. Row 0 is the top of the image.
+    realized (post-physics) pose. Row 0 is the top of the image. The observation is made
+    of declared sensors (:mod:`humanclaw_gym.sensors`; default one
+    :class:`~humanclaw_gym.sensors.EgoRGBSensor`): with one sensor it is that sensor's
+    array, with several a ``Dict`` keyed by each sensor's ``uuid``.
 
     ## Info
     ``instruction`` (str), ``episode_id``, ``scene_id``, ``target_category``, ``interact``
@@ -162,15 +145,20 @@ class FindNavInteractEnv(gym.Env):
     ## Arguments
     ``split`` ("val100", "val", a split directory or a JSON list of episode ids),
     ``episode_ids`` (restrict to these), ``render_mode`` (``"rgb_array"``: ``render()`` returns
-    the 512x512 third-person view), ``physics`` ("pybullet"), ``renderer`` ("auto" =
+    the 512x512 third-person view), ``privileged`` (enable :meth:`privileged_state`),
+    ``max_steps`` (default from the episode, 100), ``num_shards`` / ``shard_index`` (see
+    Vectorized environment), ``sensors`` (see Observation Space).
+
+    The simulator side is one :class:`~humanclaw_gym.backends.config.BackendConfig`,
+    given as ``backend=BackendConfig(...)`` or through its fields as keyword shorthands
+    (which override ``backend``'s): ``physics`` ("pybullet") and ``physics_options`` (its
+    constructor keywords, e.g. ``{"solver_iterations": 10}``), ``renderer`` ("auto" =
     moderngl, falling back to TinyRenderer when no EGL context can be made; "moderngl";
     "tiny"), ``motion`` ("procedural"; "flow" when the learned model is installed),
     ``motion_checkpoint``, ``motion_options`` (extra keyword arguments of the motion
-    generator, e.g. ``{"steps": 10, "seat_guidance": False}`` for "flow"; unknown names are
-    refused when the env is made), ``privileged`` (enable :meth:`privileged_state`), ``max_steps``
-    (default from the episode, 100), ``num_shards`` / ``shard_index`` (see Vectorized
-    environment), ``solver_iterations`` (pybullet solver iterations, default 10),
-    ``body_model_dir`` / ``body_model_gender`` (see Body model).
+    generator, e.g. ``{"steps": 10, "seat_guidance": False}`` for "flow"),
+    ``body_model_dir`` / ``body_model_gender`` (see Body model). Unknown backend names and
+    option names are refused when the env is made, naming the accepted ones.
 
     ## Body model
     ``body_model_dir`` (default None) points at the user's licensed SMPL-X files (a
@@ -210,19 +198,14 @@ class FindNavInteractEnv(gym.Env):
         split: str | os.PathLike[str] = "val100",
         episode_ids: Sequence[str] | None = None,
         render_mode: str | None = None,
-        physics: str = "pybullet",
-        renderer: str = "auto",
-        motion: str = "procedural",
-        motion_checkpoint: str | os.PathLike[str] | None = None,
         privileged: bool = False,
         max_steps: int | None = None,
         num_shards: int = 1,
         shard_index: int | None = None,
-        solver_iterations: int = 10,
         episodes: Sequence[Any] | None = None,
-        body_model_dir: str | os.PathLike[str] | None = None,
-        body_model_gender: str = "neutral",
-        motion_options: Mapping[str, Any] | None = None,
+        sensors: Sequence[Any] | None = None,
+        backend: BackendConfig | None = None,
+        **backend_fields: Any,
     ) -> None:
         from humanclaw_gym import episodes as episodes_mod
 
@@ -230,28 +213,13 @@ class FindNavInteractEnv(gym.Env):
             raise ValueError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
-        if not isinstance(num_shards, int) or isinstance(num_shards, bool) or num_shards < 1:
-            raise ValueError(f"num_shards must be an int >= 1, got {num_shards!r}")
-        if shard_index is not None and not (0 <= shard_index < num_shards):
-            raise ValueError(f"shard_index must be in 0..{num_shards - 1}, got {shard_index!r}")
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
             raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
-        if not isinstance(solver_iterations, int) or solver_iterations < 1:
-            raise ValueError(f"solver_iterations must be an int >= 1, got {solver_iterations!r}")
-        if body_model_dir is not None and not isinstance(body_model_dir, (str, os.PathLike)):
-            raise ValueError(
-                f"body_model_dir must be None or a path to the SMPL-X files, got {body_model_dir!r}"
-            )
-        if body_model_gender not in _BODY_MODEL_GENDERS:
-            raise ValueError(
-                f"body_model_gender must be one of {_BODY_MODEL_GENDERS}, got {body_model_gender!r}"
-            )
+        config = _backend_config(backend, backend_fields)
+        self._sensors = check_sensors(sensors if sensors is not None else (EgoRGBSensor(),))
 
         # -- episodes ------------------------------------------------------------------
-        if episodes is not None:
-            all_episodes = list(episodes)
-        else:
-            all_episodes = list(episodes_mod.load_split(split))
+        all_episodes = list(episodes) if episodes is not None else episodes_mod.load_split(split)
         if episode_ids is not None:
             wanted = [str(e) for e in episode_ids]
             by_id = {ep.episode_id: ep for ep in all_episodes}
@@ -261,64 +229,32 @@ class FindNavInteractEnv(gym.Env):
             all_episodes = [by_id[e] for e in wanted]
         if not all_episodes:
             raise ValueError(f"split {split!r} has no episodes")
-        self._episodes = all_episodes
+        self._order = EpisodeOrder(all_episodes, num_shards, shard_index)
         self._split = str(split)
-        self._num_shards = num_shards
-        self._shard_index = shard_index
-        self._order: list[int] | None = None
-        self._cursor = 0
 
-        # -- config + capability check (nothing is built yet) ----------------------------
+        # -- backends: checked now, built on the first reset -------------------------------
         self.render_mode = render_mode
         self._privileged = bool(privileged)
         self._max_steps_override = max_steps
-        self._physics_name = physics
-        self._renderer_name = renderer
-        self._motion_name = motion
-        self._motion_checkpoint = motion_checkpoint
-        self._solver_iterations = solver_iterations
-        self._body_model_dir = body_model_dir
-        self._resolved = self._resolve(needs=frozenset())
-        self._motion_options = self._check_motion_options(motion_options)
-        self._body_model: Any = None
-        self._body_mesh_faces_sent = False
-        if body_model_dir is not None:
-            if not os.path.exists(body_model_dir):
-                raise FileNotFoundError(
-                    f"body_model_dir={os.fspath(body_model_dir)!r} does not exist: expected a "
-                    f"directory holding SMPLX_{body_model_gender.upper()}.npz (the licensed "
-                    "SMPL-X files, not shipped with humanclaw-gym) or that file itself"
-                )
-            from humanclaw_gym.motion.flow.smplx_io import SmplxBody
-
-            self._body_model = SmplxBody(body_model_dir, gender=body_model_gender)
-
-        self.observation_space = spaces.Box(0, 255, (EGO_SIZE, EGO_SIZE, 3), dtype=np.uint8)
+        self._observers: dict[int, tuple[Any, frozenset[str]]] = {}
+        self._next_handle = 1
+        self._sim = Simulation(config.check())
+        self._resolve(frozenset())
+        self.backend = config
+        self.observation_space = observation_space(self._sensors)
         self.action_space = action_space()
 
-        # -- runtime state ---------------------------------------------------------------
-        self._physics: Any = None
-        self._renderer: Any = None
-        self._motion: Any = None
-        self._render_reason = ""
-        self._scene: Any = None
-        self._scene_id: str | None = None
+        # -- episode state ---------------------------------------------------------------
         self._episode: Any = None
         self._step_count = 0
         self._done = True
         self._in_episode = False
-        self._obs: np.ndarray | None = None
-        self._ego_camera: Any = None
+        self._obs: Any = None
         self._last_call: SkillCall | None = None
-        self._physics_version = 0  # bumped whenever the simulated state changes
-        self._synced_version = -1
-        self._synced_link_poses: np.ndarray | None = None
-        self._observers: dict[int, tuple[Any, frozenset[str]]] = {}
-        self._next_handle = 1
         self._closed = False
 
     # ------------------------------------------------------------------------------------
-    # configuration
+    # observers and configuration
     # ------------------------------------------------------------------------------------
     def _needs(self) -> frozenset[str]:
         out: set[str] = set()
@@ -326,24 +262,12 @@ class FindNavInteractEnv(gym.Env):
             out |= needs
         return frozenset(out)
 
-    def _check_motion_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
-        if not options:  # None or empty: nothing to import or check
-            check_motion_options(None, self._motion_name, options)
-            return {}
-        return check_motion_options(self._resolved.motion.load(), self._motion_name, options)
-
-    def _resolve(self, needs: frozenset[str]) -> registry.ResolvedBackends:
-        modes = ["rgb"] + (["instance"] if "instance" in needs else [])
-        return registry.resolve(
-            physics=self._physics_name,
-            render=self._renderer_name,
-            motion=self._motion_name,
-            render_modes=modes,
-            need_contacts="contacts" in needs,
-            need_ray_cast="contacts" in needs,
-            image_size=max(EGO_SIZE, EXO_SIZE),
-            need_body_mesh=self._body_model_dir is not None,
-        )
+    def _resolve(self, needs: frozenset[str]) -> None:
+        modes = {m for s in self._sensors for m in s.modes}
+        if "instance" in needs:
+            modes.add("instance")
+        size = max(s.size for s in self._sensors)
+        self._sim.resolve(modes, "contacts" in needs, size)
 
     def add_observer(self, observer: Any, needs: Sequence[str] = ()) -> int:
         """Register an :class:`~humanclaw_gym.envs.events.EnvObserver`; returns a handle.
@@ -356,7 +280,7 @@ class FindNavInteractEnv(gym.Env):
         unknown = needs_set - NEEDS
         if unknown:
             raise ValueError(f"unknown observer needs {sorted(unknown)}; allowed {sorted(NEEDS)}")
-        self._resolved = self._resolve(self._needs() | needs_set)
+        self._resolve(self._needs() | needs_set)
         handle = self._next_handle
         self._next_handle += 1
         self._observers[handle] = (observer, needs_set)
@@ -372,20 +296,33 @@ class FindNavInteractEnv(gym.Env):
             if fn is not None:
                 fn(event)
 
+    # ------------------------------------------------------------------------------------
+    # public views
+    # ------------------------------------------------------------------------------------
+    @property
+    def sensors(self) -> tuple[Any, ...]:
+        """The sensors the observation is made of (see :mod:`humanclaw_gym.sensors`)."""
+        return self._sensors
+
+    @property
+    def simulation(self) -> Simulation:
+        """The simulation layer (backends, scene, renders). Owned by the env: read from
+        it (benchmarks, tools), never reset, step or close it yourself."""
+        return self._sim
+
     @property
     def backend_info(self) -> dict[str, str]:
         """Names of the backends in use and why this renderer was chosen."""
-        return {
-            "physics": self._physics_name,
-            "renderer": getattr(getattr(self._renderer, "capabilities", None), "name", "not built"),
-            "renderer_reason": self._render_reason or "not built yet",
-            "motion": self._motion_name,
-        }
+        return self._sim.backend_info
 
     @property
     def episodes(self) -> tuple[Any, ...]:
         """The episodes this env (this shard) can play, in its order."""
-        return tuple(self._episodes[i] for i in self._shard_indices())
+        return self._order.episodes()
+
+    def episodes_for_seed(self, seed: int) -> tuple[Any, ...]:
+        """The episodes, in order, that resets after ``reset(seed=seed)`` will play."""
+        return self._order.episodes_for_seed(seed)
 
     @property
     def current_episode_id(self) -> str | None:
@@ -396,296 +333,108 @@ class FindNavInteractEnv(gym.Env):
         """The motion generator in use (built on the first reset; None before it and after
         close). Owned by the env: read its ``capabilities`` or hand it to a batching service
         (``BatchedMotionSyncVectorEnv`` does), but do not reset or close it yourself."""
-        return self._motion
+        return self._sim.motion
 
-    # ------------------------------------------------------------------------------------
-    # building
-    # ------------------------------------------------------------------------------------
-    def _ensure_backends(self) -> None:
-        if self._closed:
-            raise RuntimeError("the environment is closed")
-        os.environ.setdefault("LP_NUM_THREADS", "1")
-        if self._motion is None:
-            kwargs: dict[str, Any] = dict(self._motion_options)
-            if self._motion_checkpoint is not None:
-                kwargs["checkpoint"] = self._motion_checkpoint
-            self._motion = self._resolved.motion.load()(**kwargs)
-        if self._renderer is None:
-            from humanclaw_gym.render import RenderBackendUnavailable
-
-            reasons = []
-            for entry in self._resolved.render:
-                try:
-                    renderer = entry.load()()
-                except RenderBackendUnavailable as exc:
-                    reasons.append(f"{entry.name} unavailable: {exc}")
-                    continue
-                self._renderer = renderer
-                chosen = (
-                    f"{entry.name} requested"
-                    if self._renderer_name != "auto"
-                    else f"auto: {entry.name} is the first available"
-                )
-                self._render_reason = "; ".join(reasons + [chosen])
-                break
-            if self._renderer is None:
-                raise RuntimeError("no render backend could be created: " + "; ".join(reasons))
-
-    def _load_scene(self, scene_id: str) -> None:
-        from humanclaw_gym import episodes as episodes_mod
-
-        if self._scene_id == scene_id:
-            return
-        scene = episodes_mod.load_scene(scene_id)
-        # Rebuild physics + renderer for the new scene (old ones are released first).
-        self._release_scene()
-        self._physics = self._resolved.physics.load()(solver_iterations=self._solver_iterations)
-        self._physics.build(scene)
-        self._ensure_backends()
-        self._renderer.build(scene)  # renderers accept a new scene without a new context
-        self._body_mesh_faces_sent = False  # build() forgets a body mesh, faces included
-        self._scene = scene
-        self._scene_id = scene_id
-
-    def _release_scene(self) -> None:
-        if self._physics is not None:
-            self._physics.close()
-            self._physics = None
-        self._scene = None
-        self._scene_id = None
-
-    # ------------------------------------------------------------------------------------
-    # episode order
-    # ------------------------------------------------------------------------------------
-    def _shard_indices(self, shard: int | None = None) -> list[int]:
-        shard = self._shard_index if shard is None else shard
-        idx = list(range(len(self._episodes)))
-        if self._num_shards > 1:
-            if shard is None:
-                shard = 0
-            idx = idx[shard :: self._num_shards]
-        return idx
-
-    def _order_for_seed(self, seed: int) -> list[int]:
-        """Episode order after ``reset(seed=seed)``: this env's shard (``seed mod num_shards``
-        when no ``shard_index`` was given), scenes shuffled by the seed, episodes of a scene
-        kept together in their split order (so a scene is built once)."""
-        shard = self._shard_index
-        if shard is None and self._num_shards > 1:
-            shard = seed % self._num_shards
-        indices = self._shard_indices(shard)
-        rng = np.random.default_rng(seed)
-        scenes: dict[str, list[int]] = {}
-        for i in indices:
-            scenes.setdefault(self._episodes[i].scene_id, []).append(i)
-        keys = sorted(scenes)
-        return [i for k in rng.permutation(len(keys)) for i in scenes[keys[int(k)]]]
-
-    def episodes_for_seed(self, seed: int) -> tuple[Any, ...]:
-        """The episodes, in order, that resets after ``reset(seed=seed)`` will play."""
-        return tuple(self._episodes[i] for i in self._order_for_seed(int(seed)))
-
-    def _choose_episode(self, seed: int | None, options: Mapping[str, Any]) -> Any:
-        episode_id = options.get("episode_id")
-        scene_id = options.get("scene_id")
-        if episode_id is not None:
-            matches = [
-                ep
-                for ep in self._episodes
-                if ep.episode_id == str(episode_id)
-                and (scene_id is None or ep.scene_id == scene_id)
-            ]
-            if not matches:
-                raise ValueError(
-                    f"options['episode_id']={episode_id!r} is not in this env's episodes"
-                )
-            return matches[0]
-        if seed is not None:
-            self._order = self._order_for_seed(int(seed))
-            self._cursor = 0
-        if self._order is None:
-            self._order = self._shard_indices()
-            self._cursor = 0
-        candidates = self._order
-        if scene_id is not None:
-            candidates = [i for i in self._order if self._episodes[i].scene_id == scene_id]
-            if not candidates:
-                raise ValueError(f"options['scene_id']={scene_id!r} has no episodes in this env")
-            return self._episodes[candidates[0]]
-        episode = self._episodes[candidates[self._cursor % len(candidates)]]
-        self._cursor += 1
-        return episode
+    # The backends themselves (None until built); for tests and benchmarks.
+    _physics = property(lambda self: self._sim.physics)
+    _renderer = property(lambda self: self._sim.renderer)
+    _motion = property(lambda self: self._sim.motion)
+    _body_model = property(lambda self: self._sim.body_model)
 
     # ------------------------------------------------------------------------------------
     # gymnasium API
     # ------------------------------------------------------------------------------------
     def reset(
         self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        super().reset(seed=seed)
+    ) -> tuple[Any, dict[str, Any]]:
+        if options is not None and not isinstance(options, Mapping):
+            raise ValueError(
+                "reset options must be a mapping with keys from "
+                f"{list(_RESET_OPTIONS)}, e.g. {{'episode_id': 'hc_val_003_000'}}; "
+                f"got {type(options).__name__} {options!r:.80}"
+            )
         options = dict(options or {})
-        unknown = set(options) - {"episode_id", "scene_id"}
+        unknown = set(options) - set(_RESET_OPTIONS)
         if unknown:
             raise ValueError(
-                f"unknown reset options {sorted(unknown)}; allowed: episode_id, scene_id"
+                f"unknown reset options {sorted(unknown)}; allowed: {', '.join(_RESET_OPTIONS)}"
             )
-        episode = self._choose_episode(seed, options)
+        super().reset(seed=seed)
+        episode = self._order.next(seed, options)
         if self._in_episode:
             self._emit(
-                "on_episode_end", EndEvent("abandoned", self._step_count, self._safe_link_origins())
+                "on_episode_end",
+                EndEvent("abandoned", self._step_count, self._sim.safe_link_origins()),
             )
             self._in_episode = False
         self._done = True
-        self._resolved = self._resolve(self._needs())
-        self._ensure_backends()
-        self._load_scene(episode.scene_id)
         needs = self._needs()
-
+        self._resolve(needs)
+        self._sim.load_scene(episode.scene_id)
         start = np.asarray(episode.start_position, dtype=np.float64)
-        yaw = float(episode.start_yaw_rad)
-        motion_seed = _episode_seed(episode)
-        history = np.asarray(self._motion.reset(start, yaw, seed=motion_seed), dtype=np.float64)
-        self._physics.reset(history[-1])
-        self._physics_version += 1
-
+        history = self._sim.reset(start, float(episode.start_yaw_rad), seed=_episode_seed(episode))
         self._episode = episode
         self._step_count = 0
         self._last_call = None
-        obs = self._render_ego()
-        self._obs = obs
-
-        contacts = floor_y = lowest = None
-        if "contacts" in needs:
-            contacts = self._physics.contacts()
-            lowest = float(self._body_lowest_y())
-            floor_y = self._physics.ray_cast_down(
-                float(start[0]), float(start[2]), lowest + 0.05, lowest - 5.0
-            )
-        exo = self._render_exo() if "frame_exo" in needs else None
+        self._obs = self._observe()
         self._done = False
         self._in_episode = True
         if self._observers:
-            self._emit(
-                "on_reset",
-                ResetEvent(
-                    episode=episode,
-                    scene=self._scene,
-                    seed_history=history.copy(),
-                    realized_frame=self._physics.realized_frame(),
-                    object_ids=tuple(self._physics.dynamic_object_ids),
-                    object_poses=self._physics.object_poses(),
-                    link_origins=self._physics.link_origins(),
-                    ego_rgb=obs.copy(),
-                    contacts=contacts,
-                    spawn_floor_y=floor_y,
-                    body_lowest_y=lowest,
-                    exo_rgb=exo,
-                    physics_contract=getattr(self._physics, "contract", lambda: None)(),
-                    physics_state=None,
-                ),
-            )
-        return obs.copy(), self._info()
+            self._emit("on_reset", self._reset_event(episode, history, start, needs))
+        return _copy(self._obs), self._info()
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        # 1. validate everything before touching any state.
-        decision: Decision | None = None
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        # validate everything before touching any state
         if isinstance(action, Decision):
             decision, call = action, action.action
         else:
-            call = SkillCall.coerce(action)
+            decision, call = None, SkillCall.coerce(action)
         if self._closed:
             raise RuntimeError("step() called on a closed environment")
         if self._episode is None or self._obs is None:
             raise RuntimeError("step() called before reset()")
         if self._done:
             raise RuntimeError("step() called after the episode ended; call reset()")
-
         try:
             return self._step(call, decision)
         except BaseException as exc:
             self._done = True
             if self._in_episode:
                 self._in_episode = False
+                origins = self._sim.safe_link_origins()
                 self._emit(
-                    "on_episode_end",
-                    EndEvent("error", self._step_count, self._safe_link_origins(), error=repr(exc)),
+                    "on_episode_end", EndEvent("error", self._step_count, origins, error=repr(exc))
                 )
             raise
 
     def _step(
         self, call: SkillCall, decision: Decision | None
-    ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        needs = self._needs()
+    ) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         step_index = self._step_count
         if self._observers:
             instance = None
-            if "instance" in needs:
-                instance = self._renderer.render(self._ego_camera, instance=True).instance
+            if "instance" in self._needs():
+                instance = self._sim.render("ego", EGO_SIZE_PX, ("rgb", "instance")).instance
             self._emit("on_decision", DecisionEvent(step_index, call, decision, instance))
-
-        terminated = False
-        if call.is_stop:
-            terminated = True
-            obs = self._obs
-        else:
-            frames = np.asarray(self._motion.generate(call), dtype=np.float64)
-            if frames.shape != (FRAMES_PER_CHUNK, 75) or not np.all(np.isfinite(frames)):
-                raise RuntimeError(
-                    f"motion generator {self._motion_name!r} returned frames of shape {frames.shape}"
-                    " (expected (15, 75), finite)"
-                )
-            if self._observers:
-                self._emit("on_chunk", ChunkEvent(step_index, call, frames.copy()))
-            want_contacts = "contacts" in needs
-            want_ego = "frame_ego" in needs
-            want_exo = "frame_exo" in needs
-            observers = bool(self._observers)
-            obs = None
-            for i in range(FRAMES_PER_CHUNK):
-                self._physics.step_frame(frames[i])
-                self._physics_version += 1
-                if not observers:
-                    continue
-                last = i == FRAMES_PER_CHUNK - 1
-                ego = self._render_ego() if want_ego else None
-                if ego is not None and last:
-                    obs = ego
-                self._emit(
-                    "on_frame",
-                    FrameEvent(
-                        step=step_index,
-                        frame_index=i,
-                        last_in_chunk=last,
-                        call=call,
-                        generated=frames[i].copy(),
-                        realized=self._physics.realized_frame(),
-                        object_poses=self._physics.object_poses(),
-                        contacts=self._physics.contacts() if want_contacts else None,
-                        ego_rgb=ego,
-                        exo_rgb=self._render_exo() if want_exo else None,
-                    ),
-                )
-            if obs is None:
-                obs = self._render_ego()
+        terminated = call.is_stop  # an active stop executes no motion
+        if not terminated:
+            self._execute(step_index, call)
+            self._obs = self._observe()
         self._step_count += 1
         self._last_call = call
-        self._obs = obs
         truncated = (not terminated) and self._step_count >= self._max_steps()
-        if terminated or truncated:
-            self._done = True
-        link_origins = self._physics.link_origins() if self._observers else None
+        self._done = terminated or truncated
         if self._observers:
+            origins = self._sim.physics.link_origins()
             self._emit(
                 "on_step",
-                StepEvent(step_index, call, obs.copy(), terminated, truncated, link_origins),
+                StepEvent(step_index, call, _copy(self._obs), terminated, truncated, origins),
             )
-            if terminated or truncated:
+            if self._done:
                 self._in_episode = False
-                self._emit(
-                    "on_episode_end",
-                    EndEvent("stop" if terminated else "truncated", self._step_count, link_origins),
-                )
-        return obs.copy(), 0.0, terminated, truncated, self._info()
+                reason = "stop" if terminated else "truncated"
+                self._emit("on_episode_end", EndEvent(reason, self._step_count, origins))
+        return _copy(self._obs), 0.0, terminated, truncated, self._info()
 
     def render(self) -> np.ndarray | None:
         """With ``render_mode="rgb_array"``: the 512x512 third-person view of the current state."""
@@ -696,7 +445,7 @@ class FindNavInteractEnv(gym.Env):
             return None
         if self._episode is None:
             raise RuntimeError("render() called before reset()")
-        return self._render_exo()
+        return self._sim.render("exo", EXO_SIZE_PX).rgb
 
     def close(self) -> None:
         """Release physics, renderer and motion model. Idempotent; safe after a failed reset."""
@@ -709,23 +458,10 @@ class FindNavInteractEnv(gym.Env):
                 self._emit("on_episode_end", EndEvent("abandoned", self._step_count, None))
             except BaseException as exc:  # keep closing
                 errors.append(exc)
-        for attr in ("_renderer", "_physics"):
-            backend = getattr(self, attr)
-            if backend is not None:
-                try:
-                    backend.close()
-                except BaseException as exc:  # keep closing
-                    errors.append(exc)
-                setattr(self, attr, None)
-        motion = self._motion
-        if motion is not None and hasattr(motion, "close"):
-            try:
-                motion.close()
-            except BaseException as exc:
-                errors.append(exc)
-        self._motion = None
-        self._scene = None
-        self._scene_id = None
+        try:
+            self._sim.close()
+        except BaseException as exc:
+            errors.append(exc)
         self._closed = True
         if errors:
             raise errors[0]
@@ -744,16 +480,17 @@ class FindNavInteractEnv(gym.Env):
             raise RuntimeError("privileged_state() called before reset()")
         from humanclaw_gym.body import heading_yaw
 
-        frame = self._physics.realized_frame()
+        physics = self._sim.physics
+        frame = physics.realized_frame()
         return PrivilegedState(
             episode=self._episode,
-            scene=self._scene,
+            scene=self._sim.scene,
             realized_frame=frame,
             root_xz=frame[[0, 2]].copy(),
             yaw_rad=float(heading_yaw(frame[3:6])),
-            link_origins=self._physics.link_origins(),
-            object_ids=tuple(self._physics.dynamic_object_ids),
-            object_poses=self._physics.object_poses(),
+            link_origins=physics.link_origins(),
+            object_ids=tuple(physics.dynamic_object_ids),
+            object_poses=physics.object_poses(),
             step=self._step_count,
         )
 
@@ -764,6 +501,74 @@ class FindNavInteractEnv(gym.Env):
     # ------------------------------------------------------------------------------------
     # helpers
     # ------------------------------------------------------------------------------------
+    def _observe(self) -> Any:
+        return read_sensors(self._sensors, self._sim.render)
+
+    def _default_ego(self, obs: Any) -> np.ndarray | None:
+        """The observation when it is exactly the paper's 448 ego RGB image, else None."""
+        (first, *rest) = self._sensors
+        if rest or not isinstance(first, EgoRGBSensor) or first.size != EGO_SIZE_PX:
+            return None
+        return obs
+
+    def _execute(self, step_index: int, call: SkillCall) -> None:
+        """Run one motion skill; with observers, emit its chunk and every frame."""
+        if not self._observers:
+            self._sim.execute(call)
+            return
+        needs = self._needs()
+        physics = self._sim.physics
+
+        def on_chunk(frames: np.ndarray) -> None:
+            self._emit("on_chunk", ChunkEvent(step_index, call, frames.copy()))
+
+        def on_frame(i: int, generated: np.ndarray) -> None:
+            ego = self._sim.render("ego", EGO_SIZE_PX).rgb if "frame_ego" in needs else None
+            exo = self._sim.render("exo", EXO_SIZE_PX).rgb if "frame_exo" in needs else None
+            event = FrameEvent(
+                step=step_index,
+                frame_index=i,
+                last_in_chunk=i == FRAMES_PER_CHUNK - 1,
+                call=call,
+                generated=generated.copy(),
+                realized=physics.realized_frame(),
+                object_poses=physics.object_poses(),
+                contacts=physics.contacts() if "contacts" in needs else None,
+                ego_rgb=ego,
+                exo_rgb=exo,
+            )
+            self._emit("on_frame", event)
+
+        self._sim.execute(call, on_chunk=on_chunk, on_frame=on_frame)
+
+    def _reset_event(
+        self, episode: Any, history: np.ndarray, start: np.ndarray, needs: frozenset[str]
+    ) -> ResetEvent:
+        physics = self._sim.physics
+        contacts = floor_y = lowest = None
+        if "contacts" in needs:
+            contacts = physics.contacts()
+            floor_y, lowest = self._sim.spawn_floor_y(float(start[0]), float(start[2]))
+        ego = self._default_ego(self._obs)
+        if ego is None and "frame_ego" in needs:
+            ego = self._sim.render("ego", EGO_SIZE_PX).rgb
+        return ResetEvent(
+            episode=episode,
+            scene=self._sim.scene,
+            seed_history=history.copy(),
+            realized_frame=physics.realized_frame(),
+            object_ids=tuple(physics.dynamic_object_ids),
+            object_poses=physics.object_poses(),
+            link_origins=physics.link_origins(),
+            ego_rgb=None if ego is None else ego.copy(),
+            contacts=contacts,
+            spawn_floor_y=floor_y,
+            body_lowest_y=lowest,
+            exo_rgb=self._sim.render("exo", EXO_SIZE_PX).rgb if "frame_exo" in needs else None,
+            physics_contract=physics.contract(),
+            physics_state=None,
+        )
+
     def _max_steps(self) -> int:
         if self._max_steps_override is not None:
             return self._max_steps_override
@@ -782,58 +587,26 @@ class FindNavInteractEnv(gym.Env):
             "executed_skill": None if self._last_call is None else str(self._last_call),
         }
 
-    def _sync_renderer(self) -> np.ndarray:
-        """Copy the current body and object poses to the renderer, once per physics state
-        (ego, exo and instance renders of the same frame share one copy). With a body
-        model, the skinned mesh of the realized frame is computed and sent here as well
-        (the link poses still go first: they place the cameras and steer the cutaway)."""
-        if self._synced_version == self._physics_version and self._synced_link_poses is not None:
-            return self._synced_link_poses
-        link_poses = self._physics.link_poses()
-        self._renderer.set_body_pose(link_poses)
-        if self._body_model is not None:
-            self._sync_body_mesh()
-        ids = self._physics.dynamic_object_ids
-        if ids:
-            self._renderer.set_object_poses(ids, self._physics.object_poses())
-        self._synced_version = self._physics_version
-        self._synced_link_poses = link_poses
-        return link_poses
 
-    def _sync_body_mesh(self) -> None:
-        """Send the SMPL-X mesh of the realized frame (faces once per renderer build)."""
-        from humanclaw_gym.motion.flow.smplx_io import smplx_vertices
-
-        vertices, faces = smplx_vertices(self._physics.realized_frame(), self._body_model)
-        self._renderer.set_body_mesh(
-            vertices.astype(np.float32), None if self._body_mesh_faces_sent else faces
+def _backend_config(backend: BackendConfig | None, fields: Mapping[str, Any]) -> BackendConfig:
+    """``backend`` with the keyword shorthands applied (unknown keywords refused)."""
+    unknown = sorted(set(fields) - set(_SHORTHANDS))
+    if unknown:
+        raise TypeError(
+            f"FindNavInteractEnv got unexpected keyword arguments {unknown}; backend keywords "
+            f"are {list(_SHORTHANDS)}"
         )
-        self._body_mesh_faces_sent = True
+    if backend is not None and not isinstance(backend, BackendConfig):
+        raise ValueError(f"backend must be a BackendConfig, got {type(backend).__name__}")
+    base = backend or BackendConfig()
+    return base.replace(**fields) if fields else base
 
-    def _render_ego(self) -> np.ndarray:
-        from humanclaw_gym.render.cameras import ego_camera
 
-        link_poses = self._sync_renderer()
-        self._ego_camera = ego_camera(link_poses, width=EGO_SIZE, height=EGO_SIZE)
-        return self._renderer.render(self._ego_camera).rgb
-
-    def _render_exo(self) -> np.ndarray:
-        from humanclaw_gym.render.cameras import exo_camera
-
-        link_poses = self._sync_renderer()
-        return self._renderer.render(exo_camera(link_poses, width=EXO_SIZE, height=EXO_SIZE)).rgb
-
-    def _body_lowest_y(self) -> float:
-        from humanclaw_gym.body import STANDING_PELVIS_HEIGHT_M
-
-        frame = self._physics.realized_frame()
-        return float(frame[1] - STANDING_PELVIS_HEIGHT_M)
-
-    def _safe_link_origins(self) -> np.ndarray | None:
-        try:
-            return None if self._physics is None else self._physics.link_origins()
-        except Exception:
-            return None
+def _copy(obs: Any) -> Any:
+    """A copy of an observation (array or dict of arrays) the caller may keep."""
+    if isinstance(obs, dict):
+        return {k: v.copy() for k, v in obs.items()}
+    return obs.copy()
 
 
 def _episode_seed(episode: Any) -> int:

@@ -24,9 +24,11 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import InitVar, asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from humanclaw_gym.backends.config import BackendConfig
 
 __all__ = [
     "BatchSummary",
@@ -50,9 +52,26 @@ class EpisodeSpec:
     category: str
 
 
+_BACKEND_SHORTHANDS = (
+    "physics",
+    "physics_options",
+    "renderer",
+    "motion",
+    "motion_checkpoint",
+    "motion_options",
+    "body_model_dir",
+    "body_model_gender",
+)
+
+
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything a worker needs to run episodes (picklable, for processes and Ray)."""
+    """Everything a worker needs to run episodes (picklable, for processes and Ray).
+
+    The simulator side is ``backend`` (a :class:`~humanclaw_gym.backends.config.BackendConfig`);
+    its fields may also be given as constructor shorthands, e.g. ``RunConfig(motion="flow")``,
+    which override ``backend``'s. They are not stored: read ``config.backend.motion``.
+    """
 
     agent: str = "oracle"
     output: str = "outputs/run"
@@ -60,12 +79,28 @@ class RunConfig:
     metrics: bool = False
     video: bool = False
     seed: int = 0
-    renderer: str = "auto"
-    motion: str = "procedural"
-    motion_checkpoint: str | None = None
-    motion_options: tuple[tuple[str, Any], ...] = ()
     max_steps: int | None = None
     via_server: str | None = None
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    physics: InitVar[str | None] = None
+    physics_options: InitVar[Any] = None
+    renderer: InitVar[str | None] = None
+    motion: InitVar[str | None] = None
+    motion_checkpoint: InitVar[str | None] = None
+    motion_options: InitVar[Any] = None
+    body_model_dir: InitVar[str | None] = None
+    body_model_gender: InitVar[str | None] = None
+
+    def __post_init__(self, *shorthands: Any) -> None:
+        changes = {
+            name: value
+            for name, value in zip(_BACKEND_SHORTHANDS, shorthands, strict=True)
+            if value is not None
+        }
+        if not isinstance(self.backend, BackendConfig):
+            raise ValueError(f"backend must be a BackendConfig, got {type(self.backend).__name__}")
+        if changes:
+            object.__setattr__(self, "backend", self.backend.replace(**changes))
 
 
 @dataclass
@@ -89,37 +124,14 @@ class BatchSummary:
 def list_episode_specs(selection: str) -> list[EpisodeSpec]:
     """Episodes of ``"one"`` (the first val100 episode), ``"val100"``, ``"val"``, a split
     directory, or a JSON file listing episode ids (``["id", ...]`` or
-    ``[{"episode_id": ..., "scene_id": ...}, ...]``, resolved against ``val``)."""
-    from humanclaw_gym.episodes import load_split
+    ``[{"episode_id": ..., "scene_id": ...}, ...]``, resolved against ``val``); see
+    :func:`humanclaw_gym.episodes.selection.select_episodes`."""
+    from humanclaw_gym.episodes.selection import select_episodes
 
-    if selection == "one":
-        ep = load_split("val100")[0]
-        return [EpisodeSpec("val100", ep.scene_id, ep.episode_id, ep.object_category)]
-    path = Path(selection)
-    if selection in ("val", "val100") or path.is_dir():
-        return [
-            EpisodeSpec(selection, ep.scene_id, ep.episode_id, ep.object_category)
-            for ep in load_split(selection)
-        ]
-    if path.suffix == ".json" and path.is_file():
-        try:
-            items = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not valid JSON ({exc})") from exc
-        if not isinstance(items, list) or not items:
-            raise ValueError(f"{path}: expected a non-empty JSON list of episode ids")
-        by_id = {ep.episode_id: ep for ep in load_split("val")}
-        specs = []
-        for i, item in enumerate(items):
-            eid = item.get("episode_id") if isinstance(item, dict) else item
-            if str(eid) not in by_id:
-                raise ValueError(f"{path}[{i}]: episode_id {eid!r} is not in the val split")
-            ep = by_id[str(eid)]
-            specs.append(EpisodeSpec("val", ep.scene_id, ep.episode_id, ep.object_category))
-        return specs
-    raise ValueError(
-        f"--episodes must be one, val100, val, a split directory or a .json list, got {selection!r}"
-    )
+    return [
+        EpisodeSpec(split, ep.scene_id, ep.episode_id, ep.object_category)
+        for split, ep in select_episodes(selection)
+    ]
 
 
 def rollout_dir(output: str | os.PathLike[str], spec: EpisodeSpec, rollout_index: int = 0) -> Path:
@@ -175,27 +187,13 @@ _WORKER_ENVS: dict[tuple[Any, ...], Any] = {}
 
 def _base_env(config: RunConfig, split: str, privileged: bool) -> Any:
     """One env per (process, config): scenes are reused across episodes of the same scene."""
-    key = (
-        split,
-        config.renderer,
-        config.motion,
-        config.motion_checkpoint,
-        config.motion_options,
-        config.max_steps,
-        privileged,
-    )
+    key = (split, config.backend.key(), config.max_steps, privileged)
     env = _WORKER_ENVS.get(key)
     if env is None:
         from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
 
         env = FindNavInteractEnv(
-            split=split,
-            renderer=config.renderer,
-            motion=config.motion,
-            motion_checkpoint=config.motion_checkpoint,
-            motion_options=dict(config.motion_options),
-            privileged=privileged,
-            max_steps=config.max_steps,
+            split=split, backend=config.backend, privileged=privileged, max_steps=config.max_steps
         )
         _WORKER_ENVS[key] = env
     return env
@@ -432,23 +430,11 @@ def check_run_config(config: RunConfig) -> None:
     """Refuse a config that would fail in every episode, before any worker starts.
 
     Raises:
-        ValueError: an unknown motion generator or a keyword it does not accept.
+        ValueError: an unknown backend, an option it does not accept, a missing body model.
     """
     if config.via_server:
         return  # the server owns the simulator
-    from humanclaw_gym.backends import registry
-    from humanclaw_gym.envs.find_nav_interact import check_motion_options
-
-    entries = registry.entries("motion")
-    if config.motion not in entries:
-        raise ValueError(
-            f"motion={config.motion!r} is not a registered motion generator: "
-            f"allowed {sorted(entries)}"
-        )
-    if config.motion_options:
-        check_motion_options(
-            entries[config.motion].load(), config.motion, dict(config.motion_options)
-        )
+    config.backend.check()
 
 
 def run_batch(

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from humanclaw_gym.fileio import write_json_record
 from humanclaw_gym.policy import Decision
 from humanclaw_gym.skills import SkillCall
 
@@ -64,24 +65,9 @@ class EpisodeResult:
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any, *, private: bool = False) -> None:
-    """Write run-state JSON (sorted keys, numpy values as plain numbers) atomically.
-
-    ``private=True`` keeps the file ``0600`` (see :mod:`humanclaw_gym.fileio`)."""
-    from humanclaw_gym.fileio import write_json_atomic as _write
-
-    _write(path, data, private=private, sort_keys=True, default=_json_default)
-
-
-def _json_default(obj: Any) -> Any:
-    import numpy as np
-
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+    """Write run-state JSON (sorted keys, numpy values as plain numbers) atomically; see
+    :func:`humanclaw_gym.fileio.write_json_record`."""
+    write_json_record(path, data, private=private)
 
 
 def _as_decision(out: Any) -> Decision:

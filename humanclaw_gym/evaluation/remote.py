@@ -15,9 +15,26 @@ claimed): list the episodes in the order of the server's plan, e.g. with
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-__all__ = ["run_via_server", "server_plan_specs"]
+import numpy as np
+
+from humanclaw_gym.evaluation.episode import run_episode, write_json_atomic
+from humanclaw_gym.server.client import PrivilegedPolicyError, RemoteEpisode, ServerClient
+
+__all__ = [
+    "FINISH_FILE",
+    "RemoteRun",
+    "check_policy_allowed",
+    "run_remote_episode",
+    "run_via_server",
+    "server_plan_specs",
+]
+
+FINISH_FILE = "server_finish.json"
 
 
 def run_via_server(url: str, policy: Any, spec: Any, out_dir: str | os.PathLike[str]) -> Any:
@@ -42,8 +59,6 @@ def run_via_server(url: str, policy: Any, spec: Any, out_dir: str | os.PathLike[
             ``plan_exhausted``, ``unauthorized``.
         ServerConnectionError: the server did not answer (outcome unknown).
     """
-    from humanclaw_gym.server.client import ServerClient, run_remote_episode
-
     client = ServerClient(url)
     episode_id = None if spec is None else str(spec.episode_id)
     run = run_remote_episode(client, policy, episode_id=episode_id, output_dir=out_dir)
@@ -58,7 +73,6 @@ def server_plan_specs(url: str, pending_only: bool = True) -> list[Any]:
         pending_only: skip entries already claimed.
     """
     from humanclaw_gym.evaluation.batch import EpisodeSpec
-    from humanclaw_gym.server.client import ServerClient
 
     plan = ServerClient(url).describe()["plan"]
     return [
@@ -66,3 +80,112 @@ def server_plan_specs(url: str, pending_only: bool = True) -> list[Any]:
         for e in plan["episodes"]
         if not pending_only or e["status"] == "pending"
     ]
+
+
+class _CountingPolicy:
+    """Forwards to a policy and counts ``act`` calls (including ones that raise)."""
+
+    requires_privileged = False
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self.calls = 0
+
+    def reset(self, episode_info: Mapping[str, Any]) -> None:
+        self.policy.reset(episode_info)
+
+    def act(self, observation: np.ndarray, info: Mapping[str, Any]) -> Any:
+        self.calls += 1
+        return self.policy.act(observation, info)
+
+
+@dataclass
+class RemoteRun:
+    """Outcome of :func:`run_remote_episode`."""
+
+    result: Any  # EpisodeResult
+    finish: dict[str, Any] | None
+    output_dir: Path | None
+    downloaded: list[Path] = field(default_factory=list)
+
+
+def check_policy_allowed(policy: Any) -> None:
+    """Raise :class:`PrivilegedPolicyError` for policies with ``requires_privileged = True``."""
+    if getattr(policy, "requires_privileged", False):
+        raise PrivilegedPolicyError(
+            f"{type(policy).__name__} needs privileged simulator state (requires_privileged=True); "
+            "the benchmark server never serves hidden state, so this policy can only run "
+            "in-process (humanclaw run without --via-server)"
+        )
+
+
+def run_remote_episode(
+    client: ServerClient,
+    policy: Any,
+    *,
+    episode_id: str | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    output_root: str | os.PathLike[str] | None = None,
+    download: bool = True,
+) -> RemoteRun:
+    """Run ``policy`` on the server's next plan episode through :func:`run_episode`.
+
+    Args:
+        client: the server client.
+        policy: any Policy (``reset`` / ``act``); privileged policies are refused before
+            anything is claimed.
+        episode_id: assert that the next plan episode is this one (``plan_mismatch``
+            otherwise, nothing claimed).
+        output_dir: the local directory of this episode (policy logs,
+            ``episode_result.json``, ``server_finish.json``, downloaded artifacts).
+        output_root: alternatively, a root under which the server's artifact directory
+            name is used.
+        download: fetch the frozen artifacts (replay bundle, metrics.json, server record).
+
+    Returns:
+        A :class:`RemoteRun`. The episode is always finished on the server, also when the
+        policy fails (then as abandoned, with the error text as reason).
+
+    Raises:
+        PrivilegedPolicyError: the policy needs hidden state.
+        ServerError / ServerConnectionError: the server refused or did not answer
+            ``open`` / ``reset`` (after a failed reset the episode is finished first).
+    """
+    check_policy_allowed(policy)
+    if output_dir is not None and output_root is not None:
+        raise ValueError("give output_dir or output_root, not both")
+    counting = _CountingPolicy(policy)
+    episode = RemoteEpisode(client, client_counts=lambda: {"decision_calls": counting.calls})
+    opened = episode.open(episode_id)
+    out: Path | None = None
+    if output_dir is not None:
+        out = Path(output_dir)
+    elif output_root is not None:
+        out = Path(output_root) / str(opened["artifact_dir"])
+    result = None
+    failure: BaseException | None = None
+    try:
+        result = run_episode(episode, counting, output_dir=out, raise_errors=False)
+    except BaseException as exc:  # reset refused / connection lost: still close the claim
+        failure = exc
+        raise
+    finally:
+        if episode.active:
+            reason = None
+            if result is not None and result.error:
+                reason = result.error
+            elif failure is not None:
+                reason = f"{type(failure).__name__}: {failure}"
+            try:
+                episode.finish(reason or "the episode loop ended without a terminal step")
+            except Exception:
+                if failure is None:
+                    raise
+    run = RemoteRun(result=result, finish=episode.finish_result, output_dir=out)
+    if out is not None and episode.finish_result is not None:
+        write_json_atomic(out / FINISH_FILE, episode.finish_result)
+        if download:
+            run.downloaded = client.download_artifacts(episode.finish_result["artifacts"], out)
+    if result is not None and episode.finish_result is not None and result.metrics is None:
+        result.metrics = episode.finish_result.get("metrics")
+    return run

@@ -51,12 +51,11 @@ def _read_json(path: Path) -> Any | None:
 def _step_views(bundle: Any, renderer_name: str, width: int) -> list[np.ndarray]:
     """Ego image the policy saw at each decision step (step 0 = the reset view)."""
     from humanclaw_gym.episodes import load_scene
-    from humanclaw_gym.render import create_renderer
     from humanclaw_gym.render.cameras import ego_camera
-    from humanclaw_gym.replay.render import link_poses_from_frames
+    from humanclaw_gym.replay.render import link_poses_from_frames, make_renderer
 
     scene = load_scene(bundle.scene_id)
-    renderer, _ = create_renderer(renderer_name)
+    renderer, _, _ = make_renderer(renderer_name)
     views = []
     try:
         renderer.build(scene)

@@ -66,23 +66,20 @@ def _max_abs(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))))
 
 
-#: Contract entries that are constructor arguments of a physics backend (instance tuning).
-_TUNING_KEYS = ("solver_iterations", "root_correction_gain", "pjsc_gains", "motor_scale")
-
-
 def _tuning_kwargs(factory: Any, contract: dict[str, Any]) -> dict[str, Any]:
-    """Constructor arguments that rebuild the recorded tuning, for those the factory accepts."""
+    """The recorded contract entries named like keyword parameters of the backend's
+    constructor (the protocol: a backend records its options under their own names)."""
     import inspect
 
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         return {}
-    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return {
-        key: contract[key]
-        for key in _TUNING_KEYS
-        if key in contract and (key in params or accepts_any)
+        key: value
+        for key, value in contract.items()
+        if key in params and key != "self" and params[key].kind in kinds
     }
 
 
@@ -99,8 +96,9 @@ def forward_replay(
         physics: registry name of the physics backend.
         scene: SceneSpec to use instead of ``episodes.load_scene`` (hash still checked).
         solver_iterations: override; by default the physics is built with the tuning the
-            manifest's contract records (``solver_iterations``, ``root_correction_gain``,
-            ``pjsc_gains``, ``motor_scale``, those the backend's constructor accepts).
+            manifest's contract records (every contract entry named like a keyword
+            parameter of the backend's constructor, e.g. pybullet's ``solver_iterations``,
+            ``root_correction_gain``, ``pjsc_gains``).
 
     Returns:
         The report; ``report.max_abs_deviation == 0.0`` for an exact replay.

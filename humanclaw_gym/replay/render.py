@@ -36,6 +36,7 @@ from humanclaw_gym.replay.bundle import (
 )
 from humanclaw_gym.replay.layout import safe_name
 from humanclaw_gym.replay.mp4 import Mp4Stream
+from humanclaw_gym.sensors import EGO_SIZE_PX, EXO_SIZE_PX
 
 __all__ = [
     "BatchJobResult",
@@ -49,9 +50,6 @@ __all__ = [
 ]
 
 REPORT_FILE = "render_report.json"
-_EGO_SIZE = 448
-_EXO_SIZE = 512
-_AUTO_ORDER = ("moderngl", "tiny")
 
 
 @dataclass(frozen=True)
@@ -107,43 +105,19 @@ def link_poses_from_frames(frames: np.ndarray) -> np.ndarray:
 
 
 def make_renderer(name: str = "auto") -> tuple[Any, str, str]:
-    """Build a render backend from the registry (and nothing else).
-
-    Args:
-        name: ``"auto"`` (moderngl, falling back to tiny when no GL context can be made),
-            or a registered render backend name.
+    """Build a render backend from the registry (``"auto"``: the first that can start).
 
     Returns:
         ``(renderer, name, reason)``.
 
     Raises:
+        ValueError: an unregistered name (the registered ones listed).
         RuntimeError: no backend could be created (the message lists every reason).
     """
     from humanclaw_gym.backends import registry
-    from humanclaw_gym.render.errors import RenderBackendUnavailable
 
-    available = registry.entries("render")
-    names = list(_AUTO_ORDER) if name == "auto" else [name]
-    unknown = [n for n in names if n not in available]
-    if name != "auto" and unknown:
-        raise ValueError(f"renderer must be 'auto' or one of {sorted(available)}, got {name!r}")
-    reasons: list[str] = []
-    for candidate in names:
-        if candidate not in available:
-            reasons.append(f"{candidate} not registered")
-            continue
-        try:
-            renderer = available[candidate].load()()
-        except RenderBackendUnavailable as exc:
-            reasons.append(f"{candidate} unavailable: {exc}")
-            continue
-        chosen = (
-            f"{candidate} requested"
-            if name != "auto"
-            else f"auto: {candidate} is the first available"
-        )
-        return renderer, candidate, "; ".join(reasons + [chosen])
-    raise RuntimeError("no render backend could be created: " + "; ".join(reasons))
+    registry.check_renderer_name(name)
+    return registry.create_renderer(name)
 
 
 def load_scene_checked(bundle: ReplayBundle, scene: Any = None) -> Any:
@@ -239,10 +213,10 @@ def render_saved_trajectory(
             if ids:
                 backend.set_object_poses(ids, object_poses[i])
             if ego:
-                cam = ego_camera(link_poses, width=_EGO_SIZE, height=_EGO_SIZE)
+                cam = ego_camera(link_poses, width=EGO_SIZE_PX, height=EGO_SIZE_PX)
                 streams["ego"].write(backend.render(cam).rgb)
             if exo:
-                cam = exo_camera(link_poses, width=_EXO_SIZE, height=_EXO_SIZE)
+                cam = exo_camera(link_poses, width=EXO_SIZE_PX, height=EXO_SIZE_PX)
                 streams["exo"].write(backend.render(cam).rgb)
         videos = {}
         for view, stream in streams.items():

@@ -18,10 +18,9 @@ def final_ego_frame(rollout_dir: str | os.PathLike[str], renderer: str = "auto")
         ``uint8 (448, 448, 3)`` RGB image.
     """
     from humanclaw_gym.episodes import load_scene
-    from humanclaw_gym.render import create_renderer
     from humanclaw_gym.render.cameras import ego_camera
     from humanclaw_gym.replay.bundle import load_bundle
-    from humanclaw_gym.replay.render import link_poses_from_frames
+    from humanclaw_gym.replay.render import link_poses_from_frames, make_renderer
 
     bundle = load_bundle(rollout_dir)
     if len(bundle.realized):
@@ -33,7 +32,7 @@ def final_ego_frame(rollout_dir: str | os.PathLike[str], renderer: str = "auto")
             bundle.initial_object_poses,
         )
     scene = load_scene(bundle.scene_id)
-    r, _reason = create_renderer(renderer)
+    r, _name, _reason = make_renderer(renderer)
     try:
         r.build(scene)
         link_poses = link_poses_from_frames(frame)

@@ -7,8 +7,10 @@
   :func:`humanclaw_gym.evaluation.run_episode` uses (``reset`` / ``step`` / ``unwrapped``),
   so the one episode loop also drives remote episodes. Observations come back as
   ``uint8 (448, 448, 3)`` arrays and the public info mapping.
-* :func:`run_remote_episode`: open, run a Policy, finish (also after a failure), save the
-  finish record and download the frozen artifacts.
+
+Running a Policy through a server episode (open, the one episode loop, finish, download)
+is :func:`humanclaw_gym.evaluation.remote.run_remote_episode`; this module depends on the
+wire protocol only, never on ``humanclaw_gym.evaluation``.
 
 Network failures raise :class:`ServerConnectionError`: the server may or may not have
 executed the request, so nothing here retries ``reset`` or ``step``.
@@ -28,7 +30,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,19 +42,15 @@ from humanclaw_gym.server.transport import TOKEN_ENV, validate_token
 from humanclaw_gym.skills import SkillCall
 
 __all__ = [
-    "FINISH_FILE",
     "PrivilegedPolicyError",
     "RemoteEpisode",
-    "RemoteRun",
     "ServerClient",
     "ServerConnectionError",
     "ServerError",
     "ServerUnauthorizedError",
     "decode_observation",
-    "run_remote_episode",
 ]
 
-FINISH_FILE = "server_finish.json"
 _DEFAULT_TIMEOUT_S = 300.0
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -396,114 +393,3 @@ class RemoteEpisode:
         """Finish a still-active episode as abandoned."""
         if self.active:
             self.finish("driver closed the episode before it ended")
-
-
-class _CountingPolicy:
-    """Forwards to a policy and counts ``act`` calls (including ones that raise)."""
-
-    requires_privileged = False
-
-    def __init__(self, policy: Any) -> None:
-        self.policy = policy
-        self.calls = 0
-
-    def reset(self, episode_info: Mapping[str, Any]) -> None:
-        self.policy.reset(episode_info)
-
-    def act(self, observation: np.ndarray, info: Mapping[str, Any]) -> Any:
-        self.calls += 1
-        return self.policy.act(observation, info)
-
-
-@dataclass
-class RemoteRun:
-    """Outcome of :func:`run_remote_episode`."""
-
-    result: Any  # EpisodeResult
-    finish: dict[str, Any] | None
-    output_dir: Path | None
-    downloaded: list[Path] = field(default_factory=list)
-
-
-def check_policy_allowed(policy: Any) -> None:
-    """Raise :class:`PrivilegedPolicyError` for policies with ``requires_privileged = True``."""
-    if getattr(policy, "requires_privileged", False):
-        raise PrivilegedPolicyError(
-            f"{type(policy).__name__} needs privileged simulator state (requires_privileged=True); "
-            "the benchmark server never serves hidden state, so this policy can only run "
-            "in-process (humanclaw run without --via-server)"
-        )
-
-
-def run_remote_episode(
-    client: ServerClient,
-    policy: Any,
-    *,
-    episode_id: str | None = None,
-    output_dir: str | os.PathLike[str] | None = None,
-    output_root: str | os.PathLike[str] | None = None,
-    download: bool = True,
-) -> RemoteRun:
-    """Run ``policy`` on the server's next plan episode through :func:`run_episode`.
-
-    Args:
-        client: the server client.
-        policy: any Policy (``reset`` / ``act``); privileged policies are refused before
-            anything is claimed.
-        episode_id: assert that the next plan episode is this one (``plan_mismatch``
-            otherwise, nothing claimed).
-        output_dir: the local directory of this episode (policy logs,
-            ``episode_result.json``, ``server_finish.json``, downloaded artifacts).
-        output_root: alternatively, a root under which the server's artifact directory
-            name is used.
-        download: fetch the frozen artifacts (replay bundle, metrics.json, server record).
-
-    Returns:
-        A :class:`RemoteRun`. The episode is always finished on the server, also when the
-        policy fails (then as abandoned, with the error text as reason).
-
-    Raises:
-        PrivilegedPolicyError: the policy needs hidden state.
-        ServerError / ServerConnectionError: the server refused or did not answer
-            ``open`` / ``reset`` (after a failed reset the episode is finished first).
-    """
-    from humanclaw_gym.evaluation.episode import run_episode, write_json_atomic
-
-    check_policy_allowed(policy)
-    if output_dir is not None and output_root is not None:
-        raise ValueError("give output_dir or output_root, not both")
-    counting = _CountingPolicy(policy)
-    episode = RemoteEpisode(client, client_counts=lambda: {"decision_calls": counting.calls})
-    opened = episode.open(episode_id)
-    out: Path | None = None
-    if output_dir is not None:
-        out = Path(output_dir)
-    elif output_root is not None:
-        out = Path(output_root) / str(opened["artifact_dir"])
-    result = None
-    failure: BaseException | None = None
-    try:
-        result = run_episode(episode, counting, output_dir=out, raise_errors=False)
-    except BaseException as exc:  # reset refused / connection lost: still close the claim
-        failure = exc
-        raise
-    finally:
-        if episode.active:
-            reason = None
-            if result is not None and result.error:
-                reason = result.error
-            elif failure is not None:
-                reason = f"{type(failure).__name__}: {failure}"
-            try:
-                episode.finish(reason or "the episode loop ended without a terminal step")
-            except Exception:
-                if failure is None:
-                    raise
-    run = RemoteRun(result=result, finish=episode.finish_result, output_dir=out)
-    if out is not None and episode.finish_result is not None:
-        write_json_atomic(out / FINISH_FILE, episode.finish_result)
-        if download:
-            run.downloaded = client.download_artifacts(episode.finish_result["artifacts"], out)
-    if result is not None and episode.finish_result is not None and result.metrics is None:
-        result.metrics = episode.finish_result.get("metrics")
-    return run

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from humanclaw_gym.episodes.order import scene_grouped_order as plan_order
-from humanclaw_gym.evaluation.episode import write_json_atomic
+from humanclaw_gym.fileio import write_json_record
 
 __all__ = ["PLAN_SCHEMA", "STATUSES", "EpisodePlan", "PlanEntry", "plan_order"]
 # ``plan_order`` is the one episode-order rule of the package (the env's seeded order).
@@ -75,6 +75,7 @@ class EpisodePlan:
         if not entries:
             raise ValueError(f"the plan for episodes={selection!r} is empty")
         self.entries = tuple(entries)
+        self.episodes: tuple[Any, ...] | None = None  # the records, when built from a selection
         self.selection = selection
         self.seed = int(seed)
         self.output_dir = Path(output_dir)
@@ -91,7 +92,7 @@ class EpisodePlan:
             )
         self.output_dir.mkdir(parents=True, exist_ok=True)
         plan_path = self.output_dir / "plan.json"
-        write_json_atomic(plan_path, self._plan_record())
+        write_json_record(plan_path, self._plan_record())
         self._save()
 
     @classmethod
@@ -104,8 +105,7 @@ class EpisodePlan:
         Raises:
             ValueError: bad selection, seed or limit (naming the value and what is allowed).
         """
-        from humanclaw_gym.episodes import load_split
-        from humanclaw_gym.evaluation.batch import list_episode_specs
+        from humanclaw_gym.episodes.selection import select_episodes
 
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed={seed!r} is invalid: allowed an int >= 0")
@@ -113,28 +113,21 @@ class EpisodePlan:
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
         ):
             raise ValueError(f"limit={limit!r} is invalid: allowed None or an int >= 1")
-        specs = list_episode_specs(selection)
-        order = plan_order([s.scene_id for s in specs], seed)
+        selected = select_episodes(selection)
+        order = plan_order([ep.scene_id for _, ep in selected], seed)
         if limit is not None:
             order = order[:limit]
-        max_steps: dict[tuple[str, str], int] = {}
-        for split in sorted({s.split for s in specs}):
-            for ep in load_split(split):
-                max_steps[(split, ep.episode_id)] = int(ep.max_steps)
         entries = []
         for k, i in enumerate(order):
-            s = specs[i]
+            split, ep = selected[i]
             entries.append(
                 PlanEntry(
-                    k,
-                    s.split,
-                    s.episode_id,
-                    s.scene_id,
-                    s.category,
-                    max_steps[(s.split, s.episode_id)],
+                    k, split, ep.episode_id, ep.scene_id, ep.object_category, int(ep.max_steps)
                 )
             )
-        return cls(entries, selection, seed, output_dir)
+        plan = cls(entries, selection, seed, output_dir)
+        plan.episodes = tuple(selected[i][1] for i in order)
+        return plan
 
     # -- queries -------------------------------------------------------------------------
     @property
@@ -225,7 +218,7 @@ class EpisodePlan:
         }
 
     def _save(self) -> None:
-        write_json_atomic(
+        write_json_record(
             self.output_dir / "claims.json",
             {
                 "schema": LEDGER_SCHEMA,

@@ -22,6 +22,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from humanclaw_gym.sensors import EGO_SIZE_PX
 from humanclaw_gym.skills import describe_skills
 
 __all__ = [
@@ -48,7 +49,7 @@ BENCHMARK_PROTOCOL = "humanclaw.find-nav-interact/ego-rgb448-skillcall8/v1"
 
 JSONRPC_VERSION = "2.0"
 
-IMAGE_SIZE_PX = 448
+IMAGE_SIZE_PX = EGO_SIZE_PX
 FRAMES_PER_ACTION = 15
 SUBSTEPS_PER_FRAME = 4
 PHYSICS_TICKS_PER_ACTION = FRAMES_PER_ACTION * SUBSTEPS_PER_FRAME

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from humanclaw_gym.backends.config import BackendConfig
 from humanclaw_gym.server.artifacts import ArtifactPathError, check_relative_path, read_regular_file
 from humanclaw_gym.server.plan import EpisodePlan, PlanEntry
 from humanclaw_gym.server.protocol import (
@@ -163,11 +164,7 @@ class BenchService:
 
     Args:
         plan: the declared episode plan (its output directory is the server's).
-        renderer: render backend for the env (``"auto"``, ``"moderngl"``, ``"tiny"``).
-        motion: motion generator name.
-        motion_checkpoint: checkpoint of a learned motion generator, if any.
-        motion_options: keyword arguments of the motion generator (see the env's
-            ``motion_options``), checked when the env is built.
+        backend: the simulator backends of the env (default: the embedded defaults).
         max_steps: step limit override (``None``: each episode's own limit, 100).
         env_factory: builds the env on the first ``open`` (tests may inject one); by
             default a ``FindNavInteractEnv`` over the plan's episodes, never privileged.
@@ -177,10 +174,7 @@ class BenchService:
         self,
         plan: EpisodePlan,
         *,
-        renderer: str = "auto",
-        motion: str = "procedural",
-        motion_checkpoint: str | None = None,
-        motion_options: dict[str, Any] | None = None,
+        backend: BackendConfig | None = None,
         max_steps: int | None = None,
         env_factory: Callable[[], Any] | None = None,
     ) -> None:
@@ -190,10 +184,7 @@ class BenchService:
             raise ValueError(f"max_steps={max_steps!r} is invalid: allowed None or an int >= 1")
         self.plan = plan
         self.output_dir = Path(plan.output_dir).resolve()
-        self.renderer = renderer
-        self.motion = motion
-        self.motion_checkpoint = motion_checkpoint
-        self.motion_options = dict(motion_options or {})
+        self.backend = backend or BackendConfig()
         self.max_steps = max_steps
         self._env_factory = env_factory or self._default_env
         self._env: Any = None
@@ -356,7 +347,7 @@ class BenchService:
                 "max_usage_records": MAX_USAGE_RECORDS,
                 "max_visible_state_chars": MAX_VISIBLE_STATE_CHARS,
             },
-            "deployment": {"renderer": self.renderer, "motion": self.motion},
+            "deployment": {"renderer": self.backend.renderer, "motion": self.backend.motion},
             "request_outcomes": self.outcome_counts(),
             "errors": dict(ERROR_CODES),
         }
@@ -442,11 +433,9 @@ class BenchService:
             raise RuntimeError(f"a plan must come from one split, got {splits}")
         return FindNavInteractEnv(
             split=splits[0],
-            episode_ids=[e.episode_id for e in self.plan.entries],
-            renderer=self.renderer,
-            motion=self.motion,
-            motion_checkpoint=self.motion_checkpoint,
-            motion_options=self.motion_options,
+            episode_ids=None if self.plan.episodes else [e.episode_id for e in self.plan.entries],
+            episodes=self.plan.episodes,  # the records the plan was built from: loaded once
+            backend=self.backend,
             privileged=False,
             max_steps=self.max_steps,
         )

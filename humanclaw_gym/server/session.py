@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from humanclaw_gym.evaluation.episode import write_json_atomic
+from humanclaw_gym.fileio import write_json_record
 from humanclaw_gym.policy import Decision, Usage
 from humanclaw_gym.server.artifacts import list_artifacts
 from humanclaw_gym.server.plan import PlanEntry
@@ -421,7 +421,7 @@ class EpisodeSession:
             "metrics_unknown_reason": metrics_unknown,
             "requests": self._log,
         }
-        write_json_atomic(self.directory / RECORD_FILE, jsonable(record))
+        write_json_record(self.directory / RECORD_FILE, jsonable(record))
         artifacts = list_artifacts(self.output_root, self.directory)
         self.state = "finished"
         return {

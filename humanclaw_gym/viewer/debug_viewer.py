@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from humanclaw_gym.policy import Decision
+from humanclaw_gym.sensors import EGO_SIZE_PX
 from humanclaw_gym.skills import Choice, Skill, SkillCall, SkillCallError, action_fields
 from humanclaw_gym.viewer import geometry
 from humanclaw_gym.viewer.control import (
@@ -764,7 +765,7 @@ class DebugViewer:
         self._gui_status = gui.add_markdown("")
         self._gui_error = gui.add_markdown("")
         self._gui_image = gui.add_image(
-            np.zeros((448, 448, 3), dtype=np.uint8), label="ego view", format="jpeg"
+            np.zeros((EGO_SIZE_PX, EGO_SIZE_PX, 3), dtype=np.uint8), label="ego view", format="jpeg"
         )
 
         with gui.add_folder("Run"):

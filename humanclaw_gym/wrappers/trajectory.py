@@ -260,18 +260,19 @@ def _camera_contract() -> dict[str, Any]:
     """The camera placement the videos use (see :mod:`humanclaw_gym.render.cameras`)."""
     from humanclaw_gym.body.skeleton import EYE_OFFSET_IN_HEAD_M
     from humanclaw_gym.render import cameras
+    from humanclaw_gym.sensors import EGO_SIZE_PX, EXO_SIZE_PX
 
     return {
         "ego": {
-            "width": 448,
-            "height": 448,
+            "width": EGO_SIZE_PX,
+            "height": EGO_SIZE_PX,
             "fov_y_deg": cameras.EGO_FOV_Y_DEG,
             "pitch_down_deg": cameras.EGO_PITCH_DOWN_DEG,
             "eye_offset_in_head_m": list(EYE_OFFSET_IN_HEAD_M),
         },
         "exo": {
-            "width": 512,
-            "height": 512,
+            "width": EXO_SIZE_PX,
+            "height": EXO_SIZE_PX,
             "fov_y_deg": cameras.EXO_FOV_Y_DEG,
             "behind_m": cameras.EXO_BEHIND_M,
             "above_pelvis_m": cameras.EXO_HEIGHT_ABOVE_PELVIS_M,

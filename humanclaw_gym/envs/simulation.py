@@ -1,0 +1,303 @@
+"""The simulation layer: physics, renderer and motion generator composed for one env.
+
+:class:`Simulation` owns building the three backends of a :class:`BackendConfig` (lazily,
+with the renderer fallback of ``renderer="auto"``), loading scenes, placing the humanoid for
+an episode, executing one skill (motion generation + half-physics, frame by frame) and
+rendering a camera view of the current state. It knows nothing of episodes' goals, the
+Gymnasium API or observers: the env (:mod:`humanclaw_gym.envs.find_nav_interact`) drives it.
+
+Renders are cheap to share: the body and object poses are copied to the renderer once per
+physics state, whatever number of views (observation, metrics, video) read that state.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from humanclaw_gym.backends import registry
+from humanclaw_gym.backends.config import BackendConfig
+from humanclaw_gym.sensors import EGO_SIZE_PX, EXO_SIZE_PX
+
+__all__ = ["FRAMES_PER_CHUNK", "Simulation"]
+
+FRAMES_PER_CHUNK = 15
+"""Generated 30 Hz frames per skill call (0.5 s)."""
+
+
+class Simulation:
+    """Physics + renderer + motion for one env; see the module docstring.
+
+    Args:
+        config: the backends to use (checked by the caller).
+
+    Nothing is built until :meth:`load_scene` / :meth:`reset`; :meth:`close` releases
+    everything and is idempotent.
+    """
+
+    def __init__(self, config: BackendConfig) -> None:
+        self.config = config
+        self.resolved: registry.ResolvedBackends = self.resolve(frozenset({"rgb"}), False, 0)
+        self.body_model: Any = None
+        if config.body_model_dir is not None:
+            from humanclaw_gym.motion.flow.smplx_io import SmplxBody
+
+            self.body_model = SmplxBody(config.body_model_dir, gender=config.body_model_gender)
+        self.physics: Any = None
+        self.renderer: Any = None
+        self.motion: Any = None
+        self.render_reason = ""
+        self.scene: Any = None
+        self.scene_id: str | None = None
+        self._version = 0  # bumped whenever the simulated state changes
+        self._synced_version = -1
+        self._synced_link_poses: np.ndarray | None = None
+        self._body_mesh_faces_sent = False
+        self._cache: dict[tuple[str, int, bool], Any] = {}
+        self._cache_version = -1
+        self._closed = False
+
+    # ------------------------------------------------------------------------------------
+    # configuration
+    # ------------------------------------------------------------------------------------
+    def resolve(
+        self, render_modes: Iterable[str], contacts: bool, image_size: int
+    ) -> registry.ResolvedBackends:
+        """Check the config against the backends' capabilities for what the env needs
+        (render modes, contact/ray queries, the largest image side); nothing is built.
+
+        Raises:
+            BackendCapabilityError: naming the backend and the missing capability.
+        """
+        c = self.config
+        self.resolved = registry.resolve(
+            physics=c.physics,
+            render=c.renderer,
+            motion=c.motion,
+            render_modes=sorted({"rgb", *render_modes}),
+            need_contacts=contacts,
+            need_ray_cast=contacts,
+            image_size=max(image_size, EGO_SIZE_PX, EXO_SIZE_PX),
+            need_body_mesh=c.body_model_dir is not None,
+        )
+        return self.resolved
+
+    @property
+    def backend_info(self) -> dict[str, str]:
+        """Names of the backends in use and why this renderer was chosen."""
+        return {
+            "physics": self.config.physics,
+            "renderer": getattr(getattr(self.renderer, "capabilities", None), "name", "not built"),
+            "renderer_reason": self.render_reason or "not built yet",
+            "motion": self.config.motion,
+        }
+
+    # ------------------------------------------------------------------------------------
+    # building
+    # ------------------------------------------------------------------------------------
+    def _ensure_backends(self) -> None:
+        if self._closed:
+            raise RuntimeError("the environment is closed")
+        os.environ.setdefault("LP_NUM_THREADS", "1")
+        if self.motion is None:
+            kwargs: dict[str, Any] = dict(self.config.motion_options)
+            if self.config.motion_checkpoint is not None:
+                kwargs["checkpoint"] = self.config.motion_checkpoint
+            self.motion = self.resolved.motion.load()(**kwargs)
+        if self.renderer is None:
+            self.renderer, _, self.render_reason = registry.create_renderer(
+                self.config.renderer, self.resolved.render
+            )
+
+    def load_scene(self, scene_id: str) -> None:
+        """Make ``scene_id`` the simulated scene (rebuilt only when it changes)."""
+        from humanclaw_gym import episodes as episodes_mod
+
+        self._ensure_backends()
+        if self.scene_id == scene_id:
+            return
+        scene = episodes_mod.load_scene(scene_id)
+        self._release_scene()
+        self.physics = self.resolved.physics.load()(**self.config.physics_options)
+        self.physics.build(scene)
+        self.renderer.build(scene)  # renderers accept a new scene without a new context
+        self._body_mesh_faces_sent = False  # build() forgets a body mesh, faces included
+        self.scene = scene
+        self.scene_id = scene_id
+
+    def _release_scene(self) -> None:
+        if self.physics is not None:
+            self.physics.close()
+            self.physics = None
+        self.scene = None
+        self.scene_id = None
+
+    # ------------------------------------------------------------------------------------
+    # an episode
+    # ------------------------------------------------------------------------------------
+    def reset(self, start_position: np.ndarray, start_yaw_rad: float, seed: int) -> np.ndarray:
+        """Place the humanoid standing at the start pose (the scene must be loaded).
+
+        Returns:
+            ``float64 (5, 75)``: the motion generator's seed history (world frame).
+        """
+        history = np.asarray(
+            self.motion.reset(start_position, start_yaw_rad, seed=seed), dtype=np.float64
+        )
+        self.physics.reset(history[-1])
+        self._version += 1
+        return history
+
+    def execute(
+        self,
+        call: Any,
+        on_chunk: Callable[[np.ndarray], None] | None = None,
+        on_frame: Callable[[int, np.ndarray], None] | None = None,
+    ) -> np.ndarray:
+        """Generate the chunk of a motion skill and execute it frame by frame.
+
+        Args:
+            call: a motion :class:`~humanclaw_gym.skills.SkillCall` (not Stop/Stand).
+            on_chunk: called with the generated frames before physics runs them.
+            on_frame: called as ``on_frame(i, generated_frame)`` after physics executed
+                frame ``i`` (the simulation then holds that frame's realized state).
+
+        Returns:
+            The generated ``float64 (15, 75)`` frames.
+
+        Raises:
+            RuntimeError: the generator returned frames of a wrong shape or non-finite.
+        """
+        frames = self.generate(call)
+        if on_chunk is not None:
+            on_chunk(frames)
+        for i in range(FRAMES_PER_CHUNK):
+            self.physics.step_frame(frames[i])
+            self._version += 1
+            if on_frame is not None:
+                on_frame(i, frames[i])
+        return frames
+
+    def generate(self, call: Any) -> np.ndarray:
+        """The motion generator's next chunk, checked: ``float64 (15, 75)``, finite."""
+        frames = np.asarray(self.motion.generate(call), dtype=np.float64)
+        if frames.shape != (FRAMES_PER_CHUNK, 75) or not np.all(np.isfinite(frames)):
+            raise RuntimeError(
+                f"motion generator {self.config.motion!r} returned frames of shape "
+                f"{frames.shape} (expected (15, 75), finite)"
+            )
+        return frames
+
+    # ------------------------------------------------------------------------------------
+    # rendering
+    # ------------------------------------------------------------------------------------
+    def render(self, view: str, size: int, modes: Iterable[str] = ("rgb",)) -> Any:
+        """Render the current state from the ``"ego"`` or ``"exo"`` camera.
+
+        Args:
+            view: ``"ego"`` (head camera) or ``"exo"`` (third person).
+            size: side of the square image in pixels.
+            modes: ``"rgb"`` always; ``"instance"`` adds the instance-id image (same pass).
+
+        Returns:
+            The renderer's :class:`~humanclaw_gym.backends.protocols.RenderResult`. Views
+            of an unchanged state are rendered once: asking again (e.g. the observation and
+            the video's last frame) returns the same result, whose arrays callers must not
+            modify.
+        """
+        from humanclaw_gym.render.cameras import ego_camera, exo_camera
+
+        instance = "instance" in modes
+        if self._cache_version != self._version:
+            self._cache.clear()
+            self._cache_version = self._version
+        for key in ((view, size, True), (view, size, instance)):
+            if key in self._cache:  # an image of this very state and camera (one pass)
+                return self._cache[key]
+        link_poses = self._sync_renderer()
+        make = ego_camera if view == "ego" else exo_camera
+        result = self.renderer.render(make(link_poses, width=size, height=size), instance=instance)
+        self._cache[(view, size, instance)] = result
+        return result
+
+    def _sync_renderer(self) -> np.ndarray:
+        """Copy the current body and object poses to the renderer, once per physics state
+        (ego, exo and instance renders of the same frame share one copy). With a body
+        model, the skinned mesh of the realized frame is computed and sent here as well
+        (the link poses still go first: they place the cameras and steer the cutaway)."""
+        if self._synced_version == self._version and self._synced_link_poses is not None:
+            return self._synced_link_poses
+        link_poses = self.physics.link_poses()
+        self.renderer.set_body_pose(link_poses)
+        if self.body_model is not None:
+            self._sync_body_mesh()
+        ids = self.physics.dynamic_object_ids
+        if ids:
+            self.renderer.set_object_poses(ids, self.physics.object_poses())
+        self._synced_version = self._version
+        self._synced_link_poses = link_poses
+        return link_poses
+
+    def _sync_body_mesh(self) -> None:
+        """Send the SMPL-X mesh of the realized frame (faces once per renderer build)."""
+        from humanclaw_gym.motion.flow.smplx_io import smplx_vertices
+
+        vertices, faces = smplx_vertices(self.physics.realized_frame(), self.body_model)
+        self.renderer.set_body_mesh(
+            vertices.astype(np.float32), None if self._body_mesh_faces_sent else faces
+        )
+        self._body_mesh_faces_sent = True
+
+    # ------------------------------------------------------------------------------------
+    # state queries (hidden state: for observers and privileged mode, never the policy)
+    # ------------------------------------------------------------------------------------
+    def body_lowest_y(self) -> float:
+        """Lowest point of the standing body at the current root height (metres)."""
+        from humanclaw_gym.body import STANDING_PELVIS_HEIGHT_M
+
+        return float(self.physics.realized_frame()[1] - STANDING_PELVIS_HEIGHT_M)
+
+    def spawn_floor_y(self, x: float, z: float) -> tuple[float | None, float]:
+        """``(floor height, body lowest point)`` by the collision metric's spawn rule: the
+        highest surface a downward ray at ``(x, z)`` hits that is not above the standing
+        body's lowest point + 5 cm."""
+        lowest = self.body_lowest_y()
+        return self.physics.ray_cast_down(x, z, lowest + 0.05, lowest - 5.0), lowest
+
+    def safe_link_origins(self) -> np.ndarray | None:
+        """Body points for an end-of-episode event, or None when they cannot be read."""
+        try:
+            return None if self.physics is None else self.physics.link_origins()
+        except Exception:
+            return None
+
+    # ------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release physics, renderer and motion model. Idempotent; keeps closing after an
+        error and raises the first one."""
+        if self._closed:
+            return
+        errors: list[BaseException] = []
+        for attr in ("renderer", "physics"):
+            backend = getattr(self, attr)
+            if backend is not None:
+                try:
+                    backend.close()
+                except BaseException as exc:  # keep closing
+                    errors.append(exc)
+                setattr(self, attr, None)
+        motion = self.motion
+        if motion is not None and hasattr(motion, "close"):
+            try:
+                motion.close()
+            except BaseException as exc:
+                errors.append(exc)
+        self.motion = None
+        self.scene = None
+        self.scene_id = None
+        self._closed = True
+        if errors:
+            raise errors[0]

@@ -1,0 +1,259 @@
+"""The worked examples of docs/architecture.md, through the public seams alone.
+
+* a new sensor: a class with uuid / view / size / modes / space() / read(), passed as
+  ``sensors=``;
+* a new skill: one ``SkillSpec`` given to ``register_skill`` (text grammar, Gym encoding,
+  the server's action spec and the random agent follow) plus a motion generator that can
+  execute it, registered with the backend registry;
+* a new physics backend: a class implementing the ``PhysicsBackend`` protocol, registered
+  with the backend registry, its options checked against its constructor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from gymnasium.utils.env_checker import check_env
+
+import humanclaw_gym  # noqa: F401  (registers the env)
+from humanclaw_gym import EgoRGBSensor
+from humanclaw_gym.backends import registry
+from humanclaw_gym.backends.protocols import MotionCapabilities, PhysicsCapabilities
+from humanclaw_gym.backends.registry import BackendCapabilityError
+from humanclaw_gym.body.skeleton import JOINT_INDEX
+from humanclaw_gym.motion.procedural import ProceduralMotionGenerator
+from humanclaw_gym.skills import (
+    DIRECTIONS,
+    Choice,
+    Skill,
+    SkillCall,
+    SkillSpec,
+    action_space,
+    describe_skills,
+    register_skill,
+    unregister_skill,
+)
+
+ENV_ID = "HumanClawFindNavInteract-v0"
+
+
+# ----------------------------------------------------------------------------------------
+# a sensor
+# ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EgoGraySensor:
+    """Luminance of a small ego image: ``uint8 (size, size)``."""
+
+    size: int = 64
+    uuid: str = "gray"
+    view: str = "ego"
+    modes: frozenset[str] = frozenset({"rgb"})
+
+    def space(self) -> spaces.Box:
+        return spaces.Box(0, 255, (self.size, self.size), dtype=np.uint8)
+
+    def read(self, result: Any) -> np.ndarray:
+        rgb = result.rgb.astype(np.float64)
+        return np.round(rgb @ [0.299, 0.587, 0.114]).clip(0, 255).astype(np.uint8)
+
+
+def test_a_new_sensor_joins_the_observation_through_sensors():
+    env = gym.make(ENV_ID, split="val100", sensors=[EgoRGBSensor(), EgoGraySensor()])
+    try:
+        space = env.observation_space
+        assert isinstance(space, spaces.Dict) and list(space) == ["rgb", "gray"]
+        obs, _ = env.reset(seed=0)
+        assert obs["rgb"].shape == (448, 448, 3) and obs["gray"].shape == (64, 64)
+        assert space.contains(obs)
+        # the gray image is its own 64 px render of the same camera, not a crop
+        assert 20 < float(obs["gray"].mean()) < 235
+        obs, *_ = env.step("Turn<left><30>")
+        assert space.contains(obs)
+        check_env(env.unwrapped, skip_render_check=True)
+    finally:
+        env.close()
+
+
+def test_one_sensor_gives_its_array_and_bad_sensors_are_refused():
+    env = gym.make(ENV_ID, split="val100", sensors=[EgoGraySensor(size=32)])
+    try:
+        obs, _ = env.reset(seed=0)
+        assert env.observation_space == spaces.Box(0, 255, (32, 32), dtype=np.uint8)
+        assert obs.shape == (32, 32) and obs.dtype == np.uint8
+    finally:
+        env.close()
+    with pytest.raises(ValueError, match="uuid"):
+        gym.make(ENV_ID, split="val100", sensors=[EgoRGBSensor(), EgoRGBSensor()])
+    with pytest.raises(ValueError, match=r"sensors\[0\].size=8 is out of range"):
+        gym.make(ENV_ID, split="val100", sensors=[EgoGraySensor(size=8)])
+    with pytest.raises(ValueError, match="is not a Sensor"):
+        gym.make(ENV_ID, split="val100", sensors=["rgb"])
+
+
+# ----------------------------------------------------------------------------------------
+# a skill
+# ----------------------------------------------------------------------------------------
+class WavingMotion(ProceduralMotionGenerator):
+    """The procedural generator plus a toy ``Wave<left|right>``: the body holds its pose
+    and raises one forearm a little (enough to check that the chunk is executed)."""
+
+    capabilities = MotionCapabilities(name="waving", skills=frozenset(range(9)))
+
+    def generate(self, call: Any) -> np.ndarray:
+        call = SkillCall.coerce(call)
+        if call.skill.spec.motion_key != "wave":
+            return super().generate(call)
+        history = self.history()
+        chunk = np.repeat(history[-1:], self.frames_per_chunk, axis=0)
+        elbow = JOINT_INDEX["left_elbow" if call.direction == "left" else "right_elbow"]
+        chunk[:, 3 + 3 * elbow + 1] += np.linspace(0.0, 0.6, self.frames_per_chunk)
+        self._history = np.concatenate([history, chunk])[-self.history_frames :]
+        return chunk
+
+
+@pytest.fixture
+def wave_skill():
+    spec = SkillSpec(
+        id=len(Skill),
+        name="WAVE",
+        display_name="Wave",
+        text_name="Wave",
+        slots=("direction",),
+        params={"direction": Choice(DIRECTIONS)},
+        action_keys={"direction": "direction"},
+        meaning="wave one hand, standing still",
+        example="Wave<left>",
+        motion_key="wave",
+    )
+    skill = register_skill(spec)
+    registry.register_motion("waving", f"{__name__}:WavingMotion", WavingMotion.capabilities)
+    try:
+        yield skill
+    finally:
+        unregister_skill(skill)
+
+
+def test_a_new_skill_is_derived_everywhere_from_its_spec(wave_skill):
+    assert Skill.WAVE is wave_skill and Skill(8) is wave_skill and len(Skill) == 9
+    call = SkillCall.parse("wave < Right >")
+    assert call.skill is Skill.WAVE and str(call) == "Wave<right>"
+    assert SkillCall.from_dict({"skill": "wave", "direction": "left"}) == SkillCall.parse(
+        "Wave<left>"
+    )
+    space = action_space(seed=1)
+    assert space["skill"] == spaces.Discrete(9)
+    decoded = {SkillCall.from_action(space.sample()).skill for _ in range(400)}
+    assert Skill.WAVE in decoded
+    assert SkillCall.from_action(call.to_action()) == call
+    spec = [s for s in describe_skills() if s["key"] == "wave"]
+    assert spec and spec[0]["text"] == "Wave<left|right>" and spec[0]["id"] == 8
+
+    from humanclaw_gym.server.protocol import action_spec
+
+    assert "wave" in [s["key"] for s in action_spec()["skills"]]
+    from humanclaw_agents.random_policy import RandomPolicy
+
+    policy = RandomPolicy(seed=3)
+    policy.reset({"scene_id": "s", "episode_id": "e"})
+    assert any(policy.act(None, {}).action.skill is Skill.WAVE for _ in range(200))
+
+
+def test_a_new_skill_runs_in_the_env_with_a_generator_that_declares_it(wave_skill):
+    # a generator that cannot execute the new skill is refused when the env is made
+    with pytest.raises(BackendCapabilityError, match="cannot generate skill WAVE"):
+        gym.make(ENV_ID, split="val100")
+    env = gym.make(ENV_ID, split="val100", motion="waving", max_steps=3)
+    try:
+        obs0, _ = env.reset(seed=0)
+        before = env.unwrapped.simulation.physics.realized_frame()
+        obs, reward, terminated, truncated, info = env.step("Wave<left>")
+        after = env.unwrapped.simulation.physics.realized_frame()
+        assert info["executed_skill"] == "Wave<left>" and not terminated
+        assert np.linalg.norm(after[:3] - before[:3]) < 0.05  # stood still
+        assert env.action_space["skill"] == spaces.Discrete(9)
+    finally:
+        env.close()
+    assert len(Skill) == 9  # unregistered by the fixture afterwards
+
+
+def test_the_table_is_back_to_the_eight_skills():
+    assert len(Skill) == 8 and not hasattr(Skill, "WAVE")
+    assert action_space()["skill"] == spaces.Discrete(8)
+    with pytest.raises(ValueError, match="only the last custom skill"):
+        unregister_skill(Skill.CLIMB_DOWN)
+
+
+def test_register_skill_refuses_a_bad_spec_and_changes_nothing():
+    base = dict(
+        id=len(Skill),
+        name="JUMP",
+        display_name="Jump",
+        text_name="Jump",
+        slots=("height_m",),
+        params={"height_m": Choice(("low",))},
+        action_keys={},
+        meaning="jump",
+        example="Jump<low>",
+        motion_key="jump",
+    )
+    with pytest.raises(ValueError, match="id=3 is invalid"):
+        register_skill(SkillSpec(**{**base, "id": 3}))
+    with pytest.raises(ValueError, match="taken"):
+        register_skill(SkillSpec(**{**base, "text_name": "Turn"}))
+    with pytest.raises(ValueError, match="slots"):
+        register_skill(SkillSpec(**{**base, "slots": ()}))
+    with pytest.raises(ValueError, match="not SkillCall fields"):
+        register_skill(SkillSpec(**{**base, "params": {"hop": Choice(("a",))}, "slots": ("hop",)}))
+    assert len(Skill) == 8
+
+
+# ----------------------------------------------------------------------------------------
+# a physics backend
+# ----------------------------------------------------------------------------------------
+class CountingPhysics:
+    """The pybullet backend behind a different name, counting frames: enough to show that
+    the env drives any registered PhysicsBackend and checks its options."""
+
+    capabilities = PhysicsCapabilities(name="counting")
+
+    def __init__(self, *, label: str = "x") -> None:
+        from humanclaw_gym.physics.pybullet_backend import PybulletHalfPhysics
+
+        self._inner = PybulletHalfPhysics()
+        self.label = label
+        self.frames = 0
+
+    def step_frame(self, frame_75: np.ndarray) -> None:
+        self.frames += 1
+        self._inner.step_frame(frame_75)
+
+    def contract(self) -> dict:
+        return {**self._inner.contract(), "backend": "counting", "label": self.label}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_a_new_physics_backend_plugs_in_through_the_registry():
+    registry.register_physics(
+        "counting", f"{__name__}:CountingPhysics", CountingPhysics.capabilities
+    )
+    with pytest.raises(
+        ValueError, match=r"physics_options \['solver_iterations'\] are not accepted"
+    ):
+        gym.make(
+            ENV_ID, split="val100", physics="counting", physics_options={"solver_iterations": 5}
+        )
+    env = gym.make(ENV_ID, split="val100", physics="counting", physics_options={"label": "y"})
+    try:
+        env.reset(seed=0)
+        env.step("Walk<forward><slow>")
+        physics = env.unwrapped.simulation.physics
+        assert physics.frames == 15 and physics.contract()["label"] == "y"
+    finally:
+        env.close()
