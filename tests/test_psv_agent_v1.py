@@ -1,5 +1,7 @@
-"""PSV agent with a scripted fake ChatModel: routing, retries, fallbacks, clamping, history,
-log files, and the prompt/verifier helpers."""
+"""The first PSV agent, kept as ``psv:v1``, with a scripted fake ChatModel: routing, retries,
+fallbacks, clamping, history, log files, and the v1 prompt/verifier helpers. These tests pin
+its behaviour so that earlier results stay reproducible; the default agent is tested in
+test_psv_agent.py."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from humanclaw_agents.prompts import (
     extract_json_object,
     render_planner_prompt,
 )
-from humanclaw_agents.psv import PSVAgent, action_from_fields
+from humanclaw_agents.psv import PSVAgentV1 as PSVAgent
+from humanclaw_agents.psv import action_from_fields
 from humanclaw_agents.transports import ChatModel, ModelCallError, ModelReply
 from humanclaw_agents.verifier import (
     ROUTES,
