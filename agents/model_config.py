@@ -1,12 +1,21 @@
 """Model configs: which transport a VLM agent talks through, loaded from a small JSON file.
 
-Two backends exist:
+Three backends exist, and the three model-config templates of the reference release load
+unchanged:
 
 * ``"openai_compatible"``: a direct chat-completions request to any OpenAI-compatible
-  endpoint (OpenAI, vLLM, SGLang, llama.cpp server, OpenRouter, ...). The API key is read
-  at run time from the environment variable the config names; a config never holds a key.
+  endpoint (OpenAI, vLLM, SGLang, llama.cpp server, OpenRouter, ...).
+* ``"azure_openai"``: the same request through the ``openai`` package's Azure client
+  (deployment name, endpoint and API version, each from the config or an environment
+  variable).
 * ``"filesystem_queue"``: requests are written as directories into a queue folder and an
-  external worker (which owns the credentials) answers them.
+  external worker (which owns the credentials) answers them, in our layout
+  (``queue_layout: "humanclaw"``) or the reference release's (``"reference"``). Without
+  ``queue_layout``, a config that names a ``model`` (as the reference's template does)
+  speaks the reference layout, one without it ours.
+
+API keys are read at run time from the environment variable the config names; a config
+never holds a key.
 
 Example (``configs/models/gpt.json``)::
 
@@ -15,8 +24,9 @@ Example (``configs/models/gpt.json``)::
      "max_tokens": 1024, "temperature": 0.0,
      "response_format": {"type": "json_object"}, "extra_body": {}}
 
-Every field is checked on load; a bad value raises :class:`ModelConfigError` naming the
-field, the value and what is allowed.
+Every field is checked on load; an unknown field is refused with the list of accepted ones
+and a bad value raises :class:`ModelConfigError` naming the field, the value and what is
+allowed.
 """
 
 from __future__ import annotations
@@ -31,19 +41,28 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MODEL_CONFIG_TYPES",
+    "QUEUE_LAYOUTS",
+    "AzureOpenAIConfig",
     "FilesystemQueueConfig",
     "ModelConfig",
     "ModelConfigError",
     "OpenAICompatibleConfig",
+    "accepted_fields",
     "load_model_config",
     "model_config_from_dict",
 ]
 
-_BACKENDS = ("openai_compatible", "filesystem_queue")
+_BACKENDS = ("openai_compatible", "azure_openai", "filesystem_queue")
 _MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Keys that look like a credential: a config must name an env var instead.
 _SECRET_KEYS = ("api_key", "key", "token", "secret", "password", "authorization")
+# The reference's name of ``max_tokens_field``; both spellings are accepted.
+_MAX_TOKENS_ALIAS = "max_tokens_parameter"
+
+QUEUE_LAYOUTS: tuple[str, ...] = ("humanclaw", "reference")
+"""Request/response layouts the filesystem queue speaks (see ``docs/agents.md``)."""
 
 
 class ModelConfigError(ValueError):
@@ -65,10 +84,17 @@ class OpenAICompatibleConfig:
         response_format: sent as ``response_format`` (``{"type": "json_object"}`` by
             default), or ``None`` to leave it out.
         extra_body: extra top-level request fields merged into the JSON body (provider
-            specific switches such as ``{"reasoning_effort": "low"}``).
+            specific switches such as ``{"top_k": 1}``).
         timeout_s: per-request timeout in seconds (> 0).
         max_tokens_field: request field that carries ``max_tokens``: ``"max_tokens"`` or
-            ``"max_completion_tokens"`` (newer OpenAI reasoning models need the latter).
+            ``"max_completion_tokens"`` (newer OpenAI reasoning models need the latter); the
+            reference's name ``max_tokens_parameter`` is accepted in JSON.
+        model_env: optional environment variable whose value, when set, replaces
+            ``model`` (the reference's switch for deployment names).
+        send_temperature: ``False`` leaves ``temperature`` out of the request (the
+            reference's switch; ``temperature: null`` does the same).
+        reasoning_effort: sent as the ``reasoning_effort`` request field when given
+            (e.g. ``"low"`` for OpenAI o-series models).
     """
 
     model: str
@@ -80,6 +106,9 @@ class OpenAICompatibleConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 120.0
     max_tokens_field: str = "max_tokens"
+    model_env: str | None = None
+    send_temperature: bool = True
+    reasoning_effort: str | None = None
 
     backend: str = field(default="openai_compatible", init=False)
 
@@ -91,32 +120,8 @@ class OpenAICompatibleConfig:
                 f"model config field 'base_url'={self.base_url!r} is invalid: "
                 "allowed an http:// or https:// URL"
             )
-        _check_str("api_key_env", self.api_key_env)
-        if not _ENV_NAME_RE.match(self.api_key_env):
-            raise ModelConfigError(
-                f"model config field 'api_key_env'={self.api_key_env!r} is invalid: allowed "
-                "an environment variable name (letters, digits, '_'; not starting with a digit)"
-            )
-        _check_int("max_tokens", self.max_tokens, low=1)
-        if self.temperature is not None:
-            _check_float("temperature", self.temperature, low=0.0, high=2.0)
-            object.__setattr__(self, "temperature", float(self.temperature))
-        if self.response_format is not None:
-            _check_json_object("response_format", self.response_format)
-            if not isinstance(self.response_format.get("type"), str):
-                raise ModelConfigError(
-                    f"model config field 'response_format'={self.response_format!r} is "
-                    "invalid: allowed an object with a string 'type', e.g. "
-                    '{"type": "json_object"}, or null'
-                )
-        _check_json_object("extra_body", self.extra_body)
-        _check_float("timeout_s", self.timeout_s, low=0.0, low_inclusive=False)
-        object.__setattr__(self, "timeout_s", float(self.timeout_s))
-        if self.max_tokens_field not in _MAX_TOKENS_FIELDS:
-            raise ModelConfigError(
-                f"model config field 'max_tokens_field'={self.max_tokens_field!r} is invalid: "
-                f"allowed one of {_MAX_TOKENS_FIELDS}"
-            )
+        _check_env_name("api_key_env", self.api_key_env)
+        _check_request_fields(self)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form, as accepted by :func:`model_config_from_dict` (holds no key)."""
@@ -125,12 +130,79 @@ class OpenAICompatibleConfig:
             "model": self.model,
             "base_url": self.base_url,
             "api_key_env": self.api_key_env,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "response_format": self.response_format,
-            "extra_body": dict(self.extra_body),
-            "timeout_s": self.timeout_s,
-            "max_tokens_field": self.max_tokens_field,
+            **_request_fields_dict(self),
+        }
+
+
+@dataclass(frozen=True)
+class AzureOpenAIConfig:
+    """Chat completions through the ``openai`` package's Azure client (``openai.AzureOpenAI``).
+
+    The request is the same as :class:`OpenAICompatibleConfig`'s; only the client differs.
+    Defaults follow the reference release's Azure template.
+
+    Attributes:
+        model: the Azure deployment name (``model_env`` can override it at run time).
+        api_key_env: environment variable holding the key (default
+            ``"AZURE_OPENAI_API_KEY"``).
+        azure_endpoint: the resource endpoint, e.g. ``"https://NAME.openai.azure.com"``;
+            when ``None`` it is read from ``azure_endpoint_env``.
+        azure_endpoint_env: environment variable holding the endpoint (default
+            ``"AZURE_OPENAI_ENDPOINT"``).
+        api_version: the Azure API version, e.g. ``"2024-12-01-preview"``; when ``None`` it
+            is read from ``api_version_env``.
+        api_version_env: environment variable holding the API version (default
+            ``"AZURE_OPENAI_API_VERSION"``).
+        max_tokens, temperature, response_format, extra_body, timeout_s, max_tokens_field,
+        model_env, send_temperature, reasoning_effort: as in :class:`OpenAICompatibleConfig`.
+    """
+
+    model: str
+    api_key_env: str = "AZURE_OPENAI_API_KEY"
+    azure_endpoint: str | None = None
+    azure_endpoint_env: str = "AZURE_OPENAI_ENDPOINT"
+    api_version: str | None = None
+    api_version_env: str = "AZURE_OPENAI_API_VERSION"
+    max_tokens: int = 1024
+    temperature: float | None = 0.0
+    response_format: dict[str, Any] | None = field(default_factory=lambda: {"type": "json_object"})
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 120.0
+    max_tokens_field: str = "max_tokens"
+    model_env: str | None = None
+    send_temperature: bool = True
+    reasoning_effort: str | None = None
+
+    backend: str = field(default="azure_openai", init=False)
+
+    def __post_init__(self) -> None:
+        _check_str("model", self.model)
+        _check_env_name("api_key_env", self.api_key_env)
+        _check_env_name("azure_endpoint_env", self.azure_endpoint_env)
+        _check_env_name("api_version_env", self.api_version_env)
+        if self.azure_endpoint is not None:
+            _check_str("azure_endpoint", self.azure_endpoint)
+            if not self.azure_endpoint.startswith(("http://", "https://")):
+                raise ModelConfigError(
+                    f"model config field 'azure_endpoint'={self.azure_endpoint!r} is invalid: "
+                    "allowed an http:// or https:// URL, or null to read it from "
+                    "azure_endpoint_env"
+                )
+        if self.api_version is not None:
+            _check_str("api_version", self.api_version)
+        _check_request_fields(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form, as accepted by :func:`model_config_from_dict` (holds no key)."""
+        return {
+            "backend": self.backend,
+            "model": self.model,
+            "api_key_env": self.api_key_env,
+            "azure_endpoint": self.azure_endpoint,
+            "azure_endpoint_env": self.azure_endpoint_env,
+            "api_version": self.api_version,
+            "api_version_env": self.api_version_env,
+            **_request_fields_dict(self),
         }
 
 
@@ -139,14 +211,35 @@ class FilesystemQueueConfig:
     """Transport through a queue folder answered by an external worker.
 
     Attributes:
-        queue_dir: the queue root; ``pending/``, ``done/`` and ``staging/`` live below it.
+        queue_dir: the queue root; the layout's folders live below it.
         timeout_s: how long one request waits for its response (> 0 seconds).
         poll_interval_s: how often the response folder is checked (> 0 seconds).
+        queue_layout: ``"humanclaw"`` (our ``request.json`` + ``image.png`` layout) or
+            ``"reference"`` (the reference release's: chat messages plus numbered image
+            files in, a ``content`` field out). ``None`` picks ``"reference"`` when
+            ``model`` is given, else ``"humanclaw"``.
+        model: model name written into reference-layout requests (required there; the
+            worker decides what to do with it).
+        model_env: optional environment variable whose value, when set, replaces ``model``.
+        max_tokens: written into reference-layout requests (default 4096).
+        temperature: written into reference-layout requests (default 0.0).
+        response_format: written into reference-layout requests (default ``None``).
+        reasoning_budget_tokens: written into reference-layout requests (default ``None``).
+
+    The last five fields belong to the reference layout only; with
+    ``queue_layout="humanclaw"`` they are refused.
     """
 
     queue_dir: Path
     timeout_s: float = 300.0
     poll_interval_s: float = 0.05
+    queue_layout: str | None = None
+    model: str | None = None
+    model_env: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    response_format: dict[str, Any] | None = None
+    reasoning_budget_tokens: int | None = None
 
     backend: str = field(default="filesystem_queue", init=False)
 
@@ -163,35 +256,124 @@ class FilesystemQueueConfig:
         _check_float("poll_interval_s", self.poll_interval_s, low=0.0, low_inclusive=False)
         object.__setattr__(self, "timeout_s", float(self.timeout_s))
         object.__setattr__(self, "poll_interval_s", float(self.poll_interval_s))
+        layout = self.queue_layout
+        if layout is None:
+            layout = "reference" if self.model is not None else "humanclaw"
+            object.__setattr__(self, "queue_layout", layout)
+        if layout not in QUEUE_LAYOUTS:
+            raise ModelConfigError(
+                f"model config field 'queue_layout'={layout!r} is invalid: allowed one of "
+                f"{QUEUE_LAYOUTS}"
+            )
+        if layout == "humanclaw":
+            for name in _QUEUE_REFERENCE_FIELDS:
+                if getattr(self, name) is not None:
+                    raise ModelConfigError(
+                        f"model config field {name!r} only applies to queue_layout "
+                        "'reference' (requests in our layout carry no model settings); "
+                        "remove it or set queue_layout to 'reference'"
+                    )
+            return
+        if self.model is None:
+            raise ModelConfigError(
+                "model config field 'model' is missing: queue_layout 'reference' writes the "
+                "model name into every request"
+            )
+        _check_str("model", self.model)
+        if self.model_env is not None:
+            _check_env_name("model_env", self.model_env)
+        if self.max_tokens is None:
+            object.__setattr__(self, "max_tokens", 4096)
+        _check_int("max_tokens", self.max_tokens, low=1)
+        if self.temperature is None:
+            object.__setattr__(self, "temperature", 0.0)
+        _check_float("temperature", self.temperature, low=0.0, high=2.0)
+        object.__setattr__(self, "temperature", float(self.temperature))
+        if self.response_format is not None:
+            _check_json_object("response_format", self.response_format)
+        if self.reasoning_budget_tokens is not None:
+            _check_int("reasoning_budget_tokens", self.reasoning_budget_tokens, low=0)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form, as accepted by :func:`model_config_from_dict`."""
-        return {
+        data: dict[str, Any] = {
             "backend": self.backend,
             "queue_dir": str(self.queue_dir),
             "timeout_s": self.timeout_s,
             "poll_interval_s": self.poll_interval_s,
+            "queue_layout": self.queue_layout,
         }
+        if self.queue_layout == "reference":
+            data.update({name: getattr(self, name) for name in _QUEUE_REFERENCE_FIELDS})
+        return data
 
 
-ModelConfig = OpenAICompatibleConfig | FilesystemQueueConfig
+_QUEUE_REFERENCE_FIELDS = (
+    "model",
+    "model_env",
+    "max_tokens",
+    "temperature",
+    "response_format",
+    "reasoning_budget_tokens",
+)
+
+ModelConfig = OpenAICompatibleConfig | AzureOpenAIConfig | FilesystemQueueConfig
 """Any model config; dispatch on its ``backend`` attribute."""
 
+MODEL_CONFIG_TYPES: tuple[type, ...] = (
+    OpenAICompatibleConfig,
+    AzureOpenAIConfig,
+    FilesystemQueueConfig,
+)
+"""The config classes, for ``isinstance`` checks."""
+
+_REQUEST_FIELDS = (
+    "max_tokens",
+    "temperature",
+    "response_format",
+    "extra_body",
+    "timeout_s",
+    "max_tokens_field",
+    "model_env",
+    "send_temperature",
+    "reasoning_effort",
+)
 _REQUIRED = {
     "openai_compatible": ("model", "base_url", "api_key_env"),
+    "azure_openai": ("model",),
     "filesystem_queue": ("queue_dir",),
 }
 _OPTIONAL = {
-    "openai_compatible": (
-        "max_tokens",
-        "temperature",
-        "response_format",
-        "extra_body",
-        "timeout_s",
-        "max_tokens_field",
+    "openai_compatible": _REQUEST_FIELDS,
+    "azure_openai": (
+        "api_key_env",
+        "azure_endpoint",
+        "azure_endpoint_env",
+        "api_version",
+        "api_version_env",
+        *_REQUEST_FIELDS,
     ),
-    "filesystem_queue": ("timeout_s", "poll_interval_s"),
+    "filesystem_queue": ("timeout_s", "poll_interval_s", "queue_layout", *_QUEUE_REFERENCE_FIELDS),
 }
+_CLASSES = {
+    "openai_compatible": OpenAICompatibleConfig,
+    "azure_openai": AzureOpenAIConfig,
+    "filesystem_queue": FilesystemQueueConfig,
+}
+
+
+def accepted_fields(backend: str) -> tuple[str, ...]:
+    """Every JSON field a config of ``backend`` may hold (``backend`` included).
+
+    Raises:
+        ModelConfigError: unknown backend.
+    """
+    if backend not in _BACKENDS:
+        raise ModelConfigError(
+            f"model config field 'backend'={backend!r} is invalid: allowed one of {_BACKENDS}"
+        )
+    extra = (_MAX_TOKENS_ALIAS,) if "max_tokens_field" in _OPTIONAL[backend] else ()
+    return ("backend", *_REQUIRED[backend], *_OPTIONAL[backend], *extra)
 
 
 def model_config_from_dict(
@@ -206,10 +388,12 @@ def model_config_from_dict(
         source: where the data came from, used in error messages.
 
     Returns:
-        An :class:`OpenAICompatibleConfig` or a :class:`FilesystemQueueConfig`.
+        An :class:`OpenAICompatibleConfig`, :class:`AzureOpenAIConfig` or
+        :class:`FilesystemQueueConfig`.
 
     Raises:
-        ModelConfigError: naming the offending field.
+        ModelConfigError: naming the offending field (for an unknown field, listing the
+            accepted ones).
     """
     if not isinstance(data, Mapping):
         raise ModelConfigError(f"{source} must be a JSON object, got {type(data).__name__}")
@@ -224,12 +408,12 @@ def model_config_from_dict(
         raise ModelConfigError(
             f"{source} field 'backend'={backend!r} is invalid: allowed one of {_BACKENDS}"
         )
-    allowed = ("backend", *_REQUIRED[backend], *_OPTIONAL[backend])
+    allowed = accepted_fields(backend)
     unknown = [key for key in data if key not in allowed]
     if unknown:
         raise ModelConfigError(
-            f"{source} field {unknown[0]!r} is unknown for backend {backend!r}: allowed "
-            + ", ".join(allowed)
+            f"{source} field {unknown[0]!r} is unknown for backend {backend!r}; accepted "
+            "fields: " + ", ".join(allowed)
         )
     missing = [key for key in _REQUIRED[backend] if key not in data]
     if missing:
@@ -238,14 +422,21 @@ def model_config_from_dict(
             + ", ".join(_REQUIRED[backend])
         )
     kwargs = {key: value for key, value in data.items() if key != "backend"}
+    if _MAX_TOKENS_ALIAS in kwargs:
+        alias = kwargs.pop(_MAX_TOKENS_ALIAS)
+        if "max_tokens_field" in kwargs and kwargs["max_tokens_field"] != alias:
+            raise ModelConfigError(
+                f"{source} fields 'max_tokens_field'={kwargs['max_tokens_field']!r} and "
+                f"'{_MAX_TOKENS_ALIAS}'={alias!r} disagree: give one of them"
+            )
+        kwargs["max_tokens_field"] = alias
     try:
-        if backend == "openai_compatible":
-            return OpenAICompatibleConfig(**kwargs)
-        queue_dir = kwargs.get("queue_dir")
-        if isinstance(queue_dir, str) and queue_dir and base_dir is not None:
-            path = Path(queue_dir).expanduser()
-            kwargs["queue_dir"] = path if path.is_absolute() else Path(base_dir) / path
-        return FilesystemQueueConfig(**kwargs)
+        if backend == "filesystem_queue":
+            queue_dir = kwargs.get("queue_dir")
+            if isinstance(queue_dir, str) and queue_dir and base_dir is not None:
+                path = Path(queue_dir).expanduser()
+                kwargs["queue_dir"] = path if path.is_absolute() else Path(base_dir) / path
+        return _CLASSES[backend](**kwargs)
     except ModelConfigError as error:
         raise ModelConfigError(f"{source}: {error}") from None
 
@@ -280,10 +471,66 @@ def load_model_config(path: str | os.PathLike[str]) -> ModelConfig:
 # ---- field checks ------------------------------------------------------------------------
 
 
+def _check_request_fields(config: Any) -> None:
+    """Checks shared by the two chat-completions configs."""
+    _check_int("max_tokens", config.max_tokens, low=1)
+    if config.temperature is not None:
+        _check_float("temperature", config.temperature, low=0.0, high=2.0)
+        object.__setattr__(config, "temperature", float(config.temperature))
+    if config.response_format is not None:
+        _check_json_object("response_format", config.response_format)
+        if not isinstance(config.response_format.get("type"), str):
+            raise ModelConfigError(
+                f"model config field 'response_format'={config.response_format!r} is "
+                "invalid: allowed an object with a string 'type', e.g. "
+                '{"type": "json_object"}, or null'
+            )
+    _check_json_object("extra_body", config.extra_body)
+    _check_float("timeout_s", config.timeout_s, low=0.0, low_inclusive=False)
+    object.__setattr__(config, "timeout_s", float(config.timeout_s))
+    if config.max_tokens_field not in _MAX_TOKENS_FIELDS:
+        raise ModelConfigError(
+            f"model config field 'max_tokens_field'={config.max_tokens_field!r} is invalid: "
+            f"allowed one of {_MAX_TOKENS_FIELDS}"
+        )
+    if config.model_env is not None:
+        _check_env_name("model_env", config.model_env)
+    if not isinstance(config.send_temperature, bool):
+        raise ModelConfigError(
+            f"model config field 'send_temperature'={config.send_temperature!r} is invalid: "
+            "allowed true or false"
+        )
+    if config.reasoning_effort is not None:
+        _check_str("reasoning_effort", config.reasoning_effort)
+
+
+def _request_fields_dict(config: Any) -> dict[str, Any]:
+    return {
+        "max_tokens": config.max_tokens,
+        "temperature": config.temperature,
+        "response_format": config.response_format,
+        "extra_body": dict(config.extra_body),
+        "timeout_s": config.timeout_s,
+        "max_tokens_field": config.max_tokens_field,
+        "model_env": config.model_env,
+        "send_temperature": config.send_temperature,
+        "reasoning_effort": config.reasoning_effort,
+    }
+
+
 def _check_str(name: str, value: Any) -> None:
     if not isinstance(value, str) or not value.strip():
         raise ModelConfigError(
             f"model config field {name!r}={value!r} is invalid: allowed a non-empty string"
+        )
+
+
+def _check_env_name(name: str, value: Any) -> None:
+    _check_str(name, value)
+    if not _ENV_NAME_RE.match(value):
+        raise ModelConfigError(
+            f"model config field {name!r}={value!r} is invalid: allowed an environment "
+            "variable name (letters, digits, '_'; not starting with a digit)"
         )
 
 

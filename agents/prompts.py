@@ -1,12 +1,20 @@
 """Planner prompts of the PSV agent, the semantic history they show, and JSON reply parsing.
 
 A prompt version is a complete, self-contained template: changing a prompt means adding a
-new version, never editing an old one, so that recorded runs stay reproducible. Templates
-use :class:`string.Template` placeholders (``$instruction``, ``$step``, ``$max_steps``,
-``$history``, ``$skills``).
+new version, never editing an old one, so that recorded runs stay reproducible.
 
-The planner answers with one JSON object holding :data:`PLANNER_FIELDS`; see
-:func:`extract_json_object` for how leniently replies are read.
+* ``v1`` (the ``psv:v1`` agent): our first prompt. Placeholders ``$instruction``, ``$step``,
+  ``$max_steps``, ``$history`` (:class:`HistoryItem` lines) and ``$skills``
+  (:func:`skill_table`); rendered by :func:`render_planner_prompt`.
+* ``v2`` (the default ``psv`` agent): the same rules and the same information as the
+  reference release's planner prompt, in our words. Placeholders ``$actions``
+  (:func:`action_space_text`) and ``$input_json`` (task, step count and up to the last ten
+  :class:`HistoryRow` records); rendered by :func:`render_planner_prompt_v2`.
+
+The planner answers with one JSON object holding :data:`PLANNER_FIELDS`. The ``v1`` agent
+reads it with :func:`extract_json_object`; the ``v2`` agent with
+:func:`humanclaw_agents.replies.read_reply_json`, which also copes with think blocks and
+prose.
 """
 
 from __future__ import annotations
@@ -18,29 +26,40 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from humanclaw_agents.replies import ReplyExtractionError, ResponseFormatError
 from humanclaw_gym.skills import (
+    CLIMB_SPEEDS,
+    DIRECTIONS,
     SIDE_STEP_DISTANCE_RANGE_M,
     SIT_DEFAULT_HEIGHT_M,
     SIT_HEIGHT_RANGE_M,
+    SPEEDS,
     STEP_BACK_DISTANCE_RANGE_M,
     TURN_ANGLE_RANGE_DEG,
     WALK_SPEED_M,
+    Skill,
+    SkillCall,
 )
 
 __all__ = [
     "DEFAULT_PROMPT_VERSION",
+    "HISTORY_ROW_LIMITS",
     "PLANNER_FIELDS",
     "PLANNER_PROMPTS",
+    "SYSTEM_FRAME",
     "HistoryItem",
+    "HistoryRow",
     "ResponseFormatError",
+    "action_space_text",
     "extract_json_object",
     "format_history",
     "render_planner_prompt",
+    "render_planner_prompt_v2",
     "resolve_prompt_version",
     "skill_table",
 ]
 
-DEFAULT_PROMPT_VERSION = "v1"
+DEFAULT_PROMPT_VERSION = "v2"
 
 PLANNER_FIELDS: tuple[str, ...] = (
     "visible_state",
@@ -55,10 +74,6 @@ PLANNER_FIELDS: tuple[str, ...] = (
 
 _NOTE_CHARS = 200
 _FENCE_RE = re.compile(r"^```[A-Za-z0-9_-]*\s*(?P<body>.*?)\s*```$", re.DOTALL)
-
-
-class ResponseFormatError(ValueError):
-    """A model reply could not be read as the JSON object a stage expects."""
 
 
 # ---- semantic history --------------------------------------------------------------------------
@@ -210,7 +225,8 @@ Answer with a single JSON object and nothing else (no markdown), using exactly t
 """
 
 PLANNER_PROMPTS: dict[str, str] = {"v1": _PLANNER_V1}
-"""Planner prompt templates by version. Never edit a released version; add a new one."""
+"""Planner prompt templates by version (``v1``, ``v2``). Never edit a released version; add a
+new one."""
 
 
 def resolve_prompt_version(version: str) -> str:
@@ -247,6 +263,11 @@ def render_planner_prompt(
         The complete prompt text (the image is attached separately).
     """
     template = resolve_prompt_version(version)
+    if version in _V2_FAMILY:
+        raise ValueError(
+            f"prompt_version={version!r} is rendered by render_planner_prompt_v2, "
+            "not render_planner_prompt"
+        )
     if not isinstance(instruction, str) or not instruction.strip():
         raise ValueError(f"instruction={instruction!r} is invalid: allowed a non-empty string")
     return string.Template(template).substitute(
@@ -256,6 +277,387 @@ def render_planner_prompt(
         skills=skill_table(),
         history=format_history(history),
     )
+
+
+# ---- v2: the reference agent's planner ---------------------------------------------------------
+
+HISTORY_ROW_LIMITS: dict[str, int] = {
+    "visible_state": 220,
+    "mid_level_progress_analysis": 220,
+    "mid_level_goal": 160,
+    "low_level_action_reasoning": 180,
+    "action_name": 80,
+    "verifier_rejection": 240,
+}
+"""Characters kept per :class:`HistoryRow` field (longer text ends in ``...``)."""
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One earlier step as the ``v2`` planner sees it: the planner's own reasoning fields,
+    the action it proposed, and the verifier's rejection when there was one.
+
+    Only these semantic fields are kept: no image, raw provider text or token counts. Each
+    text is folded to one line and clipped to :data:`HISTORY_ROW_LIMITS`.
+
+    Attributes:
+        step: decision index.
+        visible_state: what the planner said it saw.
+        mid_level_progress_analysis: its progress analysis.
+        mid_level_goal: its mid-level goal.
+        low_level_action_reasoning: why it chose its action.
+        action_name: the action as the planner wrote it (its proposal, not necessarily the
+            executed action).
+        verifier_rejection: ``"Verifier replaced <proposal> with <final> because <reason>"``
+            when the verifier replaced the proposal, else ``None``.
+    """
+
+    step: int
+    visible_state: str = ""
+    mid_level_progress_analysis: str = ""
+    mid_level_goal: str = ""
+    low_level_action_reasoning: str = ""
+    action_name: str = ""
+    verifier_rejection: str | None = None
+
+    def __post_init__(self) -> None:
+        for name, limit in HISTORY_ROW_LIMITS.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            object.__setattr__(self, name, _clip(value, limit))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form, as shown to the planner (``verifier_rejection`` only when present)."""
+        data: dict[str, Any] = {
+            "step": self.step,
+            "visible_state": self.visible_state,
+            "mid_level_progress_analysis": self.mid_level_progress_analysis,
+            "mid_level_goal": self.mid_level_goal,
+            "low_level_action_reasoning": self.low_level_action_reasoning,
+            "action_name": self.action_name,
+        }
+        if self.verifier_rejection:
+            data["verifier_rejection"] = self.verifier_rejection
+        return data
+
+
+# What each skill does and when to use it, as the v2 prompts tell the model. Ids, text forms,
+# parameter words and ranges are not written here: action_space_text reads them from
+# humanclaw_gym.skills.
+_SKILL_NOTES: dict[Skill, str] = {
+    Skill.WALK: (
+        "Walks straight ahead. After one chunk the humanoid should face about the same way "
+        "as before. From a standstill (or right after Stop/Stand), take one slow chunk to "
+        "get going, then walk normal or fast."
+    ),
+    Skill.STOP: (
+        "Terminal: it ends the episode. Choose it only when the whole instruction has been "
+        "carried out, never to pause, wait, think or simply stay where you are."
+    ),
+    Skill.TURN: (
+        "Turns on the spot by that many degrees within the 0.5 seconds; make the angle no "
+        "larger than needed."
+    ),
+    Skill.CLIMB_UP: (
+        "Only when the next stair riser is already at the feet and the stairs run in the "
+        "direction the humanoid faces; otherwise line up first with Walk and Turn."
+    ),
+    Skill.SIT: (
+        "Sits down where the humanoid stands; the target height is the height of the "
+        "surface to sit on."
+    ),
+    Skill.STEP_BACK: "Steps backwards while still facing forward.",
+    Skill.SIDE_STEP: "Steps sideways, like a crab, to the left or right while still facing forward.",
+    Skill.CLIMB_DOWN: (
+        "Only when the next step down is already at the feet and the stairs run in the "
+        "direction the humanoid faces; otherwise line up first with Walk, Turn or Side step."
+    ),
+}
+
+# Placeholder word of each SkillCall parameter in the text forms the v2 prompts show.
+_PARAM_PLACEHOLDERS = {
+    "speed": "speed",
+    "direction": "direction",
+    "angle_deg": "degree",
+    "distance_m": "distance",
+    "height_m": "target height",
+}
+_DISTANCE_RANGES_M = {
+    Skill.STEP_BACK: STEP_BACK_DISTANCE_RANGE_M,
+    Skill.SIDE_STEP: SIDE_STEP_DISTANCE_RANGE_M,
+}
+# A typical value per numeric parameter, for the example forms (inside every range).
+_EXAMPLE_VALUES = {"angle_deg": 30.0, "distance_m": 0.25, "height_m": 0.45}
+
+
+def _sample_call(skill: Skill) -> SkillCall:
+    fields: dict[str, Any] = {}
+    for name in skill.params:
+        if name == "direction":
+            fields[name] = DIRECTIONS[0]
+        elif name in _EXAMPLE_VALUES:
+            fields[name] = _EXAMPLE_VALUES[name]
+    return SkillCall(skill, **fields)
+
+
+def _choices(skill: Skill, name: str) -> tuple[str, ...] | None:
+    if name == "direction":
+        return DIRECTIONS
+    if name == "speed":
+        return SPEEDS if skill is Skill.WALK else CLIMB_SPEEDS
+    return None
+
+
+def _text_form(skill: Skill, fixed: dict[str, str] | None = None) -> str:
+    """The text form with placeholders (``Turn<direction><degree>``); single-choice words
+    and the entries of ``fixed`` are written out."""
+    fixed = dict(fixed or {})
+    sample = _sample_call(skill)
+    values = {name: getattr(sample, name) for name in skill.params}
+    pending = list(skill.params)
+    parts = []
+    for group in re.findall(r"<([^<>]*)>", str(sample)):
+        name = pending[0] if pending else None
+        if name is not None and group == _fmt_value(values[name]):
+            pending.pop(0)
+            choices = _choices(skill, name)
+            if name in fixed:
+                group = fixed[name]
+            elif choices is not None and len(choices) == 1:
+                group = choices[0]
+            else:
+                group = _PARAM_PLACEHOLDERS[name]
+        parts.append(f"<{group}>")
+    return skill.text_name + "".join(parts)
+
+
+def _fmt_value(value: Any) -> str:
+    return value if isinstance(value, str) else f"{value:g}"
+
+
+def _param_note(skill: Skill, name: str) -> str | None:
+    choices = _choices(skill, name)
+    if name == "speed" and skill is Skill.WALK:
+        return "speed: " + ", ".join(f"<{word}> {_fmt(WALK_SPEED_M[word])} m" for word in SPEEDS)
+    if choices is not None:
+        return None if len(choices) == 1 else f"{name}: " + " or ".join(f"<{c}>" for c in choices)
+    if name == "angle_deg":
+        low, high = TURN_ANGLE_RANGE_DEG
+        return f"degree: {_fmt(low)}-{_fmt(high)} degrees"
+    if name == "height_m":
+        low, high = SIT_HEIGHT_RANGE_M
+        return f"target height: {_fmt(low)}-{_fmt(high)} m"
+    low, high = _DISTANCE_RANGES_M[skill]
+    return f"distance: {_fmt(low)}-{_fmt(high)} m"
+
+
+def action_space_text(skills: Sequence[Skill] = tuple(Skill), *, style: str = "full") -> str:
+    """The skill table of the v2 prompts, built from :mod:`humanclaw_gym.skills`.
+
+    This is the only place the v2 prompts describe skills: ids, names and text forms come
+    from :class:`~humanclaw_gym.skills.Skill`, parameter words and ranges from the range
+    constants, and only the one-sentence usage notes are written here.
+
+    Args:
+        skills: which skills to list, in this order.
+        style: ``"full"`` (one block per skill: ``action id N: <form>``, its parameters and
+            a usage note), ``"brief"`` (the same without the notes), ``"compact"`` (one
+            line: ``0 Walk<forward><speed>; 2 ...``) or ``"forms"`` (every exact
+            ``action_name`` form, with examples for numbers).
+
+    Returns:
+        The text.
+
+    Raises:
+        ValueError: an unknown style, or ``skills`` holding something that is not a Skill.
+    """
+    chosen = tuple(skills)
+    for skill in chosen:
+        if not isinstance(skill, Skill):
+            raise ValueError(f"skills must hold Skill members, got {skill!r}")
+    if style == "compact":
+        return "; ".join(f"{int(skill)} {_text_form(skill)}" for skill in chosen) + "."
+    if style == "forms":
+        forms: list[str] = []
+        for skill in chosen:
+            words = [name for name in skill.params if (_choices(skill, name) or ("",))[1:]]
+            numeric = [name for name in skill.params if _choices(skill, name) is None]
+            variants: list[dict[str, str]] = [{}]
+            for name in words:
+                variants = [{**v, name: c} for v in variants for c in _choices(skill, name)]
+            for variant in variants:
+                form = f"`{_text_form(skill, variant)}`"
+                if numeric:
+                    sample = _sample_call(skill)
+                    if variant:
+                        sample = SkillCall(skill, **{**sample.params, **variant})
+                    form += f" (e.g. `{sample}`)"
+                forms.append(form)
+        return ", ".join(forms)
+    if style not in ("full", "brief"):
+        raise ValueError(
+            f"style={style!r} is unknown: allowed 'full', 'brief', 'compact' or 'forms'"
+        )
+    blocks = []
+    for skill in chosen:
+        notes = [note for name in skill.params if (note := _param_note(skill, name))]
+        head = f"action id {int(skill)}: {_text_form(skill)}"
+        if notes:
+            head += " - " + "; ".join(notes)
+        blocks.append(head if style == "brief" else f"{head}\n    {_SKILL_NOTES[skill]}")
+    return "\n".join(blocks)
+
+
+SYSTEM_FRAME = (
+    "You are the mind of a BLUE humanoid standing in a 3D home. The attached picture comes "
+    "from the humanoid's own head camera, an egocentric view. The humanoid's blue body and "
+    "feet are at the bottom-centre edge of the picture: that edge is where your body is."
+)
+"""Opening paragraph shared by the v2 planner and verifier prompts."""
+
+_PLANNER_V2 = (
+    SYSTEM_FRAME
+    + """
+
+You choose both the plan and the skill for this humanoid.
+You receive one high-level instruction. At every step, first set a mid-level goal for \
+roughly the next 2-3 seconds, then pick exactly one low-level action for the next 0.5 \
+seconds.
+The attached current picture is your main evidence. The recent steps in the input (if any) \
+are your memory: use them to keep your actions consistent and to decide whether the \
+previous mid-level goal still holds. Keep the previous mid-level goal, or set a new one \
+once it is done or the picture shows a new situation.
+
+Actions you can choose from (each lasts 0.5 seconds):
+$actions
+
+How to set the mid-level goal:
+- Anchor it to landmarks you can see, without spelling out every low-level move.
+- A closed door is a wall unless you can see that it is open: never plan to go through it \
+or to search beyond it.
+- While the target is not in view, scan for it by turning in ONE direction and keep to \
+that direction. If the scan does not reveal it, use the history and the picture to pick \
+the most promising place you can see and head there, instead of turning on the spot \
+again.
+- Do not spin around repeatedly, and do not keep switching between left and right turns.
+- Once the target is in view, plan a clear and safe route to it; walking, turning and side \
+stepping may all be needed to get around obstacles.
+- Do not bump into things on the way: if you are too close to a wall, a closed door, \
+furniture or any other obstacle, first turn towards an open passage you can see, then \
+move into it.
+- Keep to the middle of open floor and clear passages; stay out of narrow gaps and \
+enclosed corners where you could get stuck.
+- Do not use vague goals such as "explore systematically" or "search the house".
+- A target counts as reached only when your body touches it, at zero distance.
+- When the instruction is completely done, set mid_level_goal to Stop/Stand and choose \
+Stop/Stand.
+- Sitting takes several steps: first get to zero distance from the target (touching it), \
+then work out the Turn angle and turn, then Step back for at most two chunks if needed, \
+then Sit down for 3-4 chunks.
+- A Turn made to get ready for sitting carries additional_info {"turn_for_sit": true}.
+- Once you are seated, choose Stop/Stand with additional_info {"stop_after_sit": true}.
+
+How to pick the low-level action:
+- Pick the action that serves the current mid-level goal best.
+- If the lane straight ahead is clear and the goal, an open path, a doorway, a hallway, a \
+passage, a room edge or a stair entrance lies roughly ahead, Walk<forward> is the default.
+- Turn when the mid-level goal says to scan, when nearby obstacles force a new route, or \
+when the useful direction is not straight ahead. Do not turn continuously and do not \
+alternate left and right turns.
+- If the history already shows several Turn chunks and the lane ahead is safe, walk into \
+that lane instead of turning again.
+- If an obstacle blocks your lane, turn towards the clearest open floor you can see rather \
+than walking into it.
+- Do not walk into a cluster of furniture or a narrow gap while open floor, a doorway, a \
+hallway, a passage or a room edge is available.
+- Speed: slow for tight spots or an uncertain start, normal for clear progress indoors, \
+fast only for a wide lane with nothing in the way.
+- The sitting sequence is: touch the target (zero distance), Turn with turn_for_sit, Step \
+back at most two chunks if needed, Sit down for 3-4 chunks, then Stop/Stand with \
+stop_after_sit.
+- Side step moves you left or right onto a clear path around an obstacle at your feet or \
+straight ahead; it usually takes two or more chunks.
+
+Write action_name in exactly one of these forms: $forms.
+
+The current picture is attached.
+
+Input:
+$input_json
+
+Answer with exactly this JSON object:
+{
+  "visible_state": "From left to right I see <object or area>, about <distance> m from me; \
+...; and <object or area>, about <distance> m from me. <Say whether the target object or \
+place is visible. Say whether the lane right in front of my body is clear or blocked.>",
+  "mid_level_progress_analysis": "<From the instruction, visible_state and history, \
+briefly analyse where things stand and which mid-level goal to complete in the next 2-3 \
+seconds; say whether you keep or change the previous goal, and why.>",
+  "mid_level_goal": "<One very short sentence: the mid-level goal for the next 2-3 \
+seconds.>",
+  "low_level_action_reasoning": "<From mid_level_goal, visible_state and history, briefly \
+say why this exact action with these parameters is right for the next 0.5 seconds.>",
+  "action_id": $action_ids,
+  "action_name": "<the action, in one of the forms above>",
+  "additional_info": {} | {"turn_for_sit": true} | {"stop_after_sit": true}
+}
+"""
+)
+
+
+def render_planner_prompt_v2(
+    instruction: str,
+    step: int,
+    history: Sequence[HistoryRow],
+    *,
+    version: str = "v2",
+) -> str:
+    """Compose the ``v2`` planner prompt for one decision.
+
+    The input block is JSON: ``task`` (the instruction), ``ego_view`` (a note that the
+    image is attached), ``steps_taken`` (the 0-based decision index, which is the number
+    of earlier steps) and ``recent_steps`` (the :class:`HistoryRow` records, oldest first).
+    The step limit is not shown.
+
+    Args:
+        instruction: the task text.
+        step: 0-based decision index.
+        history: the rows to show (the agent passes its last ten or more), oldest first.
+        version: a v2-family key of :data:`PLANNER_PROMPTS`.
+
+    Returns:
+        The complete prompt text (the image is attached separately).
+    """
+    template = resolve_prompt_version(version)
+    if version not in _V2_FAMILY:
+        raise ValueError(
+            f"prompt_version={version!r} is rendered by render_planner_prompt; "
+            f"render_planner_prompt_v2 takes one of {sorted(_V2_FAMILY)}"
+        )
+    if not isinstance(instruction, str) or not instruction.strip():
+        raise ValueError(f"instruction={instruction!r} is invalid: allowed a non-empty string")
+    rows = []
+    for row in history:
+        if not isinstance(row, HistoryRow):
+            raise TypeError(f"history must hold HistoryRow records, got {type(row).__name__}")
+        rows.append(row.to_dict())
+    payload = {
+        "task": instruction.strip(),
+        "ego_view": "attached image",
+        "steps_taken": int(step),
+        "recent_steps": rows,
+    }
+    return string.Template(template).substitute(
+        actions=action_space_text(),
+        forms=action_space_text(style="forms"),
+        action_ids=" | ".join(str(int(skill)) for skill in Skill),
+        input_json=json.dumps(payload, ensure_ascii=False, indent=2),
+    )
+
+
+PLANNER_PROMPTS["v2"] = _PLANNER_V2
+_V2_FAMILY = frozenset({"v2"})
 
 
 # ---- reply parsing ----------------------------------------------------------------------------
@@ -271,7 +673,7 @@ def extract_json_object(text: Any) -> dict[str, Any]:
         ResponseFormatError: no JSON object could be read.
     """
     if not isinstance(text, str):
-        raise ResponseFormatError(f"reply must be text, got {type(text).__name__}")
+        raise ReplyExtractionError(f"reply must be text, got {type(text).__name__}")
     body = text.strip()
     fenced = _FENCE_RE.match(body)
     if fenced:
@@ -291,4 +693,4 @@ def extract_json_object(text: Any) -> dict[str, Any]:
             return value
         error = ResponseFormatError(f"reply is JSON but a {type(value).__name__}, not an object")
     preview = body if len(body) <= 120 else body[:117] + "..."
-    raise ResponseFormatError(f"reply is not a JSON object ({error}): {preview!r}")
+    raise ReplyExtractionError(f"reply is not a JSON object ({error}): {preview!r}")

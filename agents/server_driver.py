@@ -135,7 +135,7 @@ class DriverArgs:
     output: Path
     """local output root (one directory per episode)"""
     agent: str = "random"
-    """psv | random | module:Class | checkpoint:PATH (privileged agents are refused)"""
+    """psv | psv:v1 | random | module:Class | checkpoint:PATH (privileged agents are refused)"""
     model_config: Path | None = None
     """JSON model config for VLM agents (psv)"""
     seed: int = 0

@@ -9,12 +9,15 @@ The agent sees every model through the small :class:`ChatModel` protocol::
 Two transports implement it:
 
 * :class:`OpenAICompatibleModel`: a direct chat-completions request through the official
-  ``openai`` package (optional extra ``humanclaw-gym[openai]``). The image travels as a PNG
-  data URL next to the prompt text. The client never retries on its own
-  (``max_retries=0``): the agent counts and logs every attempt itself.
+  ``openai`` package (optional extra ``humanclaw-gym[openai]``), with its plain client or
+  its Azure client. The image travels as a PNG data URL next to the prompt text. The client
+  never retries on its own (``max_retries=0``): the agent counts and logs every attempt
+  itself.
 * :class:`FilesystemQueueModel`: writes the request into a queue folder and waits for an
-  external worker to answer; the worker owns the credentials (see ``docs/agents.md`` for
-  the protocol and :func:`answer_pending_requests` for a ready-made worker loop body).
+  external worker to answer; the worker owns the credentials. It speaks our layout or the
+  reference release's (:mod:`humanclaw_agents.queue_reference`), as the config says (see
+  ``docs/agents.md`` for both and :func:`answer_pending_requests` for a ready-made worker
+  loop body).
 
 Both raise :class:`ModelCallError` (or its :class:`ModelTimeoutError` subclass) for any
 failed call; the agent treats that as a failed attempt and retries.
@@ -37,9 +40,13 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from humanclaw_agents import queue_reference
 from humanclaw_agents.model_config import (
+    QUEUE_LAYOUTS,
+    AzureOpenAIConfig,
     FilesystemQueueConfig,
     ModelConfig,
+    ModelConfigError,
     OpenAICompatibleConfig,
 )
 from humanclaw_gym.policy import Usage, estimate_tokens
@@ -163,10 +170,18 @@ def _non_negative_int(value: Any) -> int:
 
 
 class OpenAICompatibleModel:
-    """Chat-completions transport over the official ``openai`` client.
+    """Chat-completions transport over the official ``openai`` client (plain or Azure).
 
-    The API key is read from the environment variable named by ``config.api_key_env`` when
-    the model is built; it is handed to the client only, and appears in no repr, log or file.
+    With an :class:`~humanclaw_agents.model_config.OpenAICompatibleConfig` the client is
+    ``openai.OpenAI(base_url=...)``; with an
+    :class:`~humanclaw_agents.model_config.AzureOpenAIConfig` it is
+    ``openai.AzureOpenAI(azure_endpoint=..., api_version=...)``, and ``model`` is the
+    deployment name. The request is the same for both.
+
+    Everything read from the environment is read when the model is built: the API key
+    (``api_key_env``), the model name override (``model_env``) and, for Azure, the endpoint
+    and API version when the config does not give them. The key is handed to the client
+    only and appears in no repr, log or file.
 
     Token usage: ``input_tokens`` = ``prompt_tokens``; ``reasoning_tokens`` =
     ``completion_tokens_details.reasoning_tokens`` when the provider reports it, else 0;
@@ -177,19 +192,25 @@ class OpenAICompatibleModel:
 
     Args:
         config: the validated endpoint config.
-        environ: where to look the key up (defaults to ``os.environ``; tests pass a dict).
+        environ: where to look variables up (defaults to ``os.environ``; tests pass a dict).
 
     Raises:
         ImportError: the ``openai`` package is not installed.
         MissingAPIKeyError: the key's environment variable is unset or empty.
+        ModelConfigError: Azure endpoint or API version neither in the config nor in the
+            environment.
     """
 
     def __init__(
-        self, config: OpenAICompatibleConfig, *, environ: Mapping[str, str] | None = None
+        self,
+        config: OpenAICompatibleConfig | AzureOpenAIConfig,
+        *,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
-        if not isinstance(config, OpenAICompatibleConfig):
+        if not isinstance(config, (OpenAICompatibleConfig, AzureOpenAIConfig)):
             raise TypeError(
-                f"OpenAICompatibleModel needs an OpenAICompatibleConfig, got {type(config).__name__}"
+                "OpenAICompatibleModel needs an OpenAICompatibleConfig or an AzureOpenAIConfig, "
+                f"got {type(config).__name__}"
             )
         try:
             import openai
@@ -203,21 +224,45 @@ class OpenAICompatibleModel:
         if not key:
             raise MissingAPIKeyError(
                 f"environment variable {config.api_key_env!r} (named by the model config "
-                f"field 'api_key_env') is not set or empty; export the API key there"
+                "field 'api_key_env') is not set or empty; export the API key there (a "
+                "server without authentication accepts any value, e.g. EMPTY)"
             )
         self.config = config
+        self.model_name = (env.get(config.model_env) if config.model_env else None) or config.model
         self._openai = openai
-        self._client = openai.OpenAI(
-            api_key=key,
-            base_url=config.base_url,
-            timeout=config.timeout_s,
-            max_retries=0,
-        )
+        if isinstance(config, AzureOpenAIConfig):
+            endpoint = config.azure_endpoint or env.get(config.azure_endpoint_env)
+            version = config.api_version or env.get(config.api_version_env)
+            for name, value, env_name in (
+                ("azure_endpoint", endpoint, config.azure_endpoint_env),
+                ("api_version", version, config.api_version_env),
+            ):
+                if not value:
+                    raise ModelConfigError(
+                        f"Azure OpenAI needs {name}: set the model config field {name!r} or "
+                        f"the environment variable {env_name!r} (named by '{name}_env')"
+                    )
+            self.endpoint = str(endpoint)
+            self._client = openai.AzureOpenAI(
+                api_key=key,
+                azure_endpoint=self.endpoint,
+                api_version=str(version),
+                timeout=config.timeout_s,
+                max_retries=0,
+            )
+        else:
+            self.endpoint = config.base_url
+            self._client = openai.OpenAI(
+                api_key=key,
+                base_url=config.base_url,
+                timeout=config.timeout_s,
+                max_retries=0,
+            )
 
     def __repr__(self) -> str:
         return (
-            f"OpenAICompatibleModel(model={self.config.model!r}, "
-            f"base_url={self.config.base_url!r}, api_key_env={self.config.api_key_env!r})"
+            f"OpenAICompatibleModel(backend={self.config.backend!r}, model={self.model_name!r}, "
+            f"endpoint={self.endpoint!r}, api_key_env={self.config.api_key_env!r})"
         )
 
     def close(self) -> None:
@@ -231,42 +276,45 @@ class OpenAICompatibleModel:
             content.append({"type": "image_url", "image_url": {"url": png_data_url(image_rgb)}})
         return [{"role": "user", "content": content}]
 
-    def respond(self, prompt: str, image_rgb: np.ndarray | None, stage: str) -> ModelReply:
-        """One chat-completions request; see :meth:`ChatModel.respond`."""
+    def request_fields(self) -> dict[str, Any]:
+        """The request fields besides ``messages``, as sent with every call."""
         config = self.config
         kwargs: dict[str, Any] = {
-            "model": config.model,
-            "messages": self.build_messages(prompt, image_rgb),
+            "model": self.model_name,
             config.max_tokens_field: config.max_tokens,
         }
-        if config.temperature is not None:
+        if config.send_temperature and config.temperature is not None:
             kwargs["temperature"] = config.temperature
         if config.response_format is not None:
             kwargs["response_format"] = config.response_format
+        if config.reasoning_effort is not None:
+            kwargs["reasoning_effort"] = config.reasoning_effort
         if config.extra_body:
             kwargs["extra_body"] = dict(config.extra_body)
+        return kwargs
+
+    def respond(self, prompt: str, image_rgb: np.ndarray | None, stage: str) -> ModelReply:
+        """One chat-completions request; see :meth:`ChatModel.respond`."""
+        endpoint = self.endpoint
+        kwargs = self.request_fields()
+        kwargs["messages"] = self.build_messages(prompt, image_rgb)
         errors = self._openai
         try:
             completion = self._client.chat.completions.create(**kwargs)
         except errors.APITimeoutError as error:
             raise ModelTimeoutError(
-                f"{stage}: no reply from {config.base_url} within {config.timeout_s:g} s"
+                f"{stage}: no reply from {endpoint} within {self.config.timeout_s:g} s"
             ) from error
         except errors.APIStatusError as error:
             raise ModelCallError(
-                f"{stage}: {config.base_url} answered HTTP {error.status_code}: "
-                f"{_short(str(error))}"
+                f"{stage}: {endpoint} answered HTTP {error.status_code}: {_short(str(error))}"
             ) from error
         except errors.APIError as error:
-            raise ModelCallError(f"{stage}: request to {config.base_url} failed: {error}") from (
-                error
-            )
+            raise ModelCallError(f"{stage}: request to {endpoint} failed: {error}") from error
         except (ValueError, TypeError, AttributeError) as error:
             # e.g. a body that is not valid JSON, or an object of the wrong shape.
-            raise ModelCallError(
-                f"{stage}: malformed reply from {config.base_url}: {error}"
-            ) from error
-        text = _completion_text(completion, stage, config.base_url)
+            raise ModelCallError(f"{stage}: malformed reply from {endpoint}: {error}") from error
+        text = _completion_text(completion, stage, endpoint)
         usage = _completion_usage(completion, stage)
         if usage is None:
             usage = _estimated_usage(prompt, text, stage)
@@ -282,6 +330,9 @@ def _short(text: str, limit: int = 300) -> str:
 
 
 def _completion_text(completion: Any, stage: str, base_url: str) -> str:
+    """The reply text. An empty reply (a reasoning model that spent its whole budget
+    thinking, a refusal) is returned as text, not raised: the call happened and was billed,
+    so it keeps its usage record and the agent counts it as an unreadable reply."""
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices:
         raise ModelCallError(f"{stage}: reply from {base_url} has no 'choices'")
@@ -292,13 +343,10 @@ def _completion_text(completion: Any, stage: str, base_url: str) -> str:
             str(part.get("text", "")) if isinstance(part, Mapping) else str(part)
             for part in content
         )
-    if not isinstance(content, str) or not content.strip():
-        refusal = getattr(message, "refusal", None)
-        detail = f" (refusal: {_short(str(refusal))})" if refusal else ""
-        raise ModelCallError(
-            f"{stage}: reply from {base_url} has no text in choices[0].message.content{detail}"
-        )
-    return content
+    if isinstance(content, str) and content.strip():
+        return content
+    refusal = getattr(message, "refusal", None)
+    return str(refusal) if refusal else ""
 
 
 def _completion_usage(completion: Any, stage: str) -> Usage | None:
@@ -361,22 +409,44 @@ class FilesystemQueueModel:
     3. The agent reads the response and deletes ``done/<id>``, ``pending/<id>`` and
        ``claimed/<id>``. On timeout it deletes its pending request and raises
        :class:`ModelTimeoutError`.
+
+    With ``config.queue_layout == "reference"`` the reference release's layout is spoken
+    instead (see :mod:`humanclaw_agents.queue_reference`): chat messages plus numbered image
+    files in ``pending/<call_id>/``, the reply's ``content`` back in ``done/<call_id>/``. The
+    agent tells the transport the episode step through :attr:`current_episode_step`, which
+    goes into the call id, as the reference's does.
     """
 
-    def __init__(self, config: FilesystemQueueConfig) -> None:
+    def __init__(
+        self, config: FilesystemQueueConfig, *, environ: Mapping[str, str] | None = None
+    ) -> None:
         if not isinstance(config, FilesystemQueueConfig):
             raise TypeError(
                 f"FilesystemQueueModel needs a FilesystemQueueConfig, got {type(config).__name__}"
             )
         self.config = config
-        for name in (_PENDING, _DONE, _STAGING, _CLAIMED):
+        self.current_episode_step = -1
+        self.call_index = 0
+        env = os.environ if environ is None else environ
+        self.model_name = (env.get(config.model_env) if config.model_env else None) or config.model
+        folders = (
+            queue_reference.DIRECTORIES
+            if config.queue_layout == "reference"
+            else (_PENDING, _DONE, _STAGING, _CLAIMED)
+        )
+        for name in folders:
             (config.queue_dir / name).mkdir(parents=True, exist_ok=True)
 
     def __repr__(self) -> str:
-        return f"FilesystemQueueModel(queue_dir={str(self.config.queue_dir)!r})"
+        return (
+            f"FilesystemQueueModel(queue_dir={str(self.config.queue_dir)!r}, "
+            f"layout={self.config.queue_layout!r})"
+        )
 
     def respond(self, prompt: str, image_rgb: np.ndarray | None, stage: str) -> ModelReply:
         """Queue one request and wait for its response; see :meth:`ChatModel.respond`."""
+        if self.config.queue_layout == "reference":
+            return self._respond_reference(prompt, image_rgb, stage)
         request_id = uuid.uuid4().hex
         queue_dir = self.config.queue_dir
         try:
@@ -429,6 +499,57 @@ class FilesystemQueueModel:
                 )
             time.sleep(min(self.config.poll_interval_s, remaining))
 
+    def _respond_reference(
+        self, prompt: str, image_rgb: np.ndarray | None, stage: str
+    ) -> ModelReply:
+        config = self.config
+        queue_dir = config.queue_dir
+        call = queue_reference.call_id(self.call_index, self.current_episode_step, stage)
+        self.call_index += 1
+        try:
+            queue_reference.write_request(
+                queue_dir,
+                call,
+                prompt=prompt,
+                image_png=None if image_rgb is None else encode_png(image_rgb),
+                stage=stage,
+                episode_step=self.current_episode_step,
+                model=str(self.model_name),
+                max_tokens=int(config.max_tokens or 0),
+                temperature=float(config.temperature or 0.0),
+                reasoning_budget_tokens=config.reasoning_budget_tokens,
+                response_format=config.response_format,
+            )
+            deadline = time.monotonic() + config.timeout_s
+            last_error: Any = None
+            while True:
+                ready, value = queue_reference.read_response(queue_dir, call)
+                if ready:
+                    response = value
+                    break
+                last_error = value if value is not None else last_error
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    detail = (
+                        f"the response file stayed unreadable ({last_error})"
+                        if last_error is not None
+                        else "no response file appeared"
+                    )
+                    raise ModelTimeoutError(
+                        f"{stage}: queue call {call} in {queue_dir}: {detail} within "
+                        f"{config.timeout_s:g} s (is a worker running?)"
+                    )
+                time.sleep(min(config.poll_interval_s, remaining))
+        finally:
+            queue_reference.remove_call(queue_dir, call)
+        if response.get("error"):
+            raise ModelCallError(
+                f"{stage}: queue call {call} reports a worker error: {_short(str(response['error']))}"
+            )
+        text = queue_reference.response_text(response)
+        usage = queue_reference.normalize_usage(response, stage)
+        return ModelReply(text=text, usage=usage or _estimated_usage(prompt, text, stage))
+
 
 def _queue_reply(data: Any, prompt: str, stage: str, request_id: str) -> ModelReply:
     where = f"{stage}: queue response {request_id}"
@@ -458,44 +579,85 @@ def _queue_reply(data: Any, prompt: str, stage: str, request_id: str) -> ModelRe
 def answer_pending_requests(
     queue_dir: str | os.PathLike[str],
     handler: Callable[[QueueRequest], Mapping[str, Any]],
+    layout: str | None = None,
 ) -> int:
     """Worker side of the queue: answer every request currently pending, once.
 
-    Each pending request is claimed (renamed into ``claimed/``), passed to ``handler``,
-    and the handler's mapping (``{"text": ..., "usage": {...}}`` or ``{"error": ...}``) is
-    written atomically as ``done/<id>/response.json``. An exception in the handler is
-    answered as ``{"error": "<type>: <message>"}``. A worker process calls this in a loop
-    with a short sleep in between.
+    Each pending request is claimed (renamed into ``claimed/``, or ``in_progress/`` in the
+    reference layout), passed to ``handler``, and the handler's mapping
+    (``{"text": ..., "usage": {...}}`` or ``{"error": ...}``) is written atomically as
+    ``done/<id>/response.json`` (in the reference layout ``text`` is written as
+    ``content``). An exception in the handler is answered as
+    ``{"error": "<type>: <message>"}``. A worker process calls this in a loop with a short
+    sleep in between.
 
     Args:
         queue_dir: the queue root shared with :class:`FilesystemQueueModel`.
         handler: turns one request into a response mapping (this is where the worker calls
-            its provider with its own credentials).
+            its provider with its own credentials). In the reference layout
+            :attr:`QueueRequest.prompt` is the text of the request's messages and
+            :attr:`QueueRequest.image_png` its first image.
+        layout: ``"humanclaw"``, ``"reference"``, or ``None`` to tell each request's layout
+            from its ``request.json``.
 
     Returns:
         The number of requests answered.
     """
+    if layout is not None and layout not in QUEUE_LAYOUTS:
+        raise ValueError(f"layout={layout!r} is invalid: allowed one of {QUEUE_LAYOUTS} or None")
     root = Path(queue_dir)
     pending = root / _PENDING
     if not pending.is_dir():
         return 0
-    for name in (_DONE, _STAGING, _CLAIMED):
-        (root / name).mkdir(parents=True, exist_ok=True)
     answered = 0
     for entry in sorted(pending.iterdir()):
-        claimed = root / _CLAIMED / entry.name
+        kind = layout or _request_layout(entry)
+        if kind is None:
+            continue  # unreadable for now (the agent may be withdrawing it)
+        claim_dir = "in_progress" if kind == "reference" else _CLAIMED
+        (root / claim_dir).mkdir(parents=True, exist_ok=True)
+        claimed = root / claim_dir / entry.name
         try:
             os.replace(entry, claimed)
         except OSError:
             continue  # another worker took it, or the agent withdrew it
         try:
-            request = _read_request(claimed)
+            request = _read_request(claimed) if kind == "humanclaw" else _read_reference(claimed)
             response: Mapping[str, Any] = handler(request)
         except Exception as error:  # noqa: BLE001 - reported to the waiting agent
             response = {"error": f"{type(error).__name__}: {error}"}
-        _write_response(root, entry.name, response)
+        if kind == "reference":
+            (root / "tmp").mkdir(parents=True, exist_ok=True)
+            (root / _DONE).mkdir(parents=True, exist_ok=True)
+            queue_reference.write_response(root, entry.name, response)
+            shutil.rmtree(claimed, ignore_errors=True)
+        else:
+            for name in (_DONE, _STAGING):
+                (root / name).mkdir(parents=True, exist_ok=True)
+            _write_response(root, entry.name, response)
         answered += 1
     return answered
+
+
+def _request_layout(folder: Path) -> str | None:
+    try:
+        data = json.loads((folder / _REQUEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, Mapping) and data.get("schema") == queue_reference.REQUEST_SCHEMA:
+        return "reference"
+    return "humanclaw"
+
+
+def _read_reference(folder: Path) -> QueueRequest:
+    prompt, image_png, stage, request = queue_reference.read_request(folder)
+    return QueueRequest(
+        request_id=folder.name,
+        stage=stage,
+        prompt=prompt,
+        image_png=image_png,
+        metadata=request,
+    )
 
 
 def _read_request(folder: Path) -> QueueRequest:
@@ -529,16 +691,17 @@ def build_model(config: ModelConfig, **kwargs: Any) -> ChatModel:
 
     Args:
         config: a config from :func:`~humanclaw_agents.model_config.load_model_config`.
-        **kwargs: passed to the transport (``environ=`` for :class:`OpenAICompatibleModel`).
+        **kwargs: passed to the transport (``environ=`` to read variables from a mapping
+            instead of ``os.environ``).
 
     Returns:
-        An :class:`OpenAICompatibleModel` or a :class:`FilesystemQueueModel`.
+        An :class:`OpenAICompatibleModel` (plain or Azure) or a :class:`FilesystemQueueModel`.
     """
-    if isinstance(config, OpenAICompatibleConfig):
+    if isinstance(config, (OpenAICompatibleConfig, AzureOpenAIConfig)):
         return OpenAICompatibleModel(config, **kwargs)
     if isinstance(config, FilesystemQueueConfig):
         return FilesystemQueueModel(config, **kwargs)
     raise TypeError(
-        "build_model needs an OpenAICompatibleConfig or a FilesystemQueueConfig, "
-        f"got {type(config).__name__}"
+        "build_model needs an OpenAICompatibleConfig, AzureOpenAIConfig or "
+        f"FilesystemQueueConfig, got {type(config).__name__}"
     )

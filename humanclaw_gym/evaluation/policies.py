@@ -6,7 +6,10 @@ Accepted forms:
   (``humanclaw_agents`` registers ``psv``, ``oracle``, ``random`` and ``checkpoint``;
   third-party packages plug in the same way);
 * ``module.path:ClassName``: any importable class or factory;
-* ``checkpoint:PATH``: the ``checkpoint`` entry point called with ``checkpoint=PATH``.
+* ``checkpoint:PATH``: the ``checkpoint`` entry point called with ``checkpoint=PATH``;
+* ``NAME:VARIANT``: a registered policy whose factory takes ``variant`` (``psv:v1``), called
+  with ``variant=VARIANT``. A registered name before the colon wins over a module of the
+  same name; a policy without variants is refused.
 
 The factory is called with whichever of ``model_config``, ``seed`` and ``checkpoint`` its
 signature accepts, so simple policies need no boilerplate.
@@ -47,6 +50,11 @@ def resolve_policy_factory(spec: str) -> tuple[Any, dict[str, Any]]:
             raise PolicySpecError("agent 'checkpoint:PATH' needs a path")
         extra["checkpoint"] = Path(path)
         name = "checkpoint"
+    elif ":" in spec and spec.partition(":")[0] in available_policies():
+        name, _, variant = spec.partition(":")
+        if not variant:
+            raise PolicySpecError(f"agent {spec!r} names no variant after ':'")
+        extra["variant"] = variant
     elif ":" in spec:
         module_name, _, attr = spec.partition(":")
         try:
@@ -78,6 +86,8 @@ def load_policy(
     except (TypeError, ValueError):
         params = {}
     takes_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    if "variant" in extra and "variant" not in params and not takes_var_kw:
+        raise PolicySpecError(f"agent {spec!r}: {spec.partition(':')[0]!r} has no variants")
     call_kwargs = {
         k: v for k, v in offered.items() if (k in params or takes_var_kw) and v is not None
     }
