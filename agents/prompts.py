@@ -28,8 +28,6 @@ from typing import Any
 
 from humanclaw_agents.replies import ReplyExtractionError, ResponseFormatError
 from humanclaw_gym.skills import (
-    CLIMB_SPEEDS,
-    DIRECTIONS,
     SIDE_STEP_DISTANCE_RANGE_M,
     SIT_DEFAULT_HEIGHT_M,
     SIT_HEIGHT_RANGE_M,
@@ -37,6 +35,7 @@ from humanclaw_gym.skills import (
     STEP_BACK_DISTANCE_RANGE_M,
     TURN_ANGLE_RANGE_DEG,
     WALK_SPEED_M,
+    Choice,
     Skill,
     SkillCall,
 )
@@ -383,30 +382,26 @@ _PARAM_PLACEHOLDERS = {
     "distance_m": "distance",
     "height_m": "target height",
 }
-_DISTANCE_RANGES_M = {
-    Skill.STEP_BACK: STEP_BACK_DISTANCE_RANGE_M,
-    Skill.SIDE_STEP: SIDE_STEP_DISTANCE_RANGE_M,
-}
 # A typical value per numeric parameter, for the example forms (inside every range).
 _EXAMPLE_VALUES = {"angle_deg": 30.0, "distance_m": 0.25, "height_m": 0.45}
 
 
 def _sample_call(skill: Skill) -> SkillCall:
     fields: dict[str, Any] = {}
-    for name in skill.params:
-        if name == "direction":
-            fields[name] = DIRECTIONS[0]
-        elif name in _EXAMPLE_VALUES:
+    for name, rule in skill.spec.params.items():
+        if isinstance(rule, Choice):
+            if len(rule.values) > 1:
+                fields[name] = rule.values[0]
+        elif name in _EXAMPLE_VALUES and rule.low <= _EXAMPLE_VALUES[name] <= rule.high:
             fields[name] = _EXAMPLE_VALUES[name]
+        else:
+            fields[name] = rule.default if rule.default is not None else rule.low
     return SkillCall(skill, **fields)
 
 
 def _choices(skill: Skill, name: str) -> tuple[str, ...] | None:
-    if name == "direction":
-        return DIRECTIONS
-    if name == "speed":
-        return SPEEDS if skill is Skill.WALK else CLIMB_SPEEDS
-    return None
+    rule = skill.spec.params[name]
+    return rule.values if isinstance(rule, Choice) else None
 
 
 def _text_form(skill: Skill, fixed: dict[str, str] | None = None) -> str:
@@ -442,17 +437,13 @@ def _param_note(skill: Skill, name: str) -> str | None:
         return "speed: " + ", ".join(f"<{word}> {_fmt(WALK_SPEED_M[word])} m" for word in SPEEDS)
     if choices is not None:
         return None if len(choices) == 1 else f"{name}: " + " or ".join(f"<{c}>" for c in choices)
-    if name == "angle_deg":
-        low, high = TURN_ANGLE_RANGE_DEG
-        return f"degree: {_fmt(low)}-{_fmt(high)} degrees"
-    if name == "height_m":
-        low, high = SIT_HEIGHT_RANGE_M
-        return f"target height: {_fmt(low)}-{_fmt(high)} m"
-    low, high = _DISTANCE_RANGES_M[skill]
-    return f"distance: {_fmt(low)}-{_fmt(high)} m"
+    rule = skill.spec.params[name]
+    label = {"angle_deg": "degree", "height_m": "target height", "distance_m": "distance"}
+    unit = "degrees" if rule.unit == "deg" else rule.unit
+    return f"{label.get(name, name)}: {_fmt(rule.low)}-{_fmt(rule.high)} {unit}"
 
 
-def action_space_text(skills: Sequence[Skill] = tuple(Skill), *, style: str = "full") -> str:
+def action_space_text(skills: Sequence[Skill] | None = None, *, style: str = "full") -> str:
     """The skill table of the v2 prompts, built from :mod:`humanclaw_gym.skills`.
 
     This is the only place the v2 prompts describe skills: ids, names and text forms come
@@ -472,7 +463,7 @@ def action_space_text(skills: Sequence[Skill] = tuple(Skill), *, style: str = "f
     Raises:
         ValueError: an unknown style, or ``skills`` holding something that is not a Skill.
     """
-    chosen = tuple(skills)
+    chosen = tuple(Skill) if skills is None else tuple(skills)
     for skill in chosen:
         if not isinstance(skill, Skill):
             raise ValueError(f"skills must hold Skill members, got {skill!r}")
@@ -505,7 +496,8 @@ def action_space_text(skills: Sequence[Skill] = tuple(Skill), *, style: str = "f
         head = f"action id {int(skill)}: {_text_form(skill)}"
         if notes:
             head += " - " + "; ".join(notes)
-        blocks.append(head if style == "brief" else f"{head}\n    {_SKILL_NOTES[skill]}")
+        note = _SKILL_NOTES.get(skill, skill.spec.meaning)  # custom skills: their meaning
+        blocks.append(head if style == "brief" else f"{head}\n    {note}")
     return "\n".join(blocks)
 
 

@@ -156,6 +156,9 @@ def test_a_new_skill_is_derived_everywhere_from_its_spec(wave_skill):
     from humanclaw_gym.server.protocol import action_spec
 
     assert "wave" in [s["key"] for s in action_spec()["skills"]]
+    from humanclaw_agents.prompts import action_space_text
+
+    assert "action id 8: Wave<" in action_space_text() and "wave one hand" in action_space_text()
     from humanclaw_agents.random_policy import RandomPolicy
 
     policy = RandomPolicy(seed=3)

@@ -25,7 +25,7 @@ class RunArgs:
     episodes: str = "val100"
     """one | val100 | val | a split directory | a .json list of episode ids"""
     agent: str = "oracle"
-    """psv | oracle | random | module:Class | checkpoint:PATH"""
+    """psv | psv:v1 | oracle | random | module:Class | checkpoint:PATH"""
     output: Path = Path("outputs/run")
     """output directory"""
     model_config: Path | None = None
@@ -65,7 +65,7 @@ class RolloutArgs:
     split: str = "val100"
     """split the episode comes from"""
     agent: str = "oracle"
-    """psv | oracle | random | module:Class | checkpoint:PATH"""
+    """psv | psv:v1 | oracle | random | module:Class | checkpoint:PATH"""
     model_config: Path | None = None
     """JSON model config for VLM agents (psv)"""
     output: Path = Path("outputs/rollout")
