@@ -523,6 +523,8 @@ def run_batch(
             summary.metrics_summary = None
         if summary.metrics_summary is not None:
             from humanclaw_gym.evaluation.episode import write_json_atomic
+            from humanclaw_gym.provenance import run_environment
 
+            summary.metrics_summary["environment"] = run_environment()
             write_json_atomic(Path(config.output) / "metrics_summary.json", summary.metrics_summary)
     return summary
