@@ -71,7 +71,7 @@ __all__ = [
     "generate_scene",
 ]
 
-GENERATOR_VERSION = "humanclaw_procedural_v1"
+GENERATOR_VERSION = "humanclaw_procedural_v2"
 
 _PLATFORM_PROBABILITY = 0.38  # some attempts do not fit: about a third of homes get one
 _FURNISH_ATTEMPTS = 30
