@@ -6,7 +6,7 @@ On-disk layout (package data under ``humanclaw_gym/assets/``)::
     scenes/<scene_id>.json.gz      canonical SceneSpec JSON (SceneSpec.to_json())
     splits/<split>/index.json      {"schema": "humanclaw_split_index_v1", counts, shard hashes}
     splits/<split>/<scene_id>.json.gz
-                                   {"schema": "humanclaw_episodes_v1", "scene_id", "episodes"}
+                                   {"schema": "humanclaw_episodes_v2", "scene_id", "episodes"}
     splits/val100.json             {"schema": "humanclaw_subset_v1", "parent": "val",
                                     "episode_ids": [...]}
 
@@ -38,6 +38,7 @@ from typing import Any
 from humanclaw_gym.episodes.schema import (
     DEFAULT_MAX_STEPS,
     EPISODE_SCHEMA,
+    EPISODE_SCHEMAS_READ,
     Episode,
     EpisodeFormatError,
     EpisodeInfo,
@@ -182,9 +183,9 @@ def episodes_from_document(doc: Any, where: str | os.PathLike[str] = "<memory>")
     schema = doc.get("schema")
     if schema is None and "episodes" in doc:
         return episodes_from_habitat(doc, where)
-    if schema != EPISODE_SCHEMA:
+    if schema not in EPISODE_SCHEMAS_READ:
         raise EpisodeFormatError(
-            f"{where}: field 'schema' must be {EPISODE_SCHEMA!r} (or absent for a Habitat ObjectNav shard), got {schema!r}"
+            f"{where}: field 'schema' must be one of {EPISODE_SCHEMAS_READ} (or absent for a Habitat ObjectNav shard), got {schema!r}"
         )
     raw = doc.get("episodes")
     if not isinstance(raw, list):
@@ -229,6 +230,27 @@ def _short_scene_id(scene_path: str) -> str:
     return base
 
 
+def _habitat_view_points(raw: Any, where: str) -> tuple[tuple[float, ...], ...] | None:
+    """Positions of a Habitat goal's ``view_points`` (``[{"agent_state": {"position":
+    [x, y, z], ...}, ...}]``, or bare ``[x, y, z]`` lists); None when absent or empty."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise EpisodeFormatError(f"{where}: field 'view_points' must be a list")
+    points = []
+    for k, vp in enumerate(raw):
+        pos = vp
+        if isinstance(vp, Mapping):
+            state = vp.get("agent_state")
+            pos = state.get("position") if isinstance(state, Mapping) else vp.get("position")
+        if pos is None:
+            raise EpisodeFormatError(
+                f"{where}: view_points[{k}] has no agent_state.position (or position)"
+            )
+        points.append(pos)
+    return tuple(points) if points else None
+
+
 def _habitat_goal(g: Any, category: str, where: str) -> Goal:
     if not isinstance(g, Mapping):
         raise EpisodeFormatError(f"{where} must be a JSON object")
@@ -248,6 +270,7 @@ def _habitat_goal(g: Any, category: str, where: str) -> Goal:
             position=g["position"],
             aabb_min=g.get("aabb_min"),
             aabb_max=g.get("aabb_max"),
+            approach_points=_habitat_view_points(g.get("view_points"), where),
         )
     except EpisodeFormatError as exc:
         raise EpisodeFormatError(f"{where}: {exc}") from None
@@ -264,7 +287,8 @@ def episodes_from_habitat(
     :func:`habitat_quat_to_yaw`), ``object_category`` and optional ``info``; goals come
     from ``goals_by_category["<scene base name>_<category>"]`` or the episode's own
     ``goals``. Categories ``sofa``, ``plant`` and ``tv_monitor`` map to ``couch``,
-    ``potted_plant`` and ``tv``. Numeric episode ids (Habitat restarts them per scene) are
+    ``potted_plant`` and ``tv``. A goal's ``view_points`` (positions from which the object
+    is in view) become its ``approach_points``. Numeric episode ids (Habitat restarts them per scene) are
     prefixed with the scene id: ``"<scene>_<id>"``.
     """
     raw = doc.get("episodes")

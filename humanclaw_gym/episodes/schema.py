@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_MAX_STEPS",
     "DIFFICULTY_LABELS",
     "EPISODE_SCHEMA",
+    "EPISODE_SCHEMAS_READ",
     "INSTRUCTION_VERSIONS",
     "Episode",
     "EpisodeFormatError",
@@ -37,7 +38,10 @@ __all__ = [
     "yaw_to_quat_xyzw",
 ]
 
-EPISODE_SCHEMA = "humanclaw_episodes_v1"
+EPISODE_SCHEMA = "humanclaw_episodes_v2"
+#: Shard schemas :func:`~humanclaw_gym.episodes.io.read_shard` accepts (v1 lacks
+#: ``approach_points``; it reads as None).
+EPISODE_SCHEMAS_READ: tuple[str, ...] = ("humanclaw_episodes_v1", EPISODE_SCHEMA)
 DEFAULT_MAX_STEPS = 100
 DIFFICULTY_LABELS: tuple[str, ...] = ("easy", "medium", "hard")
 INSTRUCTION_VERSIONS: tuple[str, ...] = ("v1",)
@@ -126,6 +130,13 @@ class Goal:
         seat_height_m: world height of the seat top for sittable objects.
         approach_pose: ``(x_m, z_m, yaw_rad)`` where to stand before sitting, facing away
             from the seat (None for non-sittables).
+        approach_points: world ``[x, y, z]`` floor points (y = floor height) from which a
+            standing body can touch the object: nothing fixed between body and box and a
+            clear line of sight from the eyes (see
+            :meth:`~humanclaw_gym.scenes.navgrid.NavGrid.goal_region`). Our episodes store a
+            sample of them at least 0.25 m apart, nearest to the object first, all reachable
+            from the start; upstream shards map their goals' ``view_points`` here. None when
+            unknown (version 1 shards, upstream goals without view points).
     """
 
     object_id: int | str
@@ -136,6 +147,7 @@ class Goal:
     aabb_max: tuple[float, float, float] | None = None
     seat_height_m: float | None = None
     approach_pose: tuple[float, float, float] | None = None
+    approach_points: tuple[tuple[float, float, float], ...] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.object_id, bool) or not isinstance(self.object_id, (int, str)):
@@ -155,6 +167,21 @@ class Goal:
         object.__setattr__(
             self, "seat_height_m", _opt_float(self.seat_height_m, "Goal.seat_height_m")
         )
+        if self.approach_points is not None:
+            if isinstance(self.approach_points, (str, bytes)) or not hasattr(
+                self.approach_points, "__iter__"
+            ):
+                raise EpisodeFormatError(
+                    f"Goal.approach_points must be a list of [x, y, z] points or null, got {self.approach_points!r}"
+                )
+            object.__setattr__(
+                self,
+                "approach_points",
+                tuple(
+                    _vec(p, 3, f"Goal.approach_points[{i}]")  # type: ignore[misc]
+                    for i, p in enumerate(self.approach_points)
+                ),
+            )
         if (self.aabb_min is None) != (self.aabb_max is None):
             raise EpisodeFormatError(
                 "Goal.aabb_min and Goal.aabb_max must both be given or both be null"
@@ -176,6 +203,9 @@ class Goal:
             "aabb_max": None if self.aabb_max is None else list(self.aabb_max),
             "seat_height_m": self.seat_height_m,
             "approach_pose": None if self.approach_pose is None else list(self.approach_pose),
+            "approach_points": None
+            if self.approach_points is None
+            else [list(p) for p in self.approach_points],
         }
 
     @classmethod
@@ -190,6 +220,7 @@ class Goal:
                 aabb_max=d.get("aabb_max"),
                 seat_height_m=d.get("seat_height_m"),
                 approach_pose=d.get("approach_pose"),
+                approach_points=d.get("approach_points"),
             )
         except EpisodeFormatError as exc:
             raise EpisodeFormatError(f"{where}: {exc}") from None
@@ -201,10 +232,11 @@ class EpisodeInfo:
 
     Attributes:
         geodesic_distance: shortest collision-free route from the start to the nearest
-            target's goal region (free cells within ``clearance + 0.25 m`` of its AABB,
-            where a body can stop next to it), metres.
-        euclidean_distance: straight x/z distance from the start to the nearest cell of the
-            same goal regions, metres (so ``euclidean <= geodesic``).
+            approach point of a target (free cells within ``clearance + 0.25 m`` of its
+            AABB from which a standing body can touch and see it, never through a wall),
+            metres.
+        euclidean_distance: straight x/z distance from the start to the nearest approach
+            point of the same targets, metres (so ``euclidean <= geodesic``).
         difficulty: ``"easy"``, ``"medium"`` or ``"hard"`` (see
             :mod:`humanclaw_gym.episodes.difficulty`).
         choice_points: turns of the simplified route plus rooms entered.

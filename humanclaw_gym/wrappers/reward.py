@@ -11,7 +11,8 @@ metrics. For reinforcement learning this wrapper replaces the reward with
         - failed_stop_penalty   for any other Stop
 
 where ``d`` is the geodesic distance (navigation grid, humanoid clearance) from the pelvis
-to the nearest target's stop region. It reads hidden state, so it needs an env made with
+to the nearest approach point of a target (:meth:`NavGrid.goal_region`: free cells from
+which the body can touch and see the target, never through a wall). It reads hidden state, so it needs an env made with
 ``privileged=True``; the observation and ``info`` stay unchanged apart from
 ``info["shaped_reward_terms"]`` (the terms above, for logging).
 """
