@@ -359,8 +359,10 @@ class FindNavInteractEnv(gym.Env):
             raise ValueError(
                 f"unknown reset options {sorted(unknown)}; allowed: {', '.join(_RESET_OPTIONS)}"
             )
-        super().reset(seed=seed)
+        # Choose first: a choice that fails (unknown episode or scene) raises before the
+        # order, the RNG or the current episode change.
         episode = self._order.next(seed, options)
+        super().reset(seed=seed)
         if self._in_episode:
             self._emit(
                 "on_episode_end",
