@@ -32,6 +32,8 @@ class RunArgs:
     """JSON model config for VLM agents (psv)"""
     metrics: bool = False
     """compute the paper metrics (metrics.json per episode + summary)"""
+    metric_rules: Literal["paper", "strict"] = "paper"
+    """metric rules: paper (the reference release's scoring) or strict (docs/metrics.md)"""
     video: bool = False
     """write ego.mp4 and exo.mp4 per episode"""
     workers: int = 1
@@ -72,6 +74,8 @@ class RolloutArgs:
     """output directory"""
     metrics: bool = True
     """compute metrics.json"""
+    metric_rules: Literal["paper", "strict"] = "paper"
+    """metric rules: paper (the reference release's scoring) or strict (docs/metrics.md)"""
     video: bool = False
     """write ego.mp4 and exo.mp4"""
     max_steps: int | None = None
@@ -96,6 +100,7 @@ def _config(args: RunArgs | RolloutArgs):
         output=str(args.output),
         model_config=None if args.model_config is None else str(args.model_config),
         metrics=args.metrics,
+        metric_rules=args.metric_rules,
         video=args.video,
         seed=args.seed,
         max_steps=args.max_steps,
@@ -143,15 +148,25 @@ def run(args: RunArgs) -> int:
         f"humanclaw run: {len(specs)} episode(s), agent={args.agent}, output={args.output}",
         flush=True,
     )
-    summary = run_batch(
-        specs,
-        config,
-        workers=workers,
-        resume=args.resume,
-        executor=args.executor,
-        ray_address=args.ray_address,
-        progress=not args.quiet,
-    )
+    from humanclaw_gym.metrics import MetricsFileError
+
+    try:
+        summary = run_batch(
+            specs,
+            config,
+            workers=workers,
+            resume=args.resume,
+            executor=args.executor,
+            ray_address=args.ray_address,
+            progress=not args.quiet,
+        )
+    except MetricsFileError as exc:
+        print(
+            f"humanclaw run: invalid metrics file, {Path(args.output) / 'metrics_summary.json'}"
+            f" was not written: {exc}",
+            file=sys.stderr,
+        )
+        return 1
     print(
         f"completed {summary.completed}, skipped {summary.skipped}, failed {summary.failed}"
         f" in {summary.wall_time_s:.1f} s"

@@ -127,7 +127,8 @@ class Reduce:
         if self.kind == "mean":
             values = [field_value(r, self.field) for r in rows]
             present = [float(v) for v in values if v is not None]
-            return self.scale * math.fsum(present) / len(present) if present else None
+            # scale * mean, in this order: the reference release's arithmetic
+            return self.scale * (math.fsum(present) / len(present)) if present else None
         if self.kind == "pooled":
             assert self.denominator is not None
             den = sum(field_value(r, self.denominator) for r in rows)
@@ -146,7 +147,7 @@ class Reduce:
                 values.append(0.0)
             else:
                 values.append(float(field_value(row, self.field)))
-        return self.scale * math.fsum(values) / len(values) if values else None
+        return self.scale * (math.fsum(values) / len(values)) if values else None
 
 
 @dataclass(frozen=True)

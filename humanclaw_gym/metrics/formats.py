@@ -117,7 +117,12 @@ _OURS_ONLY = (
     "generated_frames",
     "thresholds",
 )
-_OURS_ONLY_TOKENS = ("failed_calls", "calls_by_source")
+_OURS_ONLY_TOKENS = (
+    "failed_calls",
+    "calls_by_source",
+    "input_tokens_per_step",
+    "output_tokens_per_step",
+)
 
 
 def reference_episode_id(episode_id: str, scene_id: str) -> str:
@@ -272,9 +277,14 @@ def _from_reference(data: Mapping[str, Any], where: str) -> dict[str, Any]:
         for key in _OURS_ONLY:
             if key in extra:
                 row[key] = copy.deepcopy(extra[key])
+        tokens = extra.get("tokens", {})
         for key in _OURS_ONLY_TOKENS:
-            if key in extra.get("tokens", {}):
-                row["tokens"][key] = copy.deepcopy(extra["tokens"][key])
+            if isinstance(tokens, Mapping) and key in tokens:
+                row["tokens"][key] = copy.deepcopy(tokens[key])
+        # a row we wrote carries every field: it is only "imported" if it was so before
+        row.pop("imported_from")
+        if extra.get("imported_from") is not None:
+            row["imported_from"] = extra["imported_from"]
     return row
 
 
@@ -311,7 +321,8 @@ def to_reference_layout(row: Mapping[str, Any], profile: str = "humanclaw_gym") 
     steps = int(row["steps"])
     interact = bool(row["interact"])
     extra: dict[str, Any] = {key: copy.deepcopy(row[key]) for key in _OURS_ONLY}
-    extra["tokens"] = {key: copy.deepcopy(tokens.get(key)) for key in _OURS_ONLY_TOKENS}
+    extra["tokens"] = {k: copy.deepcopy(tokens[k]) for k in _OURS_ONLY_TOKENS if k in tokens}
+    extra["imported_from"] = row.get("imported_from")
     return {
         "schema": REFERENCE_SCHEMA,
         "profile": profile,
