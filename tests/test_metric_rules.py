@@ -417,3 +417,13 @@ def test_validate_metrics_refuses_a_paper_file_with_a_no_motion_rate():
     validate_metrics(m)
     with pytest.raises(ValueError, match="0.0 without motion"):
         validate_metrics({**m, "collision_rate": None})
+
+
+def test_docs_name_every_declared_field():
+    from humanclaw_gym.metrics import METRIC_SPECS
+
+    text = DOCS.read_text()
+    for spec in METRIC_SPECS:
+        for field in spec.fields:
+            top = field.name.split(".")[0]
+            assert f"`{top}`" in text, f"docs/metrics.md does not describe {field.name}"

@@ -329,3 +329,22 @@ def test_metrics_cli_imports_no_simulator():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_plot_marks_not_applicable_interact_and_uses_the_interact_n(run_dir):
+    """InteractSR without interact episodes is marked n/a (it used to look like 0 %), and
+    its bars carry the interact-episode count, not the all-episode n of the tick label."""
+    pytest.importorskip("matplotlib")
+    from humanclaw_gym.metrics.plot import success_figure
+
+    third = episode(episode_id="ep3", category="chair", difficulty="hard", **{
+        k: v for k, v in SECOND.items() if k not in ("episode_id", "category", "difficulty")
+    })  # fmt: skip
+    summary = aggregate([episode(), episode(**SECOND), third])
+    fig = success_figure(summary)
+    category_axes = fig.axes[0]
+    labels = {t.get_text() for t in category_axes.get_xticklabels()}
+    assert labels == {"chair\n(n=2)", "couch\n(n=1)"}
+    marks = sorted(t.get_text() for t in category_axes.texts)
+    assert marks == ["n/a", "n=1"]  # chairs: not applicable; couch: its one interact episode
+    assert "paper metric rules" in category_axes.get_title()
