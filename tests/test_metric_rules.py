@@ -361,9 +361,7 @@ def reference_claim(text: str | None, category: str) -> bool:
     names = REFERENCE_NAMES.get(category, (category.replace("_", " "),))
     for sentence in _reference_sentences((text or "").strip()):
         low = sentence.lower()
-        if ("target" in low or any(n in low for n in names)) and not _reference_negated(
-            sentence
-        ):
+        if ("target" in low or any(n in low for n in names)) and not _reference_negated(sentence):
             return True
     return False
 

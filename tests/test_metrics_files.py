@@ -164,8 +164,17 @@ def test_v1_files_read_as_strict():
         ({"difficulty": "impossible"}, "difficulty"),
         ({"final_distance_m": -0.1}, "final_distance_m"),
         ({"collision_steps": 10}, "collision_steps"),  # more than motion_steps (9)
-        ({"collision_rate_by_group": {"arm/hand": 1.5, "torso": 0.0, "leg/foot": 0.0,
-                                      "head": 0.0}}, "collision_rate_by_group"),  # fmt: skip
+        (
+            {
+                "collision_rate_by_group": {
+                    "arm/hand": 1.5,
+                    "torso": 0.0,
+                    "leg/foot": 0.0,
+                    "head": 0.0,
+                }
+            },
+            "collision_rate_by_group",
+        ),  # fmt: skip
         ({"affected_path_length_sum_m": -1.0}, "affected_path_length_sum_m"),
         ({"ended_by": "truncated"}, "active_stop"),  # active_stop true but not a stop
         ({"steps": True}, "steps"),
