@@ -229,6 +229,7 @@ class FindNavInteractEnv(gym.Env):
             all_episodes = [by_id[e] for e in wanted]
         if not all_episodes:
             raise ValueError(f"split {split!r} has no episodes")
+        episodes_mod.check_scenes_installed(all_episodes)  # names a missing scene now
         self._order = EpisodeOrder(all_episodes, num_shards, shard_index)
         self._split = str(split)
 
