@@ -147,7 +147,11 @@ class Reduce:
                 values.append(0.0)
             else:
                 values.append(float(field_value(row, self.field)))
-        return self.scale * (math.fsum(values) / len(values)) if values else None
+        if not values:
+            return None
+        if rules == "strict":  # the arithmetic of this library's figures before the rules
+            return math.fsum(self.scale * v for v in values) / len(values)
+        return self.scale * (math.fsum(values) / len(values))
 
 
 @dataclass(frozen=True)
