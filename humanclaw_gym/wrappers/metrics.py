@@ -136,6 +136,7 @@ class MetricsWrapper(gym.Wrapper):
     def _on_reset(self, event: ResetEvent) -> None:
         from humanclaw_gym.metrics import EpisodeMetricRecorder, episode_floor, initial_penetration
 
+        self._recorder = None  # an abandoned episode's recorder never sees the next one
         episode, scene = event.episode, event.scene
         target_ids = [int(g.object_id) for g in episode.goals]
         aabbs = np.array([np.stack(scene.object_by_id(i).aabb()) for i in target_ids])
