@@ -8,6 +8,7 @@ import gzip
 import json
 import math
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import gymnasium as gym
@@ -23,6 +24,7 @@ from humanclaw_gym.episodes import (
     SceneNotInstalledError,
     habitat_quat_to_yaw,
     instruction_for,
+    load_scene,
     load_split,
     read_shard,
     reference_yaw_to_ours,
@@ -48,13 +50,15 @@ def benchmark(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def scene_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def scene_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A converted scene for the reference scene id (one of our homes under its name)."""
     directory = tmp_path / "scenes"
     directory.mkdir()
     shutil.copy(assets_dir() / "scenes" / "hc_val_003.json.gz", directory / f"{SCENE}.json.gz")
     monkeypatch.setenv(SCENE_DIR_ENV, str(directory))
-    return directory
+    load_scene.cache_clear()
+    yield directory
+    load_scene.cache_clear()  # leave no stand-in scene cached for other tests
 
 
 def test_subset_file_selects_its_episodes_in_order(benchmark):
@@ -173,5 +177,15 @@ def test_reference_episodes_run_end_to_end_with_an_installed_scene(benchmark, sc
         assert "touches it at zero distance" in info["instruction"]
         _, _, terminated, _, _ = env.step(SkillCall.stop())
         assert terminated
+    finally:
+        env.close()
+
+
+def test_missing_scene_at_reset_names_the_episode(benchmark, scene_dir, monkeypatch):
+    env = gym.make(ENV_ID, split=str(benchmark / "val100.json"), max_steps=2)
+    try:
+        monkeypatch.setenv(SCENE_DIR_ENV, str(scene_dir.parent / "elsewhere"))
+        with pytest.raises(SceneNotInstalledError, match=rf"episode '{SCENE}_1' needs scene"):
+            env.reset(options={"episode_id": f"{SCENE}_1"})
     finally:
         env.close()

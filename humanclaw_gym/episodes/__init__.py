@@ -27,6 +27,7 @@ from humanclaw_gym.episodes.io import (
     load_split,
     read_shard,
     scene_installed,
+    scene_not_installed,
     write_shard,
 )
 from humanclaw_gym.episodes.schema import (
@@ -78,6 +79,7 @@ __all__ = [
     "read_shard",
     "reference_yaw_to_ours",
     "scene_installed",
+    "scene_not_installed",
     "write_shard",
     "yaw_to_quat_xyzw",
     *sorted(_LAZY),

@@ -73,6 +73,7 @@ __all__ = [
     "read_scene_file",
     "read_shard",
     "scene_installed",
+    "scene_not_installed",
     "sha256_hex",
     "shard_bytes",
     "write_bytes_atomic",
@@ -676,12 +677,14 @@ def scene_installed(scene_id: str) -> bool:
     )
 
 
-def _not_installed(scene_id: str, episode: Episode | None = None) -> SceneNotInstalledError:
+def scene_not_installed(scene_id: str, episode: Any = None) -> SceneNotInstalledError:
+    """The error for a missing scene, naming it, the scene dataset ``episode`` needs (from
+    its reference record, when it has one) and :data:`SCENE_DIR_ENV`."""
     where = os.environ.get(SCENE_DIR_ENV)
     looked = f"${SCENE_DIR_ENV}={where}" if where else f"${SCENE_DIR_ENV} (unset)"
     need = ""
     if episode is not None:
-        reference = episode.reference
+        reference = getattr(episode, "reference", None)
         dataset = None if reference is None else reference.scene_dataset_config
         need = f"episode {episode.episode_id!r} needs scene {scene_id!r}"
         need += (
@@ -699,15 +702,16 @@ def _not_installed(scene_id: str, episode: Episode | None = None) -> SceneNotIns
     )
 
 
-def check_scenes_installed(episodes: Iterable[Episode]) -> None:
+def check_scenes_installed(episodes: Iterable[Any]) -> None:
     """Raise :class:`SceneNotInstalledError` for the first episode whose scene is missing
-    (naming the scene, the scene dataset it needs and :data:`SCENE_DIR_ENV`)."""
+    (naming the scene, the scene dataset it needs and :data:`SCENE_DIR_ENV`). Checks names
+    only (see :func:`scene_installed`); nothing is loaded."""
     checked: set[str] = set()
     for episode in episodes:
         if episode.scene_id in checked:
             continue
         if not scene_installed(episode.scene_id):
-            raise _not_installed(episode.scene_id, episode)
+            raise scene_not_installed(episode.scene_id, episode)
         checked.add(episode.scene_id)
 
 
@@ -737,4 +741,4 @@ def load_scene(scene_id: str) -> SceneSpec:
     installed = _scene_dir_file(scene_id)
     if installed is not None:
         return read_scene_file(installed)
-    raise _not_installed(scene_id)
+    raise scene_not_installed(scene_id)
