@@ -296,7 +296,7 @@ def test_habitat_objectnav_shard_loads(tmp_path: Path) -> None:
     assert (
         ep.object_category == "couch"
         and ep.interact
-        and ep.instruction == "Find the couch and sit on it."
+        and ep.instruction == instruction_for("couch", True, "touch")
     )
     assert [g.object_id for g in ep.goals] == [7, 12]
     assert ep.goals[0].aabb_min is None and ep.goals[0].category == "couch"

@@ -194,7 +194,7 @@ def run_local(
     from humanclaw_gym.wrappers import MetricsWrapper, TrajectoryWrapper
 
     traj = TrajectoryWrapper(env, out, episode_dir_fn=flat_dir)
-    wrapped = MetricsWrapper(traj, out)
+    wrapped = MetricsWrapper(traj, out, episode_dir_fn=flat_dir)
     try:
         obs, _ = wrapped.reset(options={"episode_id": episode_id})
         observations = [obs]

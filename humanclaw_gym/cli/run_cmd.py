@@ -35,6 +35,8 @@ class RunArgs:
     """JSON model config for VLM agents (psv)"""
     metrics: bool = False
     """compute the paper metrics (metrics.json per episode + summary)"""
+    metric_rules: Literal["paper", "strict"] = "paper"
+    """metric rules: paper (the reference release's scoring) or strict (docs/metrics.md)"""
     video: bool = False
     """write ego.mp4 and exo.mp4 per episode"""
     workers: int = 1
@@ -75,6 +77,8 @@ class RolloutArgs:
     """output directory"""
     metrics: bool = True
     """compute metrics.json"""
+    metric_rules: Literal["paper", "strict"] = "paper"
+    """metric rules: paper (the reference release's scoring) or strict (docs/metrics.md)"""
     video: bool = False
     """write ego.mp4 and exo.mp4"""
     max_steps: int | None = None
@@ -99,6 +103,7 @@ def _config(args: RunArgs | RolloutArgs):
         output=str(args.output),
         model_config=None if args.model_config is None else str(args.model_config),
         metrics=args.metrics,
+        metric_rules=args.metric_rules,
         video=args.video,
         seed=args.seed,
         max_steps=args.max_steps,
@@ -153,6 +158,8 @@ def run(args: RunArgs) -> int:
         f"humanclaw run: {len(specs)} episode(s), agent={args.agent}, output={args.output}",
         flush=True,
     )
+    from humanclaw_gym.metrics import MetricsFileError
+
     try:
         summary = run_batch(
             specs,
@@ -167,6 +174,13 @@ def run(args: RunArgs) -> int:
     except RunFingerprintError as exc:
         print(f"humanclaw run: error: {exc}", file=sys.stderr)
         return 2
+    except MetricsFileError as exc:
+        print(
+            f"humanclaw run: invalid metrics file, {Path(args.output) / 'metrics_summary.json'}"
+            f" was not written: {exc}",
+            file=sys.stderr,
+        )
+        return 1
     print(
         f"completed {summary.completed}, skipped {summary.skipped}, failed {summary.failed}"
         f" in {summary.wall_time_s:.1f} s"

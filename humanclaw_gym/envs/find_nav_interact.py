@@ -28,6 +28,7 @@ from humanclaw_gym.envs.events import (
     StepEvent,
 )
 from humanclaw_gym.envs.simulation import FRAMES_PER_CHUNK, Simulation
+from humanclaw_gym.episodes.io import SceneNotInstalledError, scene_not_installed
 from humanclaw_gym.episodes.order import EpisodeOrder
 from humanclaw_gym.policy import Decision
 from humanclaw_gym.sensors import (
@@ -229,6 +230,10 @@ class FindNavInteractEnv(gym.Env):
             all_episodes = [by_id[e] for e in wanted]
         if not all_episodes:
             raise ValueError(f"split {split!r} has no episodes")
+        # imported reference episodes name a missing (HSSD) scene now, not at reset
+        episodes_mod.check_scenes_installed(
+            ep for ep in all_episodes if getattr(ep, "reference", None) is not None
+        )
         self._order = EpisodeOrder(all_episodes, num_shards, shard_index)
         self._split = str(split)
 
@@ -372,7 +377,10 @@ class FindNavInteractEnv(gym.Env):
         self._done = True
         needs = self._needs()
         self._resolve(needs)
-        self._sim.load_scene(episode.scene_id)
+        try:
+            self._sim.load_scene(episode.scene_id)
+        except SceneNotInstalledError:
+            raise scene_not_installed(episode.scene_id, episode) from None
         start = np.asarray(episode.start_position, dtype=np.float64)
         history = self._sim.reset(start, float(episode.start_yaw_rad), seed=_episode_seed(episode))
         self._episode = episode

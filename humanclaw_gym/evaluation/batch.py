@@ -81,6 +81,7 @@ class RunConfig:
     output: str = "outputs/run"
     model_config: str | None = None
     metrics: bool = False
+    metric_rules: str = "paper"
     video: bool = False
     seed: int = 0
     max_steps: int | None = None
@@ -101,6 +102,9 @@ class RunConfig:
             for name, value in zip(_BACKEND_SHORTHANDS, shorthands, strict=True)
             if value is not None
         }
+        from humanclaw_gym.metrics.rules import check_rules
+
+        check_rules(self.metric_rules, "metric_rules")
         if not isinstance(self.backend, BackendConfig):
             raise ValueError(f"backend must be a BackendConfig, got {type(self.backend).__name__}")
         if changes:
@@ -285,7 +289,7 @@ def _wrap(env: Any, out: Path, config: RunConfig) -> tuple[Any, list[Any]]:
     wrapped = TrajectoryWrapper(env, out, episode_dir_fn=flat_dir)
     wrappers = [wrapped]
     if config.metrics:
-        wrapped = MetricsWrapper(wrapped, out)
+        wrapped = MetricsWrapper(wrapped, out, episode_dir_fn=flat_dir, rules=config.metric_rules)
         wrappers.append(wrapped)
     if config.video:
         wrapped = VideoWrapper(wrapped, out, episode_dir_fn=flat_dir)
@@ -437,6 +441,11 @@ def check_run_config(config: RunConfig) -> None:
         ValueError: an unknown backend, an option it does not accept, a missing body model.
     """
     if config.via_server:
+        if config.metrics and config.metric_rules != "paper":
+            raise ValueError(
+                "--metric-rules: a benchmark server scores episodes by the paper rules; "
+                f"{config.metric_rules!r} is only available for local runs"
+            )
         return  # the server owns the simulator
     config.backend.check()
 
@@ -553,8 +562,10 @@ def run_batch(
         from humanclaw_gym.metrics import aggregate_metric_files
 
         try:
-            summary.metrics_summary = aggregate_metric_files(Path(config.output))
-        except (FileNotFoundError, ValueError):
+            summary.metrics_summary = aggregate_metric_files(
+                Path(config.output), rules=config.metric_rules
+            )
+        except FileNotFoundError:  # no episode finished: nothing to summarise
             summary.metrics_summary = None
         if summary.metrics_summary is not None:
             from humanclaw_gym.evaluation.episode import write_json_atomic
