@@ -2,7 +2,7 @@
 
 Nothing here simulates or renders: the functions read contact rows, poses, pixel counts and
 text that the environment hands over, and the recorder turns one episode's events into one
-``metrics.json`` (schema ``humanclaw_metrics_v1``). :func:`aggregate_metric_files` reduces a
+``metrics.json`` (schema ``humanclaw_metrics_v2``). :func:`aggregate_metric_files` reduces a
 directory of those files to the paper table. See ``docs/metrics.md`` for every definition.
 """
 
@@ -29,6 +29,7 @@ from humanclaw_gym.metrics.disturbance import DisturbanceTracker
 from humanclaw_gym.metrics.episode import (
     ENDED_BY,
     METRICS_SCHEMA,
+    METRICS_SCHEMA_V1,
     EpisodeMetricRecorder,
     MetricsFileError,
     validate_metrics,
@@ -53,8 +54,15 @@ from humanclaw_gym.metrics.thresholds import (
     JERK_FPS,
     JERK_STRIDE,
     JERK_WINDOW,
+    MOTION_ANOMALY_BOUND_DEG,
     NAV_DISTANCE_M,
     NAV_RELAXED_DISTANCE_M,
+)
+from humanclaw_gym.metrics.tracking import (
+    MotionAnomalyTracker,
+    head_roll_rad,
+    joint_tracking_error_rad,
+    pelvis_frame_positions,
 )
 from humanclaw_gym.metrics.usage import TOKEN_SOURCE_LABELS, UsageTracker, combine_token_sources
 
@@ -71,6 +79,8 @@ __all__ = [
     "JERK_WINDOW",
     "MAIN_COLUMNS",
     "METRICS_SCHEMA",
+    "METRICS_SCHEMA_V1",
+    "MOTION_ANOMALY_BOUND_DEG",
     "NAV_DISTANCE_M",
     "NAV_RELAXED_DISTANCE_M",
     "NEGATION_WORDS",
@@ -83,6 +93,7 @@ __all__ = [
     "FindTracker",
     "InteractTracker",
     "MetricsFileError",
+    "MotionAnomalyTracker",
     "UsageTracker",
     "aggregate",
     "aggregate_metric_files",
@@ -93,10 +104,13 @@ __all__ = [
     "combine_token_sources",
     "find_metric_files",
     "format_tables",
+    "head_roll_rad",
     "initial_penetration",
     "is_collision_contact",
+    "joint_tracking_error_rad",
     "motion_jerk",
     "moving_average",
+    "pelvis_frame_positions",
     "pelvis_target_contact",
     "plot_success_breakdown",
     "point_aabb_distance",

@@ -12,6 +12,9 @@ Averaging rules (all percentages are 0-100):
 * dDtb(m): pooled over objects: total path length of every affected object / number of
   affected objects with a measured path (not a mean of episode means).
 * Motion Jerk: mean over the episodes that have a score.
+* Anom./ep: mean ``motion_anomaly`` (realized frames whose joint tracking error exceeds the
+  bound) per episode, over the episodes that report it (``humanclaw_metrics_v1`` files
+  predate it and are left out, counted in ``counts.episodes_without_anomaly_count``).
 * avg steps: mean decision steps per episode; in/out tok/step: token totals / total steps.
 """
 
@@ -50,6 +53,7 @@ MAIN_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("#Dtb/ep", "disturbed_objects_per_episode", ".2f"),
     ("dDtb(m)", "disturbed_path_m", ".3f"),
     ("Motion Jerk", "motion_jerk_m_s3", ".2f"),
+    ("Anom./ep", "motion_anomaly_per_episode", ".2f"),
     ("avg steps", "avg_steps", ".1f"),
     ("in tok/step", "input_tokens_per_step", ".1f"),
     ("out tok/step", "output_tokens_per_step", ".1f"),
@@ -121,7 +125,7 @@ def _ordered_groups(
 
 
 def aggregate(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Summarise per-episode metrics dicts (each a ``humanclaw_metrics_v1`` metrics.json).
+    """Summarise per-episode metrics dicts (each a ``humanclaw_metrics_v2`` or v1 metrics.json).
 
     Returns:
         The summary (``"schema": "humanclaw_metrics_summary_v1"``) with ``main``,
@@ -150,6 +154,7 @@ def aggregate(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     with_path = sum(row["affected_objects_with_path"] for row in rows)
     path_sum = math.fsum(row["affected_path_length_sum_m"] for row in rows)
     jerks = [row["motion_jerk_m_s3"] for row in rows if row["motion_jerk_m_s3"] is not None]
+    anomalies = [row["motion_anomaly"] for row in rows if row["motion_anomaly"] is not None]
     total_steps = sum(row["steps"] for row in rows)
     tok_in = sum(row["tokens"]["input_tokens"] for row in rows)
     tok_out = sum(row["tokens"]["output_tokens"] for row in rows)
@@ -172,6 +177,7 @@ def aggregate(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "disturbed_objects_per_episode": affected / n,
             "disturbed_path_m": path_sum / with_path if with_path else None,
             "motion_jerk_m_s3": _mean(jerks),
+            "motion_anomaly_per_episode": _mean(anomalies),
             "avg_steps": total_steps / n,
             "input_tokens_per_step": per_step(tok_in),
             "output_tokens_per_step": per_step(tok_out),
@@ -189,6 +195,9 @@ def aggregate(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "episodes_with_motion": len(with_motion),
             "episodes_without_motion": n - len(with_motion),
             "episodes_with_jerk": len(jerks),
+            "motion_anomaly_frames": sum(anomalies),
+            "episodes_with_motion_anomaly": sum(1 for a in anomalies if a > 0),
+            "episodes_without_anomaly_count": n - len(anomalies),
             "affected_objects": affected,
             "affected_objects_with_path": with_path,
             "active_stops": sum(row["active_stop"] for row in rows),
@@ -297,13 +306,16 @@ def format_tables(summary: Mapping[str, Any]) -> str:
         ("with motion", "episodes_with_motion", "d"),
         ("without motion", "episodes_without_motion", "d"),
         ("with jerk score", "episodes_with_jerk", "d"),
+        ("anomaly frames", "motion_anomaly_frames", "d"),
+        ("eps. with anomaly", "episodes_with_motion_anomaly", "d"),
         ("affected objects", "affected_objects", "d"),
         ("with path", "affected_objects_with_path", "d"),
         ("total steps", "total_steps", "d"),
         ("penetration flagged", "initial_penetration_flagged", "d"),
     )
     sections = [
-        ("Main table (success in %, Coll. in % of motion steps, Motion Jerk in m/s^3)",
+        ("Main table (success in %, Coll. in % of motion steps, Motion Jerk in m/s^3, "
+         "Anom./ep in frames)",
          _row_table(MAIN_COLUMNS, summary["main"])),
         ("Success variants (%)", _row_table(VARIANT_COLUMNS, summary["variants"])),
         ("Collision by body group (% of motion steps)",

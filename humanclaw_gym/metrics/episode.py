@@ -1,4 +1,4 @@
-"""The per-episode metric recorder and the ``metrics.json`` schema (``humanclaw_metrics_v1``).
+"""The per-episode metric recorder and the ``metrics.json`` schema (``humanclaw_metrics_v2``).
 
 :class:`EpisodeMetricRecorder` is fed by the environment's metrics wrapper while an episode
 runs and produces one JSON-ready dict at the end. Event order for one episode::
@@ -9,12 +9,14 @@ runs and produces one JSON-ready dict at the end. Event order for one episode::
         if skill is not Stop:
             rec.record_generated_chunk(s, frames_75)      # the 15 generated frames
             for i in range(15):                           # the realized frames, in order
-                rec.record_frame(s, skill, i, i == 14, contacts, object_ids, object_positions)
+                rec.record_frame(s, skill, i, i == 14, contacts, object_ids, object_positions,
+                                 realized_75)
     metrics = rec.finalize(final_body_points, ended_by)   # "stop" | "truncated" | "error"
     write_metrics_json(run_dir / "metrics.json", metrics)
 
 Contact rows are consumed immediately and never stored; the recorder keeps only small
-counters, step sets, per-object positions and the generated frames (for Motion Jerk).
+counters, step sets, per-object positions and the generated frames (for Motion Jerk and, with
+each realized frame, ``motion_anomaly``).
 """
 
 from __future__ import annotations
@@ -52,9 +54,11 @@ from humanclaw_gym.metrics.thresholds import (
     JERK_FPS,
     JERK_STRIDE,
     JERK_WINDOW,
+    MOTION_ANOMALY_BOUND_DEG,
     NAV_DISTANCE_M,
     NAV_RELAXED_DISTANCE_M,
 )
+from humanclaw_gym.metrics.tracking import MotionAnomalyTracker
 from humanclaw_gym.metrics.usage import TOKEN_SOURCE_LABELS, UsageTracker
 from humanclaw_gym.skills import Skill
 
@@ -64,21 +68,24 @@ if TYPE_CHECKING:
 __all__ = [
     "ENDED_BY",
     "METRICS_SCHEMA",
+    "METRICS_SCHEMA_V1",
     "EpisodeMetricRecorder",
     "MetricsFileError",
     "validate_metrics",
     "write_metrics_json",
 ]
 
-#: Schema tag of every per-episode metrics.json.
-METRICS_SCHEMA = "humanclaw_metrics_v1"
+#: Schema tag of every per-episode metrics.json written now.
+METRICS_SCHEMA = "humanclaw_metrics_v2"
+#: Older schema still accepted when reading (no ``motion_anomaly`` fields; they read as None).
+METRICS_SCHEMA_V1 = "humanclaw_metrics_v1"
 
 #: How an episode can end: the policy's Stop, the step limit, or an error.
 ENDED_BY: tuple[str, ...] = ("stop", "truncated", "error")
 
 
 class MetricsFileError(ValueError):
-    """A metrics dict or file does not follow the ``humanclaw_metrics_v1`` schema."""
+    """A metrics dict or file does not follow the ``humanclaw_metrics_v2`` (or v1) schema."""
 
 
 def write_metrics_json(path: str | os.PathLike[str], metrics: Mapping[str, Any]) -> Path:
@@ -181,6 +188,7 @@ class EpisodeMetricRecorder:
         self._disturbance = DisturbanceTracker(self.dynamic_ids)
         self._interact = InteractTracker(self.target_ids)
         self._usage = UsageTracker()
+        self._anomaly = MotionAnomalyTracker()
 
         self._steps = 0
         self._last_step: int | None = None
@@ -285,6 +293,7 @@ class EpisodeMetricRecorder:
         contacts: np.ndarray,
         object_ids: Sequence[int],
         object_positions: np.ndarray,
+        realized_75: np.ndarray,
     ) -> None:
         """Record one realized (post-physics) 30 Hz frame of the current motion decision.
 
@@ -296,6 +305,9 @@ class EpisodeMetricRecorder:
             contacts: ``CONTACT_DTYPE`` rows of this frame's shared contact query.
             object_ids: ids of the dynamic objects whose positions follow.
             object_positions: ``(M, 3)`` world positions of those objects, metres.
+            realized_75: ``(75,)`` the realized pose after this frame; compared with row
+                ``frame_index`` of the step's generated chunk for ``motion_anomaly`` (so
+                :meth:`record_generated_chunk` must come first).
         """
         self._check_open()
         step = self._check_motion_step(step, "record_frame")
@@ -316,6 +328,22 @@ class EpisodeMetricRecorder:
         check_human_links(rows, NUM_JOINTS)
         object_ids = list(object_ids)
         check_object_positions(object_ids, object_positions)
+        if step not in self._chunk_steps:
+            raise ValueError(
+                f"record_frame: step {step} has no generated chunk (call record_generated_chunk "
+                "before its frames)"
+            )
+        chunk = self._chunks[-1]
+        if index >= len(chunk):
+            raise ValueError(
+                f"frame_index must be < {len(chunk)} (the generated chunk's length), got {index}"
+            )
+        realized = np.asarray(realized_75, dtype=np.float64)
+        if realized.shape != (FRAME_DIM,) or not np.all(np.isfinite(realized)):
+            raise ValueError(
+                f"realized_75 must be a finite ({FRAME_DIM},) frame, got shape {realized.shape}"
+            )
+        self._anomaly.record_frame(chunk[index], realized)
         self._collision.record_frame(step, rows)
         self._disturbance.record_frame(rows, object_ids, object_positions)
         self._interact.record_frame(step, skill, rows, bool(last_in_chunk))
@@ -335,7 +363,7 @@ class EpisodeMetricRecorder:
                 Only ``"stop"`` is an active stop.
 
         Returns:
-            JSON-ready dict with ``"schema": "humanclaw_metrics_v1"``.
+            JSON-ready dict with ``"schema": "humanclaw_metrics_v2"``.
         """
         self._check_open()
         if ended_by not in ENDED_BY:
@@ -371,6 +399,7 @@ class EpisodeMetricRecorder:
             **collision,
             **self._disturbance.summary(),
             "motion_jerk_m_s3": jerk,
+            **self._anomaly.summary(),
             "generated_frames": int(len(generated)),
             "initial_penetration_m": self.initial_penetration_m,
             "initial_penetration_flag": bool(
@@ -390,6 +419,7 @@ class EpisodeMetricRecorder:
                 "jerk_fps": JERK_FPS,
                 "jerk_stride": JERK_STRIDE,
                 "jerk_window": JERK_WINDOW,
+                "motion_anomaly_bound_deg": MOTION_ANOMALY_BOUND_DEG,
             },
         }
         self._result = result
@@ -433,7 +463,8 @@ def _is_number(value: Any) -> bool:
 
 
 def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
-    """Check that ``metrics`` follows ``humanclaw_metrics_v1``; return it as a dict.
+    """Check that ``metrics`` follows ``humanclaw_metrics_v2`` (or the older v1, which has no
+    ``motion_anomaly`` fields: they are added as None); return it as a dict.
 
     Args:
         metrics: a parsed metrics.json.
@@ -448,8 +479,11 @@ def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
 
     if not isinstance(metrics, dict):
         raise fail(f"expected a JSON object, got {type(metrics).__name__}")
-    if metrics.get("schema") != METRICS_SCHEMA:
-        raise fail(f"schema must be {METRICS_SCHEMA!r}, got {metrics.get('schema')!r}")
+    schema = metrics.get("schema")
+    if schema not in (METRICS_SCHEMA, METRICS_SCHEMA_V1):
+        raise fail(
+            f"schema must be {METRICS_SCHEMA!r} (or the older {METRICS_SCHEMA_V1!r}), got {schema!r}"
+        )
     for key in ("episode_id", "scene_id", "category"):
         if not isinstance(metrics.get(key), str):
             raise fail(f"{key} must be a string, got {metrics.get(key)!r}")
@@ -493,4 +527,17 @@ def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
         )
     if metrics["affected_objects_with_path"] > metrics["affected_object_count"]:
         raise fail("affected_objects_with_path exceeds affected_object_count")
+    if schema == METRICS_SCHEMA_V1:
+        metrics = {**metrics, "motion_anomaly": None, "max_joint_tracking_error_deg": None}
+    else:
+        anomaly = metrics.get("motion_anomaly")
+        if not _is_int(anomaly) or anomaly < 0:
+            raise fail(f"motion_anomaly must be a non-negative integer, got {anomaly!r}")
+        worst = metrics.get("max_joint_tracking_error_deg", "missing")
+        if not (worst is None or (_is_number(worst) and 0.0 <= worst <= 180.0)):
+            raise fail(
+                f"max_joint_tracking_error_deg must be a number in [0, 180] or null, got {worst!r}"
+            )
+        if anomaly > 0 and worst is None:
+            raise fail("motion_anomaly > 0 needs a max_joint_tracking_error_deg")
     return metrics
