@@ -188,9 +188,14 @@ def _half_colliding(rules: str) -> dict:
         initial_penetration_m=0.0,
         rules=rules,
     )
+    frames = np.zeros((1, 75))
+    frames[:, 1] = 0.9
     for step, y in ((0, 1.0), (1, 0.0)):  # step 0 hits a wall at 1 m, step 1 only the floor
         rec.record_decision(step, 0, None, Skill.WALK, ())
-        rec.record_frame(step, Skill.WALK, 0, True, contact(22, 2, y), [], np.zeros((0, 3)))
+        rec.record_generated_chunk(step, frames)
+        rec.record_frame(
+            step, Skill.WALK, 0, True, contact(22, 2, y), [], np.zeros((0, 3)), frames[0]
+        )
     rec.record_decision(2, 0, None, Skill.STOP, ())
     return rec.finalize(np.array([[3.0, 0.5, 0.5]]), "stop")
 

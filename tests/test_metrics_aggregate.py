@@ -71,6 +71,8 @@ def episode(**overrides) -> dict:
         "affected_path_length_sum_m": 1.0,
         "motion_jerk_m_s3": 2.0,
         "generated_frames": 135,
+        "motion_anomaly": 4,
+        "max_joint_tracking_error_deg": 41.0,
         "initial_penetration_m": 0.0,
         "initial_penetration_flag": False,
         "tokens": {
@@ -118,6 +120,8 @@ SECOND = dict(
     affected_object_path_length_m={"11": 0.1, "12": 0.2, "13": 0.3},
     affected_path_length_sum_m=0.6,
     motion_jerk_m_s3=None,
+    motion_anomaly=0,
+    max_joint_tracking_error_deg=12.0,
     initial_penetration_m=0.02,
     initial_penetration_flag=True,
     tokens={
@@ -149,6 +153,7 @@ def test_aggregate_two_files_by_hand(run_dir):
     assert main["disturbed_objects_per_episode"] == pytest.approx((1 + 3) / 2)
     assert main["disturbed_path_m"] == pytest.approx((1.0 + 0.6) / (1 + 3))
     assert main["motion_jerk_m_s3"] == pytest.approx(2.0)  # only ep1 has a score
+    assert s["extra"]["motion_anomaly_per_episode"] == pytest.approx((4 + 0) / 2)
     assert main["avg_steps"] == pytest.approx(20.0)
     assert main["input_tokens_per_step"] == pytest.approx(30000 / 40)
     assert main["output_tokens_per_step"] == pytest.approx(1500 / 40)
@@ -170,6 +175,8 @@ def test_aggregate_two_files_by_hand(run_dir):
     assert counts["episodes_with_jerk"] == 1 and counts["affected_objects"] == 4
     assert counts["episodes_without_motion"] == 0 and counts["total_steps"] == 40
     assert counts["initial_penetration_flagged"] == 1
+    assert counts["motion_anomaly_frames"] == 4 and counts["episodes_with_motion_anomaly"] == 1
+    assert counts["episodes_without_anomaly_count"] == 0
     assert s["tokens"]["source"] == "mixed"
     assert s["tokens"]["reasoning_tokens_per_step"] == pytest.approx(100 / 40)
     assert s["by_category"]["couch"]["interact_sr_pct"] == 100.0
@@ -232,6 +239,31 @@ def test_episodes_without_motion_leave_the_collision_mean_under_strict_rules():
     assert s["tokens"]["source"] == "provider"  # "none" episodes do not make a run mixed
     assert list(s["by_difficulty"]) == ["easy", "unlabelled"]
     assert s["main"]["avg_steps"] == pytest.approx(5.5)
+
+
+def test_v1_files_without_motion_anomaly_are_read_and_left_out_of_its_mean():
+    old = episode(episode_id="ep0", schema="humanclaw_metrics_v1")
+    del old["motion_anomaly"], old["max_joint_tracking_error_deg"]
+    s = aggregate([old, episode(**SECOND)])
+    assert s["main"]["motion_anomaly_per_episode"] == 0.0  # only the v2 episode counts
+    assert s["counts"]["episodes_without_anomaly_count"] == 1
+    assert aggregate([old])["main"]["motion_anomaly_per_episode"] is None
+    assert "Anom./ep" in format_tables(s)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("motion_anomaly", None, "motion_anomaly must be a non-negative integer"),
+        ("motion_anomaly", -1, "motion_anomaly must be a non-negative integer"),
+        ("motion_anomaly", 2.0, "motion_anomaly must be a non-negative integer"),
+        ("max_joint_tracking_error_deg", 181.0, r"in \[0, 180\]"),
+        ("max_joint_tracking_error_deg", None, "needs a max_joint_tracking_error_deg"),
+    ],
+)
+def test_v2_motion_anomaly_fields_are_checked(field, value, match):
+    with pytest.raises(MetricsFileError, match=match):
+        aggregate([episode(**{field: value})])
 
 
 def test_interact_rates_need_interact_episodes():

@@ -55,6 +55,8 @@ def test_metrics_at_episode_end_only(tmp_path):
         assert term
         m = info["metrics"]
         assert m["schema"] == "humanclaw_metrics_v2" and m["rules"] == "paper"
+        # a plain turn in the open tracks its command: no anomaly, a few degrees at most
+        assert m["motion_anomaly"] == 0 and 0.0 < m["max_joint_tracking_error_deg"] < 30.0
         assert m["episode_id"] == ep.episode_id and m["steps"] == 2 and m["active_stop"] is True
         assert m["find_success"] is False  # "No chair here." is a negated claim
         assert m["final_distance_m"] > 0.2 and m["nav_success_20cm"] is False

@@ -81,12 +81,24 @@ from humanclaw_gym.metrics.thresholds import (
     JERK_FPS,
     JERK_STRIDE,
     JERK_WINDOW,
+    MOTION_ANOMALY_BOUND_DEG,
     NAV_DISTANCE_M,
     NAV_RELAXED_DISTANCE_M,
+)
+from humanclaw_gym.metrics.tracking import (
+    MotionAnomalyTracker,
+    head_roll_rad,
+    joint_tracking_error_rad,
+    pelvis_frame_positions,
 )
 from humanclaw_gym.metrics.usage import TOKEN_SOURCE_LABELS, UsageTracker, combine_token_sources
 
 __all__ = [
+    "pelvis_frame_positions",
+    "joint_tracking_error_rad",
+    "head_roll_rad",
+    "MotionAnomalyTracker",
+    "MOTION_ANOMALY_BOUND_DEG",
     "BREAKDOWN_COLUMNS",
     "COLLISION_MIN_HEIGHT_M",
     "DEFAULT_METRIC_RULES",

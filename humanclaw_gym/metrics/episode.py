@@ -67,9 +67,11 @@ from humanclaw_gym.metrics.thresholds import (
     JERK_FPS,
     JERK_STRIDE,
     JERK_WINDOW,
+    MOTION_ANOMALY_BOUND_DEG,
     NAV_DISTANCE_M,
     NAV_RELAXED_DISTANCE_M,
 )
+from humanclaw_gym.metrics.tracking import ANOMALY_SPEC, MotionAnomalyTracker
 from humanclaw_gym.metrics.usage import USAGE_SPEC, UsageTracker
 from humanclaw_gym.scenes.spec import TARGET_CATEGORIES
 from humanclaw_gym.skills import Skill
@@ -223,6 +225,7 @@ class EpisodeMetricRecorder:
         self._disturbance = DisturbanceTracker(self.dynamic_ids)
         self._interact = InteractTracker(self.target_ids)
         self._usage = UsageTracker(rules=rules)
+        self._anomaly = MotionAnomalyTracker()
 
         self._steps = 0
         self._last_step: int | None = None
@@ -327,6 +330,7 @@ class EpisodeMetricRecorder:
         contacts: np.ndarray,
         object_ids: Sequence[int],
         object_positions: np.ndarray,
+        realized_75: np.ndarray,
     ) -> None:
         """Record one realized (post-physics) 30 Hz frame of the current motion decision.
 
@@ -338,6 +342,9 @@ class EpisodeMetricRecorder:
             contacts: ``CONTACT_DTYPE`` rows of this frame's shared contact query.
             object_ids: ids of the dynamic objects whose positions follow.
             object_positions: ``(M, 3)`` world positions of those objects, metres.
+            realized_75: ``(75,)`` the realized pose after this frame; compared with row
+                ``frame_index`` of the step's generated chunk for ``motion_anomaly`` (so
+                :meth:`record_generated_chunk` must come first).
         """
         self._check_open()
         step = self._check_motion_step(step, "record_frame")
@@ -358,6 +365,22 @@ class EpisodeMetricRecorder:
         check_human_links(rows, NUM_JOINTS)
         object_ids = list(object_ids)
         check_object_positions(object_ids, object_positions)
+        if step not in self._chunk_steps:
+            raise ValueError(
+                f"record_frame: step {step} has no generated chunk (call record_generated_chunk "
+                "before its frames)"
+            )
+        chunk = self._chunks[-1]
+        if index >= len(chunk):
+            raise ValueError(
+                f"frame_index must be < {len(chunk)} (the generated chunk's length), got {index}"
+            )
+        realized = np.asarray(realized_75, dtype=np.float64)
+        if realized.shape != (FRAME_DIM,) or not np.all(np.isfinite(realized)):
+            raise ValueError(
+                f"realized_75 must be a finite ({FRAME_DIM},) frame, got shape {realized.shape}"
+            )
+        self._anomaly.record_frame(chunk[index], realized)
         self._collision.record_frame(step, rows)
         self._disturbance.record_frame(rows, object_ids, object_positions)
         self._interact.record_frame(step, skill, rows, bool(last_in_chunk))
@@ -416,6 +439,7 @@ class EpisodeMetricRecorder:
             **collision,
             **self._disturbance.summary(),
             "motion_jerk_m_s3": jerk,
+            **self._anomaly.summary(),
             "generated_frames": int(len(generated)),
             "initial_penetration_m": self.initial_penetration_m,
             "initial_penetration_flag": bool(
@@ -435,6 +459,7 @@ class EpisodeMetricRecorder:
                 "jerk_fps": JERK_FPS,
                 "jerk_stride": JERK_STRIDE,
                 "jerk_window": JERK_WINDOW,
+                "motion_anomaly_bound_deg": MOTION_ANOMALY_BOUND_DEG,
             },
         }
         self._result = result
@@ -580,6 +605,7 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
     COLLISION_SPEC,
     DISTURBANCE_SPEC,
     JERK_SPEC,
+    ANOMALY_SPEC,
     PENETRATION_SPEC,
     USAGE_SPEC,
 )
@@ -589,6 +615,8 @@ _V1_DEFAULTS: dict[str, Any] = {
     "rules": "strict",
     "rollout_index": 0,
     "floor_source": "spawn_raycast",
+    "motion_anomaly": None,
+    "max_joint_tracking_error_deg": None,
 }
 
 
@@ -673,6 +701,8 @@ def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
                 "collision_rate must be 0.0 without motion under paper rules, "
                 f"got {metrics['collision_rate']!r}"
             )
+    if (metrics.get("motion_anomaly") or 0) > 0 and metrics["max_joint_tracking_error_deg"] is None:
+        raise fail("motion_anomaly > 0 needs a max_joint_tracking_error_deg")
     if metrics["floor_source"] != "spawn_raycast" and metrics["rules"] == "strict":
         raise fail(f"floor_source {metrics['floor_source']!r} is not allowed under strict rules")
     return metrics

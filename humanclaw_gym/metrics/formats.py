@@ -115,6 +115,8 @@ _OURS_ONLY = (
     "affected_object_first_frame",
     "affected_object_path_length_m",
     "generated_frames",
+    "motion_anomaly",
+    "max_joint_tracking_error_deg",
     "thresholds",
 )
 _OURS_ONLY_TOKENS = (
@@ -258,6 +260,8 @@ def _from_reference(data: Mapping[str, Any], where: str) -> dict[str, Any]:
         "affected_path_length_sum_m": bs("affected_object_path_length_sum_m"),
         "motion_jerk_m_s3": _get(quality, "action_quality", "motion_jerk_m_s3", where),
         "generated_frames": None,
+        "motion_anomaly": None,
+        "max_joint_tracking_error_deg": None,
         "initial_penetration_m": bs("initial_penetration_depth_m"),
         "initial_penetration_flag": bs("initial_penetration_detected"),
         "tokens": {

@@ -6,6 +6,8 @@ code implements. One generated 30 Hz frame (:meth:`PybulletHalfPhysics.step_fram
 1. Drives are computed from the previous generated frame, the new generated frame and the
    realized state: root x/z velocity, root angular velocity and one spherical-motor target
    per joint, each rotation taken along the shortest arc and capped at 30 degrees per frame.
+   Every joint's velocity is set, once before substep 0, to the rate that reaches its motor
+   target in one frame (the joint velocity drive); the motors then hold that target.
 2. Four Bullet substeps of 1/120 s. The root x/z velocity is written before substeps 0 and 2,
    the root angular velocity before substep 0 only; gravity and contacts act on every
    substep (vertical root motion is never written).
@@ -49,6 +51,7 @@ __all__ = [
     "HUMAN_FRICTION",
     "MAX_DRIVE_PER_FRAME_RAD",
     "PJSC_GAINS",
+    "REFERENCE_PJSC_GAINS",
     "RESTITUTION",
     "ROOT_ANGULAR_SUBSTEP",
     "ROOT_VELOCITY_SUBSTEPS",
@@ -85,8 +88,11 @@ SCENE_FRICTION = 1.0
 RESTITUTION = 0.0
 #: Collision margin set on every created body, metres.
 COLLISION_MARGIN_M = 0.01
-#: PJSC gains that differ from the default 1.0 (SMPL "shoulder" = upper-arm joint).
-PJSC_GAINS: dict[str, float] = {
+#: PJSC gains of the reference contract that differ from its default 1.0 (SMPL "shoulder" =
+#: upper-arm joint). Not this backend's default: in it they keep a rotation lost in a contact
+#: for seconds (docs/physics.md, "Where this backend differs from the reference contract");
+#: pass ``pjsc_gains=REFERENCE_PJSC_GAINS`` to run with them.
+REFERENCE_PJSC_GAINS: dict[str, float] = {
     "left_shoulder": 0.03,
     "right_shoulder": 0.03,
     "left_wrist": 0.1,
@@ -94,6 +100,9 @@ PJSC_GAINS: dict[str, float] = {
     "left_ankle": 0.1,
     "right_ankle": 0.1,
 }
+#: This backend's default PJSC gains that differ from 1.0: none (every joint recovers a lost
+#: rotation at up to the 30-degree drive cap per frame).
+PJSC_GAINS: dict[str, float] = {}
 
 _NUM_BODY_JOINTS = NUM_JOINTS - 1
 _LINKS = list(range(_NUM_BODY_JOINTS))
@@ -163,6 +172,8 @@ def contract_summary() -> dict[str, Any]:
         "restitution": RESTITUTION,
         "collision_margin_m": COLLISION_MARGIN_M,
         "pjsc_gains": {name: PJSC_GAINS.get(name, 1.0) for name in JOINT_NAMES[1:]},
+        "reference_pjsc_gains": dict(REFERENCE_PJSC_GAINS),
+        "joint_velocity_drive": "written before substep 0, capped like the drive",
         "motor_position_gain": _MOTOR_POSITION_GAIN,
         "contact_erp": _CONTACT_ERP,
         "motor_max_torque_nm": dict(_MOTOR_MAX_TORQUE_NM),
@@ -223,8 +234,9 @@ class PybulletHalfPhysics:
             angular drive (the same blend as PJSC). 1.0 (default) makes the root orientation
             track the generated one, so contact-induced tilt is undone at up to 30 degrees
             per frame; 0.0 replays only the generated per-frame rotation delta.
-        pjsc_gains: per-joint PJSC gain overrides by joint name (default :data:`PJSC_GAINS`,
-            1.0 elsewhere), each in ``[0, 1]``.
+        pjsc_gains: per-joint PJSC gain overrides by joint name, each in ``[0, 1]``
+            (default :data:`PJSC_GAINS`: 1.0 for every joint; the reference contract's
+            values are :data:`REFERENCE_PJSC_GAINS`).
         motor_torque_scale: multiplies every joint motor's maximum torque (> 0).
     """
 
@@ -629,6 +641,19 @@ class PybulletHalfPhysics:
         )
         self._command = quat_mul(real_joint, quat_exp(lead))
         self._apply_motors()
+        # -- Joint velocity drive: every joint starts the frame moving at the (capped) rate
+        # that carries its realized rotation onto the command in one frame, written once
+        # before substep 0 (pybullet's spherical joint velocity is the child-frame angular
+        # velocity). The motors then only correct what gravity and contacts change within
+        # the frame; without this the 23 coupled motor rows are left to converge in the
+        # solver's iterations and every joint lags (docs/physics.md, "Joint velocity drive").
+        self._call(
+            "resetJointStatesMultiDof",
+            self._human,
+            _LINKS,
+            real_joint.tolist(),
+            targetVelocities=(lead * FRAME_RATE_HZ).tolist(),
+        )
 
         # -- Four substeps. x/z velocity before substeps 0 and 2 (contacts may change it in
         # substeps 1 and 3), angular velocity before substep 0 only.

@@ -201,6 +201,7 @@ class MetricsWrapper(gym.Wrapper):
             event.contacts,
             self._object_ids,
             positions,
+            event.realized,
         )
 
     def _on_end(self, event: EndEvent) -> None:
