@@ -245,18 +245,18 @@ def test_v1_files_without_motion_anomaly_are_read_and_left_out_of_its_mean():
     old = episode(episode_id="ep0", schema="humanclaw_metrics_v1")
     del old["motion_anomaly"], old["max_joint_tracking_error_deg"]
     s = aggregate([old, episode(**SECOND)])
-    assert s["main"]["motion_anomaly_per_episode"] == 0.0  # only the v2 episode counts
+    assert s["extra"]["motion_anomaly_per_episode"] == 0.0  # only the v2 episode counts
     assert s["counts"]["episodes_without_anomaly_count"] == 1
-    assert aggregate([old])["main"]["motion_anomaly_per_episode"] is None
+    assert aggregate([old])["extra"]["motion_anomaly_per_episode"] is None
     assert "Anom./ep" in format_tables(s)
 
 
 @pytest.mark.parametrize(
     ("field", "value", "match"),
     [
-        ("motion_anomaly", None, "motion_anomaly must be a non-negative integer"),
-        ("motion_anomaly", -1, "motion_anomaly must be a non-negative integer"),
-        ("motion_anomaly", 2.0, "motion_anomaly must be a non-negative integer"),
+        ("motion_anomaly", None, "motion_anomaly must be an integer >= 0, got null"),
+        ("motion_anomaly", -1, "motion_anomaly must be an integer >= 0, got -1"),
+        ("motion_anomaly", 2.0, "motion_anomaly must be an integer >= 0, got 2.0"),
         ("max_joint_tracking_error_deg", 181.0, r"in \[0, 180\]"),
         ("max_joint_tracking_error_deg", None, "needs a max_joint_tracking_error_deg"),
     ],

@@ -658,12 +658,16 @@ def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
         raise fail(f"expected a JSON object, got {type(metrics).__name__}")
     if metrics.get("schema") not in METRICS_SCHEMAS:
         raise fail(f"schema must be one of {METRICS_SCHEMAS}, got {metrics.get('schema')!r}")
-    if metrics["schema"] != METRICS_SCHEMA:
+    legacy = metrics["schema"] != METRICS_SCHEMA
+    if legacy:
         metrics = _upgrade_v1(metrics)
     imported = metrics.get("imported_from") is not None
     for spec in METRIC_SPECS:
         for item in spec.fields:
-            problem = check_field(item, metrics, allow_null=imported and not item.imported)
+            unrecorded = (imported and not item.imported) or (
+                legacy and item.name in _V1_DEFAULTS and _V1_DEFAULTS[item.name] is None
+            )
+            problem = check_field(item, metrics, allow_null=unrecorded)
             if problem is not None:
                 raise fail(problem)
     for key in ("episode_id", "scene_id"):

@@ -152,8 +152,9 @@ class MotionAnomalyTracker:
         }
 
 
-#: The fields this module adds to metrics.json (null in files older than the field and in
-#: the reference release's layout, which does not record them).
+#: The fields this module adds to metrics.json (null only in ``humanclaw_metrics_v1`` files,
+#: older than the field, and in rows of the reference release's layout, which has no such
+#: field).
 ANOMALY_SPEC = MetricSpec(
     name="motion_anomaly",
     fields=(
@@ -164,7 +165,6 @@ ANOMALY_SPEC = MetricSpec(
             "command",
             unit="frames",
             minimum=0,
-            nullable=True,
             aggregate="Anom./ep: mean over the episodes that report it",
             imported=False,
         ),
