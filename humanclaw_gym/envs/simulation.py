@@ -1,7 +1,8 @@
 """The simulation layer: physics, renderer and motion generator composed for one env.
 
 :class:`Simulation` owns building the three backends of a :class:`BackendConfig` (lazily,
-with the renderer fallback of ``renderer="auto"``), loading scenes, placing the humanoid for
+with the renderer fallback of ``renderer="auto"``), loading scenes (from the config's
+``scene_dataset`` when it holds the scene, else the shipped / generated homes), placing the humanoid for
 an episode, executing one skill (motion generation + half-physics, frame by frame) and
 rendering a camera view of the current state. It knows nothing of episodes' goals, the
 Gymnasium API or observers: the env (:mod:`humanclaw_gym.envs.find_nav_interact`) drives it.
@@ -46,6 +47,11 @@ class Simulation:
             from humanclaw_gym.motion.flow.smplx_io import SmplxBody
 
             self.body_model = SmplxBody(config.body_model_dir, gender=config.body_model_gender)
+        self.scene_dataset: Any = None
+        if config.scene_dataset is not None:
+            from humanclaw_gym.scenes.hssd import open_scene_dataset
+
+            self.scene_dataset = open_scene_dataset(config.scene_dataset)
         self.physics: Any = None
         self.renderer: Any = None
         self.motion: Any = None
@@ -82,8 +88,33 @@ class Simulation:
             need_ray_cast=contacts,
             image_size=max(image_size, EGO_SIZE_PX, EXO_SIZE_PX),
             need_body_mesh=c.body_model_dir is not None,
+            part_shapes=("box", "cylinder", "sphere", "mesh")
+            if c.scene_dataset is not None
+            else ("box", "cylinder", "sphere"),
         )
         return self.resolved
+
+    def check_scenes(self, scene_ids: Iterable[str]) -> None:
+        """With a scene dataset: every scene id must be one of its scenes or a shipped /
+        generated home (``hc_*``).
+
+        Raises:
+            SceneDatasetError: naming the missing scenes, the dataset and the option.
+        """
+        if self.scene_dataset is None:
+            return
+        missing = [
+            s for s in self.scene_dataset.missing_scenes(scene_ids) if not s.startswith("hc_")
+        ]
+        if missing:
+            from humanclaw_gym.scenes.hssd import SceneDatasetError
+
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise SceneDatasetError(
+                f"{len(missing)} episode scenes are not in scene_dataset "
+                f"{self.scene_dataset.config_path}: {missing[:5]}{more}; point scene_dataset "
+                "(--scene-dataset) at the dataset these episodes were made for"
+            )
 
     @property
     def backend_info(self) -> dict[str, str]:
@@ -119,7 +150,10 @@ class Simulation:
         self._ensure_backends()
         if self.scene_id == scene_id:
             return
-        scene = episodes_mod.load_scene(scene_id)
+        if self.scene_dataset is not None and self.scene_dataset.has_scene(scene_id):
+            scene = self.scene_dataset.load_scene(scene_id)
+        else:
+            scene = episodes_mod.load_scene(scene_id)
         self._release_scene()
         self.physics = self.resolved.physics.load()(**self.config.physics_options)
         self.physics.build(scene)

@@ -221,6 +221,35 @@ def habitat_quat_to_yaw(q_xyzw: Sequence[float]) -> float:
     return (yaw + math.pi) % (2.0 * math.pi) - math.pi
 
 
+def _humanoid_start(ep: Mapping[str, Any], yaw: float, start: Any, here: str) -> tuple[float, Any]:
+    """The humanoid's spawn of a HumanClaw episode: ``init_yaw`` / ``init_offset`` when
+    present (the reference places its body from these, in the motion generator's frame,
+    which is Habitat's turned 180 degrees about +Y: ``yaw = init_yaw + 180 deg``,
+    ``x = -init_offset[0]``, ``z = init_offset[1]``; the floor height stays
+    ``start_position[1]``), else ``start_rotation`` / ``start_position``."""
+    if ep.get("init_yaw") is not None:
+        try:
+            deg = float(ep["init_yaw"])
+        except (TypeError, ValueError):
+            raise EpisodeFormatError(
+                f"{here}: field 'init_yaw' must be degrees, got {ep['init_yaw']!r}"
+            ) from None
+        if not math.isfinite(deg):
+            raise EpisodeFormatError(f"{here}: field 'init_yaw' must be finite, got {deg}")
+        yaw = (math.radians(deg) + 2.0 * math.pi) % (2.0 * math.pi) - math.pi
+    offset = ep.get("init_offset")
+    if offset is not None:
+        try:
+            ox, oz = float(offset[0]), float(offset[1])
+            y = float(start[1])
+        except (TypeError, ValueError, IndexError):
+            raise EpisodeFormatError(
+                f"{here}: field 'init_offset' must be [-x, z, dy], got {offset!r}"
+            ) from None
+        start = [-ox, y, oz]
+    return yaw, start
+
+
 def _short_scene_id(scene_path: str) -> str:
     base = os.path.basename(str(scene_path))
     for suffix in _SCENE_SUFFIXES:
@@ -240,6 +269,20 @@ def _habitat_goal(g: Any, category: str, where: str) -> Goal:
     if isinstance(oid, str) and re.fullmatch(r"-?\d+", oid):
         oid = int(oid)
     name = g.get("object_name")
+    views = None
+    raw_views = g.get("view_points")
+    if raw_views:  # HumanClaw / ObjectNav goals: [{"agent_state": {"position"}, "iou"}]
+        if not isinstance(raw_views, list):
+            raise EpisodeFormatError(f"{where}: field 'view_points' must be a list")
+        views = []
+        for k, vp in enumerate(raw_views):
+            state = vp.get("agent_state") if isinstance(vp, Mapping) else None
+            pos = state.get("position") if isinstance(state, Mapping) else None
+            if pos is None:
+                raise EpisodeFormatError(
+                    f"{where}: view_points[{k}] is missing field 'agent_state.position'"
+                )
+            views.append(pos)
     try:
         return Goal(
             object_id=oid,
@@ -248,6 +291,7 @@ def _habitat_goal(g: Any, category: str, where: str) -> Goal:
             position=g["position"],
             aabb_min=g.get("aabb_min"),
             aabb_max=g.get("aabb_max"),
+            view_points=views,
         )
     except EpisodeFormatError as exc:
         raise EpisodeFormatError(f"{where}: {exc}") from None
@@ -304,6 +348,8 @@ def episodes_from_habitat(
             raise EpisodeFormatError(
                 f"{here}: field 'start_rotation' {ep['start_rotation']!r}: {exc}"
             ) from None
+        start = ep["start_position"]
+        yaw, start = _humanoid_start(ep, yaw, start, here)
         scene_id = _short_scene_id(scene_path)
         eid = str(ep.get("episode_id", i))
         if re.fullmatch(r"\d+", eid):
@@ -317,7 +363,7 @@ def episodes_from_habitat(
                 Episode(
                     episode_id=eid,
                     scene_id=scene_id,
-                    start_position=ep["start_position"],
+                    start_position=start,
                     start_rotation=yaw_to_quat_xyzw(yaw),
                     start_yaw_rad=yaw,
                     object_category=category,

@@ -126,6 +126,8 @@ class Goal:
         seat_height_m: world height of the seat top for sittable objects.
         approach_pose: ``(x_m, z_m, yaw_rad)`` where to stand before sitting, facing away
             from the seat (None for non-sittables).
+        view_points: upstream goals' ``view_points`` positions ``[x, y, z]`` (standing
+            points from which the instance is seen on Habitat's navmesh); None otherwise.
     """
 
     object_id: int | str
@@ -136,8 +138,19 @@ class Goal:
     aabb_max: tuple[float, float, float] | None = None
     seat_height_m: float | None = None
     approach_pose: tuple[float, float, float] | None = None
+    view_points: tuple[tuple[float, float, float], ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.view_points is not None:
+            try:
+                points = tuple(
+                    _vec(p, 3, f"Goal.view_points[{i}]") for i, p in enumerate(self.view_points)
+                )
+            except TypeError:
+                raise EpisodeFormatError(
+                    f"Goal.view_points must be a list of [x, y, z], got {self.view_points!r}"
+                ) from None
+            object.__setattr__(self, "view_points", points)
         if isinstance(self.object_id, bool) or not isinstance(self.object_id, (int, str)):
             raise EpisodeFormatError(
                 f"Goal.object_id must be an int or a string, got {self.object_id!r}"
@@ -167,7 +180,7 @@ class Goal:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "object_id": self.object_id,
             "object_name": self.object_name,
             "category": self.category,
@@ -177,6 +190,9 @@ class Goal:
             "seat_height_m": self.seat_height_m,
             "approach_pose": None if self.approach_pose is None else list(self.approach_pose),
         }
+        if self.view_points is not None:  # absent otherwise: shipped shards stay identical
+            d["view_points"] = [list(p) for p in self.view_points]
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "goal") -> Goal:
@@ -190,6 +206,7 @@ class Goal:
                 aabb_max=d.get("aabb_max"),
                 seat_height_m=d.get("seat_height_m"),
                 approach_pose=d.get("approach_pose"),
+                view_points=d.get("view_points"),
             )
         except EpisodeFormatError as exc:
             raise EpisodeFormatError(f"{where}: {exc}") from None

@@ -61,6 +61,7 @@ _BACKEND_SHORTHANDS = (
     "motion_options",
     "body_model_dir",
     "body_model_gender",
+    "scene_dataset",
 )
 
 
@@ -90,6 +91,7 @@ class RunConfig:
     motion_options: InitVar[Any] = None
     body_model_dir: InitVar[str | None] = None
     body_model_gender: InitVar[str | None] = None
+    scene_dataset: InitVar[str | None] = None
 
     def __post_init__(self, *shorthands: Any) -> None:
         changes = {
