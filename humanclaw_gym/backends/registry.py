@@ -297,7 +297,11 @@ def _register_defaults() -> None:
     register_render(
         "tiny",
         "humanclaw_gym.render.tiny_backend:TinyRenderer",
-        RenderCapabilities(name="tiny", body_mesh=True),
+        RenderCapabilities(
+            name="tiny",
+            part_shapes=frozenset({"box", "cylinder", "sphere", "capsule", "mesh"}),
+            body_mesh=True,
+        ),
         "pybullet TinyRenderer (CPU software rasteriser), the fallback when EGL is unavailable",
         in_auto=True,
     )
