@@ -162,6 +162,15 @@ class Simulation:
         self.scene = scene
         self.scene_id = scene_id
 
+    def surface_skin_m(self) -> float:
+        """How far above its triangles a mesh scene's collision surface lies (the physics'
+        ``collision_margin_m``; 0 for scenes of primitives)."""
+        if self.scene is None or not any(
+            part.shape == "mesh" for obj in self.scene.objects for part in obj.parts
+        ):
+            return 0.0
+        return float(self.physics.contract().get("collision_margin_m", 0.0))
+
     def _release_scene(self) -> None:
         if self.physics is not None:
             self.physics.close()
@@ -175,12 +184,17 @@ class Simulation:
     def reset(self, start_position: np.ndarray, start_yaw_rad: float, seed: int) -> np.ndarray:
         """Place the humanoid standing at the start pose (the scene must be loaded).
 
+        In scenes made of triangle meshes the body starts on the meshes' contact skin:
+        ``start_position`` y plus the physics' collision margin (Bullet collides a
+        triangle mesh with its margin outside the triangles, a box with it inside), so
+        the feet do not start a margin deep in the floor.
+
         Returns:
             ``float64 (5, 75)``: the motion generator's seed history (world frame).
         """
-        history = np.asarray(
-            self.motion.reset(start_position, start_yaw_rad, seed=seed), dtype=np.float64
-        )
+        start = np.array(start_position, dtype=np.float64)
+        start[1] += self.surface_skin_m()
+        history = np.asarray(self.motion.reset(start, start_yaw_rad, seed=seed), dtype=np.float64)
         self.physics.reset(history[-1])
         self._version += 1
         return history

@@ -406,7 +406,8 @@ class DatasetIndex:
         suffix = STAGE_SUFFIX if kind == "stage" else OBJECT_SUFFIX
         raise SceneDatasetError(
             f"{referrer}: {kind} template {template!r} has no {suffix} file in the scene "
-            f"dataset {self.config_path} ({len(table)} {kind} configs found by its paths)"
+            f"dataset {self.config_path} ({len(set(table.values()))} {kind} configs found by "
+            "its paths)"
         )
 
 

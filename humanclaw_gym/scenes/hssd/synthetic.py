@@ -304,7 +304,9 @@ _INSTANCES: list[
     ("couch", (0.55, 0.0, 3.0), _yaw_quat_wxyz(-90.0), (1.2, 1.0, 0.9), "STATIC"),
     ("tv", (4.6, 0.0, 1.2), _yaw_quat_wxyz(90.0), (1.0, 1.0, 1.0), "STATIC"),
     ("plant", (4.5, 0.0, 5.5), _yaw_quat_wxyz(0.0), (1.0, 1.0, 1.0), "STATIC"),
-    ("crate", (3.0, 0.0, 0.5), _yaw_quat_wxyz(20.0), (1.0, 1.0, 1.0), "DYNAMIC"),
+    # 1 cm above the floor, like HSSD's dynamic objects (a convex hull collides with
+    # Bullet's 1 cm margin outside it)
+    ("crate", (3.0, 0.01, 0.5), _yaw_quat_wxyz(20.0), (1.0, 1.0, 1.0), "DYNAMIC"),
     ("toilet", (9.65, 0.0, 1.0), _yaw_quat_wxyz(90.0), (1.0, 1.0, 1.0), "STATIC"),
     ("chair", (7.0, 0.0, 3.6), _yaw_quat_wxyz(135.0), (1.0, 1.0, 1.0), "STATIC"),
     ("bed", (8.9, UPPER_FLOOR_Y, 2.0), _yaw_quat_wxyz(90.0), (1.0, 1.0, 1.0), "STATIC"),
