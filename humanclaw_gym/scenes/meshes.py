@@ -33,6 +33,8 @@ unreadable cache entry is ignored and rewritten. Entries are written atomically.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import io
 import json
@@ -123,7 +125,11 @@ class MeshAsset:
 
     def triangles(self) -> tuple[np.ndarray, np.ndarray]:
         """All primitives as one soup: ``float32 (V, 3)`` positions, ``int32 (F, 3)``
-        faces (canonical asset frame)."""
+        faces (canonical asset frame; computed once, shared: do not modify)."""
+        return self._soup
+
+    @functools.cached_property
+    def _soup(self) -> tuple[np.ndarray, np.ndarray]:
         if not self.primitives:
             return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.int32)
         offsets = np.cumsum([0] + [len(p.positions) for p in self.primitives[:-1]])
@@ -135,9 +141,14 @@ class MeshAsset:
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """``(min (3,), max (3,))`` of the vertices (canonical frame); zeros when empty."""
+        lo, hi = self._bounds
+        return lo.copy(), hi.copy()
+
+    @functools.cached_property
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
         if not self.primitives:
             return np.zeros(3), np.zeros(3)
-        pos = np.concatenate([p.positions for p in self.primitives])
+        pos = self._soup[0]
         return pos.min(axis=0).astype(np.float64), pos.max(axis=0).astype(np.float64)
 
     @property
@@ -147,6 +158,10 @@ class MeshAsset:
     def mean_color(self) -> np.ndarray:
         """Area-unweighted mean display colour ``(3,)`` (textures included): the colour of
         the asset where a renderer draws one colour per primitive."""
+        return self._mean_color.copy()
+
+    @functools.cached_property
+    def _mean_color(self) -> np.ndarray:
         cols = [_primitive_mean_color(p) for p in self.primitives]
         return np.mean(cols, axis=0) if cols else np.full(3, 0.7)
 
@@ -277,7 +292,7 @@ def load_mesh(
             while len(_memory) > _MEMORY_CACHE_ENTRIES:
                 _memory.popitem(last=False)
     if hit.path != str(p):  # same bytes under another name: report the name asked for
-        hit = MeshAsset(str(p), hit.sha256, hit.primitives, hit.warnings)
+        hit = dataclasses.replace(hit, path=str(p))
     for message in hit.warnings:
         token = f"{sha}:{message}"
         if token not in _warned:
