@@ -349,6 +349,36 @@ def test_collision_meshes_support_the_body_and_the_dynamic_box(synth) -> None:
         physics.close()
 
 
+def test_large_static_meshes_are_split_for_pybullet(tmp_path) -> None:
+    """A 327,680-triangle mesh (over pybullet's per-shape limit) collides whole."""
+    import trimesh
+
+    from humanclaw_gym.physics.pybullet_backend import _MESH_CHUNK_FACES, PybulletHalfPhysics
+    from humanclaw_gym.scenes.spec import MeshRef, Part, SceneObject, SceneSpec
+
+    dome = trimesh.creation.icosphere(subdivisions=7, radius=1.0)
+    assert len(dome.faces) > 5 * _MESH_CHUNK_FACES
+    path = tmp_path / "dome.glb"
+    path.write_bytes(trimesh.Scene(dome).export(file_type="glb"))
+    part = Part(
+        shape="mesh",
+        size=(1.0, 1.0, 1.0),
+        offset=(0.0, 0.0, 0.0),
+        mesh=MeshRef(asset=str(path), scale=(2.0, 1.0, 1.0)),
+    )
+    scene = SceneSpec(
+        "dome", (), (SceneObject(1, "dome", "object", (0.0, 0.0, 0.0), 0.0, (part,)),)
+    )
+    physics = PybulletHalfPhysics()
+    try:
+        physics.build(scene)
+        for x, z in ((0.0, 0.0), (1.5, 0.0), (-1.2, 0.3), (0.3, -0.8)):
+            top = math.sqrt(max(0.0, 1.0 - (x / 2.0) ** 2 - z**2))
+            assert physics.ray_cast_down(x, z, 3.0, -3.0) == pytest.approx(top, abs=2e-3), (x, z)
+    finally:
+        physics.close()
+
+
 def test_navigation_grid_per_floor(synth) -> None:
     from humanclaw_gym.scenes.meshgrid import navigation_grid
 
