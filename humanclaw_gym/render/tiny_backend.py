@@ -351,11 +351,11 @@ class TinyRenderer:
             for start in range(0, len(prim.indices), _MESH_CHUNK_FACES):
                 faces = prim.indices[start : start + _MESH_CHUNK_FACES]
                 used, remap = np.unique(faces, return_inverse=True)
-                visual = pb.createVisualShape(  # numpy arrays: faster than lists
+                visual = pb.createVisualShape(  # lists: pybullet reads them faster
                     shapeType=pb.GEOM_MESH,
-                    vertices=np.ascontiguousarray(local[used]),
-                    indices=np.ascontiguousarray(remap, dtype=np.int32).ravel(),
-                    normals=np.ascontiguousarray(normals[used]),
+                    vertices=local[used].tolist(),
+                    indices=np.asarray(remap, dtype=np.int64).ravel().tolist(),
+                    normals=normals[used].tolist(),
                     rgbaColor=color,
                     physicsClientId=cid,
                 )
