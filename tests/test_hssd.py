@@ -203,6 +203,25 @@ def test_undecodable_texture_draws_the_material_colour_with_one_warning(synth, t
         meshes.load_mesh(path)  # one warning per asset and process, not per load
 
 
+def test_a_mesh_changed_after_the_scene_was_loaded_is_reported(synth, tmp_path) -> None:
+    from humanclaw_gym.physics.pybullet_backend import PybulletHalfPhysics
+    from humanclaw_gym.scenes import meshes
+
+    root = _copy(synth, tmp_path)
+    scene = open_scene_dataset(root).load_scene(SCENE_ID)
+    objdir = root / "objects" / "humanclaw"
+    shutil.copy(objdir / "bed.collider.glb", objdir / "tv.collider.glb")  # what physics reads
+    meshes.clear_memory_cache()
+    physics = PybulletHalfPhysics()
+    try:
+        with pytest.raises(
+            meshes.MeshAssetError, match=r"tv\.collider\.glb changed since its scene was loaded"
+        ):
+            physics.build(scene)
+    finally:
+        physics.close()
+
+
 def test_compressed_geometry_and_garbage_files_are_refused_naming_the_file(synth, tmp_path) -> None:
     from humanclaw_gym.scenes import meshes
 
@@ -622,6 +641,19 @@ def test_humanclaw_serve_with_a_scene_dataset(synth, tmp_path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def test_debug_viewer_places_mesh_parts(synth) -> None:
+    from humanclaw_gym.viewer import geometry
+
+    scene = open_scene_dataset(synth.root).load_scene(SCENE_ID)
+    couch = scene.object_by_id(_record(synth, "couch")["index"] + 2)
+    (placement,) = geometry.part_placements(couch)
+    assert placement.shape == "mesh" and placement.faces.shape[1] == 3
+    world = np.asarray(couch.position) + placement.vertices @ couch.rotation().T
+    lo, hi = couch.aabb()
+    assert np.allclose(world.min(axis=0), lo, atol=1e-5)
+    assert np.allclose(world.max(axis=0), hi, atol=1e-5)
 
 
 def test_backend_config_cli_and_doctor_carry_the_scene_dataset(synth, tmp_path) -> None:

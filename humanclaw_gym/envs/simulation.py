@@ -165,9 +165,8 @@ class Simulation:
     def surface_skin_m(self) -> float:
         """How far above its triangles a mesh scene's collision surface lies (the physics'
         ``collision_margin_m``; 0 for scenes of primitives)."""
-        if self.scene is None or not any(
-            part.shape == "mesh" for obj in self.scene.objects for part in obj.parts
-        ):
+        objects = getattr(self.scene, "objects", ())
+        if not any(getattr(part, "shape", None) == "mesh" for o in objects for part in o.parts):
             return 0.0
         return float(self.physics.contract().get("collision_margin_m", 0.0))
 

@@ -44,8 +44,9 @@ _MAX_CACHED = 256
 
 
 def needs_resolution(scene: SceneSpec) -> bool:
-    """True for scenes built from a dataset (objects carry a source record)."""
-    return any(o.source is not None for o in scene.objects)
+    """True for scenes built from a dataset (objects carry a source record); scenes of
+    other origins (generated homes, test doubles without objects) never need it."""
+    return any(getattr(o, "source", None) is not None for o in getattr(scene, "objects", ()))
 
 
 def _template_of(name: str | None) -> str | None:

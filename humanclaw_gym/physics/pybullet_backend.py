@@ -494,7 +494,7 @@ class PybulletHalfPhysics:
         collided as the convex hull of its collision mesh, with the object's mass. Vertices
         are placed in the object frame (scale, rotation and origin of the part's MeshRef).
         """
-        from humanclaw_gym.scenes.meshes import load_mesh, place_vertices
+        from humanclaw_gym.scenes.meshes import load_part_mesh, place_vertices
 
         if obj.dynamic and (len(obj.parts) != 1 or obj.parts[0].shape != "mesh"):
             raise ValueError(
@@ -509,7 +509,7 @@ class PybulletHalfPhysics:
         for part in obj.parts:
             ref = part.mesh
             assert ref is not None
-            asset = load_mesh(ref.collision_asset or ref.asset, ref.up, ref.front)
+            asset = load_part_mesh(ref, collision=True)
             vertices, faces = asset.triangles()
             local = place_vertices(vertices, ref)
             if obj.dynamic:

@@ -122,7 +122,7 @@ def mesh_vertex_data(obj: Any, world: bool) -> list[tuple[Any, np.ndarray, np.nd
         obj: a :class:`~humanclaw_gym.scenes.spec.SceneObject`.
         world: bake the object's pose into the vertices.
     """
-    from humanclaw_gym.scenes.meshes import load_mesh, place_vertices
+    from humanclaw_gym.scenes.meshes import load_part_mesh, place_vertices
 
     out = []
     rot = obj.rotation() if world else np.eye(3)
@@ -131,7 +131,7 @@ def mesh_vertex_data(obj: Any, world: bool) -> list[tuple[Any, np.ndarray, np.nd
         ref = part.mesh
         if ref is None:
             continue
-        asset = load_mesh(ref.asset, ref.up, ref.front)
+        asset = load_part_mesh(ref)
         r_part = ref.rotation_matrix()
         normal_m = rot @ r_part @ np.diag(1.0 / np.asarray(ref.scale))
         for prim in asset.primitives:

@@ -336,11 +336,15 @@ class TinyRenderer:
         most ``_MESH_CHUNK_FACES`` triangles), object-frame vertices, each drawn in its
         primitive's mean colour (TinyRenderer takes no per-vertex colours; a texture
         counts as its mean colour)."""
-        from humanclaw_gym.scenes.meshes import _primitive_mean_color, load_mesh, place_vertices
+        from humanclaw_gym.scenes.meshes import (
+            _primitive_mean_color,
+            load_part_mesh,
+            place_vertices,
+        )
 
         pb, cid = self._pb, self._client
         ref = part.mesh
-        asset = load_mesh(ref.asset, ref.up, ref.front)
+        asset = load_part_mesh(ref)
         normal_m = ref.rotation_matrix() @ np.diag(1.0 / np.asarray(ref.scale))
         uids = []
         for prim in asset.primitives:

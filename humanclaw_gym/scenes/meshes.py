@@ -59,6 +59,7 @@ __all__ = [
     "cache_size_bytes",
     "clear_memory_cache",
     "load_mesh",
+    "load_part_mesh",
     "mesh_cache_dir",
     "object_triangles",
     "place_vertices",
@@ -191,9 +192,7 @@ def object_triangles(obj: Any, collision: bool = True) -> tuple[np.ndarray, np.n
         if part.mesh is None:
             continue
         m = part.mesh
-        path = m.collision_asset if (collision and m.collision_asset) else m.asset
-        asset = load_mesh(path, m.up, m.front)
-        v, f = asset.triangles()
+        v, f = load_part_mesh(m, collision).triangles()
         world = np.asarray(obj.position) + place_vertices(v, m) @ obj.rotation().T
         verts.append(world)
         faces.append(f.astype(np.int64) + base)
@@ -245,6 +244,26 @@ def clear_memory_cache() -> None:
     """Forget the meshes held in memory (the disk cache stays)."""
     with _lock:
         _memory.clear()
+
+
+def load_part_mesh(mesh: Any, collision: bool = False) -> MeshAsset:
+    """The render (or collision) mesh of a :class:`~humanclaw_gym.scenes.spec.MeshRef`,
+    checked against the SHA-256 the ref recorded.
+
+    Raises:
+        MeshAssetError: see :func:`load_mesh`; or the file changed since the scene was
+            built (naming it).
+    """
+    use_collision = collision and mesh.collision_asset is not None
+    path = mesh.collision_asset if use_collision else mesh.asset
+    expected = mesh.collision_sha256 if use_collision else mesh.sha256
+    asset = load_mesh(path, mesh.up, mesh.front)
+    if expected is not None and asset.sha256 != expected:
+        raise MeshAssetError(
+            f"mesh asset {path} changed since its scene was loaded (SHA-256 {asset.sha256}, "
+            f"recorded {expected}); load the scene again"
+        )
+    return asset
 
 
 def load_mesh(

@@ -114,6 +114,9 @@ class MeshRef:
         scale: per-axis scale in the canonical asset frame (> 0).
         origin: object-frame position of the canonical asset's origin, metres.
         up / front: the asset file's own up and front axes (unit, perpendicular).
+        sha256 / collision_sha256: SHA-256 of the files' bytes when the scene was built
+            (None: not recorded); part of the scene's content hash, and checked when the
+            meshes are read, so a changed file is reported rather than drawn.
     """
 
     asset: str
@@ -123,6 +126,8 @@ class MeshRef:
     origin: tuple[float, float, float] = (0.0, 0.0, 0.0)
     up: tuple[float, float, float] = MESH_FRAME_UP
     front: tuple[float, float, float] = MESH_FRAME_FRONT
+    sha256: str | None = None
+    collision_sha256: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.asset, str) or not self.asset:
@@ -177,6 +182,8 @@ class MeshRef:
             "origin": list(self.origin),
             "up": list(self.up),
             "front": list(self.front),
+            "sha256": self.sha256,
+            "collision_sha256": self.collision_sha256,
         }
 
     @classmethod
@@ -190,6 +197,8 @@ class MeshRef:
                 origin=d.get("origin", (0.0, 0.0, 0.0)),
                 up=d.get("up", MESH_FRAME_UP),
                 front=d.get("front", MESH_FRAME_FRONT),
+                sha256=d.get("sha256"),
+                collision_sha256=d.get("collision_sha256"),
             )
         except KeyError as exc:
             raise SceneSpecError(f"MeshRef is missing field {exc.args[0]!r}") from exc

@@ -128,10 +128,10 @@ def part_placements(scene_object: object) -> list[PartPlacement]:
             dims = (size[0], 0.0, 0.0)
             wxyz = identity
         elif part.shape == "mesh":  # imported scenes: the render mesh, object frame
-            from humanclaw_gym.scenes.meshes import load_mesh, place_vertices
+            from humanclaw_gym.scenes.meshes import load_part_mesh, place_vertices
 
             ref = part.mesh
-            v, f = load_mesh(ref.asset, ref.up, ref.front).triangles()
+            v, f = load_part_mesh(ref).triangles()
             out.append(
                 PartPlacement(
                     shape="mesh",

@@ -176,12 +176,19 @@ def _mesh_part(
     ``origin_local`` is where the canonical asset origin goes (object frame)."""
     try:
         asset = load_mesh(cfg.render_asset, cfg.up, cfg.front, referrer=cfg.path)
+        collision = (
+            None
+            if cfg.collision_asset is None
+            else load_mesh(cfg.collision_asset, cfg.up, cfg.front, referrer=cfg.path)
+        )
     except MeshAssetError as exc:
         raise SceneDatasetError(f"{exc} [{referrer}]") from None
     lo, hi = asset.bounds()
     mesh = MeshRef(
         asset=cfg.render_asset,
         collision_asset=cfg.collision_asset,
+        sha256=asset.sha256,
+        collision_sha256=None if collision is None else collision.sha256,
         rotation=_matrix_to_quat(rot),
         scale=tuple(float(s) for s in scale),  # type: ignore[arg-type]
         origin=tuple(float(v) for v in origin_local),  # type: ignore[arg-type]
