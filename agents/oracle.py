@@ -5,14 +5,17 @@ explicit privileged mode only (``gym.make(..., privileged=True)``; the episode l
 :meth:`OraclePolicy.attach_env`). Each decision it
 
 1. plans a shortest path on the clearance-inflated navigation grid from the realized pelvis
-   position to the goal (interact targets: the approach point in front of the seat; other
-   targets: the stop region around any target instance), looks ahead along the simplified
-   path and either turns toward the look-ahead point or walks (fast / normal / slow by the
-   remaining distance);
+   position to the goal (interact targets: the approach pose in front of the seat; other
+   targets: the approach points of any target instance, i.e. the grid's goal regions,
+   from which the body can touch and see the target, never through a wall), looks ahead
+   along the simplified path and either turns toward the look-ahead point or walks (fast /
+   normal / slow by the remaining distance);
 2. recovers from contacts: when a walk achieved less than a third of its distance, it steps
    back and side steps away from the blocked side;
-3. near a non-interact target, faces the nearest target point and closes in with slow
-   walks until a body point is within 0.17 m of the target's box, then stops;
+3. on reaching the approach points of a non-interact target, picks the instance whose
+   approach points it reached (the geodesically nearest), faces the nearest point of that
+   instance's box and closes in with slow walks until a body point is within 0.17 m of a
+   target box, then stops;
 4. for beds, couches and toilets, reaches the approach point, turns its back to the seat,
    corrects its position with side steps / step backs, sits at the seat height, and stops.
 
@@ -80,6 +83,7 @@ class OraclePolicy:
         self._last_xz: np.ndarray | None = None
         self._stuck = 0
         self._approach_steps = 0
+        self._close_box: tuple[np.ndarray, np.ndarray] | None = None
         self._sat = False
         self._settle = True
         self._recover: list[SkillCall] = []
@@ -218,7 +222,7 @@ class OraclePolicy:
             return SkillCall.walk("normal"), "walk"
         return SkillCall.walk("slow"), "walk"
 
-    # non-interact targets: reach the stop region, then close in on the nearest box
+    # non-interact targets: reach the approach points, then close in on that target's box
     def _find(self, st: Any, grid: Any) -> tuple[SkillCall, str]:
         ep = st.episode
         goals = self._floor_goals(ep)
@@ -240,19 +244,34 @@ class OraclePolicy:
         self._approach_steps += 1
         if self._approach_steps > _MAX_APPROACH_STEPS:
             return SkillCall.stop(), "approach budget used"
-        # face the nearest point of the nearest target box (x/z)
+        if self._close_box is None:
+            self._close_box = self._reached_box(st, grid, ep)
+        # face the nearest point of the reached target's box (x/z)
         pos = st.root_xz
-        best = None
-        for lo, hi in boxes:
-            q = np.clip(pos, lo[[0, 2]], hi[[0, 2]])
-            dist = float(np.linalg.norm(q - pos))
-            if best is None or dist < best[0]:
-                best = (dist, q)
-        d = best[1] - pos
+        lo, hi = self._close_box
+        d = np.clip(pos, lo[[0, 2]], hi[[0, 2]]) - pos
         err = _wrap(math.atan2(float(d[0]), float(d[1])) - st.yaw_rad)
         if abs(math.degrees(err)) > 12.0:
             return _turn_towards(err), "face target"
         return SkillCall.walk("slow"), "close in"
+
+    @staticmethod
+    def _reached_box(st: Any, grid: Any, ep: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Box of the target whose approach points are geodesically nearest (the one just
+        reached); ties go to the nearest box in a straight line."""
+        pos = st.root_xz
+        best = None
+        for g in OraclePolicy._floor_goals(ep):
+            if g.aabb_min is None:
+                continue
+            lo, hi = np.asarray(g.aabb_min), np.asarray(g.aabb_max)
+            geo = grid.geodesic_distance(pos, grid.goal_region(int(g.object_id)))
+            straight = float(np.linalg.norm(np.clip(pos, lo[[0, 2]], hi[[0, 2]]) - pos))
+            key = (geo if math.isfinite(geo) else math.inf, straight)
+            if best is None or key < best[0]:
+                best = (key, (lo, hi))
+        assert best is not None
+        return best[1]
 
     # interact targets: approach point, turn away from the seat, sit, stop
     def _interact(self, st: Any, grid: Any) -> tuple[SkillCall, str]:

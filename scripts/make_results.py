@@ -13,7 +13,8 @@ benchmark figure quoted in the README and ``docs/``. This script
 Markers (HTML comments, invisible in rendered Markdown):
 
 * a value: ``<!--r:oracle:main.nav_sr_20cm_pct:.1f-->98.0<!--/r-->`` (baseline, dotted
-  key path into its summary, format spec);
+  key path into its summary, format spec); ``<!--r:oracle:rules:s-->paper<!--/r-->`` names
+  the metric rules the figures were scored by;
 * a whole table: ``<!--table:baselines-main-->`` ... ``<!--/table-->`` (see ``TABLES``).
 
 Usage::
@@ -76,6 +77,9 @@ def load_summary(name: str) -> dict[str, Any]:
 
 
 def lookup(summary: dict[str, Any], dotted: str) -> Any:
+    if dotted == "rules" and "rules" not in summary:
+        # written before the metric-rules setting: scored by what is now called "strict"
+        return "strict"
     value: Any = summary
     for part in dotted.split("."):
         if not isinstance(value, dict) or part not in value:

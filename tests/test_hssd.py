@@ -415,6 +415,13 @@ def test_navigation_grid_per_floor(synth) -> None:
     )
     d = ground.geodesic_distance((2.5, 1.0), region)
     assert straight + 0.5 < d < straight + 3.0  # around the wall, through the doorway
+    # the TV stands against the interior wall: free cells behind the wall are within reach
+    # of its box in x/z, but an approach point is never behind a wall
+    tv = _record(synth, "tv")["index"] + 2
+    tv_cells = ground.cells_to_xz(np.argwhere(ground.goal_region(tv, radius_m=0.8)))
+    assert len(tv_cells) and tv_cells[:, 0].max() < 4.95
+    near_behind = ground.free & (ground.aabb_distance_map(tv) <= 0.8)
+    assert ground.cells_to_xz(np.argwhere(near_behind))[:, 0].max() > 5.05  # they exist
     assert upper.is_free(6.2, 3.9) and not upper.is_free(2.5, 2.6)  # no floor above room A
     assert not upper.is_free(7.5, 5.5)  # the stairwell
     bed = _record(synth, "bed")["index"] + 2
@@ -448,7 +455,7 @@ def test_reference_episodes_spawn_and_goals(synth) -> None:
     chair_ep = next(e for e in episodes.values() if e.object_category == "chair")
     ids = {g.object_id for g in resolve_episode(chair_ep, scene).goals}
     chairs = {o.object_id for o in scene.objects_of("chair")}
-    assert ids == chairs and all(g.view_points for g in chair_ep.goals)
+    assert ids == chairs and all(g.approach_points for g in chair_ep.goals)  # view points
 
 
 # --------------------------------------------------------------------------------------

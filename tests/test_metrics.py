@@ -98,17 +98,17 @@ NO_CONTACTS = contacts()
     ],
 )
 def test_claims_target_visible(text, names, expected):
-    assert claims_target_visible(text, names) is expected
+    assert claims_target_visible(text, names, "strict") is expected
 
 
 def test_category_aliases_table():
-    assert category_aliases("couch") == ("couch", "sofa", "loveseat")
-    assert category_aliases("potted_plant") == ("potted plant", "plant", "houseplant")
-    assert category_aliases("tv") == ("tv", "television", "tv monitor")
-    assert category_aliases("chair") == ("chair", "armchair")
-    assert category_aliases("toilet") == ("toilet",)
-    assert category_aliases("bed") == ("bed",)
-    assert category_aliases("Coffee_Table") == ("coffee table",)
+    assert category_aliases("couch", "strict") == ("couch", "sofa", "loveseat")
+    assert category_aliases("potted_plant", "strict") == ("potted plant", "plant", "houseplant")
+    assert category_aliases("tv", "strict") == ("tv", "television", "tv monitor")
+    assert category_aliases("chair", "strict") == ("chair", "armchair")
+    assert category_aliases("toilet", "strict") == ("toilet",)
+    assert category_aliases("bed", "strict") == ("bed",)
+    assert category_aliases("Coffee_Table", "strict") == ("coffee table",)
     with pytest.raises(ValueError, match="category"):
         category_aliases("")
 
@@ -119,7 +119,7 @@ def test_claims_target_visible_requires_names():
 
 
 def test_find_tracker_99_vs_100_pixels_and_same_step():
-    tracker = FindTracker(["bed"])
+    tracker = FindTracker(["bed"], rules="strict")
     assert tracker.record(0, 99, "I see the bed.") is False
     assert not tracker.geo_find_success and not tracker.find_success
     # visible at step 1 but the claim is negated; the affirmation at step 2 has 0 pixels
@@ -270,8 +270,8 @@ def test_collision_tracker_steps_and_body_groups():
     assert s["collision_rate_by_group"]["torso"] == 0.0
 
 
-def test_collision_tracker_without_motion_has_no_rate():
-    s = CollisionTracker(DYNAMIC, FLOOR).summary()
+def test_collision_tracker_without_motion_has_no_rate_under_strict_rules():
+    s = CollisionTracker(DYNAMIC, FLOOR, rules="strict").summary()
     assert s["motion_steps"] == 0 and s["collision_rate"] is None
     assert all(v is None for v in s["collision_rate_by_group"].values())
 
@@ -521,7 +521,8 @@ def test_recorder_full_interact_episode_and_json_roundtrip(tmp_path):
     )
     rec.record_decision(3, 500, "I am sitting on the couch.", Skill.STOP, planner)
     m = rec.finalize(body_at(1.05), "stop")
-    assert m["schema"] == "humanclaw_metrics_v1"
+    assert m["schema"] == "humanclaw_metrics_v2" and m["rules"] == "paper"
+    assert m["rollout_index"] == 0 and m["floor_source"] == "spawn_raycast"
     assert m["find_success"] and m["geo_find_success"] and m["first_find_step"] == 1
     assert m["interact_success"] is True and m["geo_interact_success"] is True
     assert m["nav_success_20cm"] is True
@@ -546,13 +547,16 @@ def test_recorder_full_interact_episode_and_json_roundtrip(tmp_path):
         rec.finalize(body_at(1.05), "stop")
 
 
-def test_recorder_stop_without_motion_has_no_rates():
-    rec = make_recorder(interact=False, category="tv")
+@pytest.mark.parametrize("rules, empty", [("strict", None), ("paper", 0.0)])
+def test_recorder_stop_without_motion_rates(rules, empty):
+    rec = make_recorder(interact=False, category="tv", rules=rules)
     rec.record_decision(0, 0, None, Skill.STOP, ())
     m = rec.finalize(body_at(3.0), "stop")
-    assert m["motion_steps"] == 0 and m["collision_rate"] is None
+    assert m["motion_steps"] == 0 and m["collision_rate"] == empty
+    assert set(m["collision_rate_by_group"].values()) == {empty}
     assert m["motion_jerk_m_s3"] is None and m["tokens"]["source"] == "none"
-    assert m["steps"] == 1
+    assert m["steps"] == 1 and m["rules"] == rules
+    validate_metrics(m)
 
 
 def test_recorder_rejects_out_of_order_events():

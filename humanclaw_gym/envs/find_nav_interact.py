@@ -28,6 +28,7 @@ from humanclaw_gym.envs.events import (
     StepEvent,
 )
 from humanclaw_gym.envs.simulation import FRAMES_PER_CHUNK, Simulation
+from humanclaw_gym.episodes.io import SceneNotInstalledError, scene_not_installed
 from humanclaw_gym.episodes.order import EpisodeOrder
 from humanclaw_gym.episodes.resolve import resolve_episode
 from humanclaw_gym.policy import Decision
@@ -257,7 +258,8 @@ class FindNavInteractEnv(gym.Env):
         self._observers: dict[int, tuple[Any, frozenset[str]]] = {}
         self._next_handle = 1
         self._sim = Simulation(config.check())
-        self._sim.check_scenes(ep.scene_id for ep in all_episodes)
+        # imported reference episodes name a missing (HSSD) scene now, not at reset
+        self._sim.check_scenes(all_episodes)
         self._resolve(frozenset())
         self.backend = config
         self.observation_space = observation_space(self._sensors)
@@ -378,8 +380,10 @@ class FindNavInteractEnv(gym.Env):
             raise ValueError(
                 f"unknown reset options {sorted(unknown)}; allowed: {', '.join(_RESET_OPTIONS)}"
             )
-        super().reset(seed=seed)
+        # Choose first: a choice that fails (unknown episode or scene) raises before the
+        # order, the RNG or the current episode change.
         episode = self._order.next(seed, options)
+        super().reset(seed=seed)
         if self._in_episode:
             self._emit(
                 "on_episode_end",
@@ -389,7 +393,10 @@ class FindNavInteractEnv(gym.Env):
         self._done = True
         needs = self._needs()
         self._resolve(needs)
-        self._sim.load_scene(episode.scene_id)
+        try:
+            self._sim.load_scene(episode.scene_id)
+        except SceneNotInstalledError:
+            raise scene_not_installed(episode.scene_id, episode) from None
         episode = resolve_episode(episode, self._sim.scene)  # dataset scenes: goal ids, boxes
         start = np.asarray(episode.start_position, dtype=np.float64)
         history = self._sim.reset(start, float(episode.start_yaw_rad), seed=_episode_seed(episode))

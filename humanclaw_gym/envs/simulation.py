@@ -94,25 +94,40 @@ class Simulation:
         )
         return self.resolved
 
-    def check_scenes(self, scene_ids: Iterable[str]) -> None:
-        """With a scene dataset: every scene id must be one of its scenes or a shipped /
-        generated home (``hc_*``).
+    def check_scenes(self, episodes: Iterable[Any]) -> None:
+        """Check, by name only, that the episodes' scenes can be loaded: from the scene
+        dataset when one is configured, else as shipped / generated / installed scenes
+        (:func:`~humanclaw_gym.episodes.io.scene_installed`; without a dataset only
+        imported reference episodes are checked here, the rest at reset).
 
         Raises:
-            SceneDatasetError: naming the missing scenes, the dataset and the option.
+            SceneDatasetError: with a scene dataset, naming the scenes it lacks, the
+                dataset and the option.
+            SceneNotInstalledError: without one, naming the first missing scene.
         """
-        if self.scene_dataset is None:
-            return
-        missing = [
-            s for s in self.scene_dataset.missing_scenes(scene_ids) if not s.startswith("hc_")
-        ]
+        from humanclaw_gym.episodes import io as episodes_io
+
+        dataset = self.scene_dataset
+        missing: dict[str, None] = {}
+        for episode in episodes:
+            sid = episode.scene_id
+            if sid in missing or (dataset is not None and dataset.has_scene(sid)):
+                continue
+            if dataset is None and getattr(episode, "reference", None) is None:
+                continue
+            if episodes_io.scene_installed(sid):
+                continue
+            if dataset is None:
+                raise episodes_io.scene_not_installed(sid, episode)
+            missing[sid] = None
         if missing:
             from humanclaw_gym.scenes.hssd import SceneDatasetError
 
-            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            names = list(missing)
+            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
             raise SceneDatasetError(
-                f"{len(missing)} episode scenes are not in scene_dataset "
-                f"{self.scene_dataset.config_path}: {missing[:5]}{more}; point scene_dataset "
+                f"{len(names)} episode scenes are not in scene_dataset "
+                f"{dataset.config_path}: {names[:5]}{more}; point scene_dataset "
                 "(--scene-dataset) at the dataset these episodes were made for"
             )
 

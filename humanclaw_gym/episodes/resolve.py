@@ -19,8 +19,8 @@ seat height and, for bed / couch / toilet, an approach pose: on the navigation g
 object's floor (:mod:`humanclaw_gym.scenes.meshgrid`), the first free side of the object
 in the order front, left, right, back, at the standard offset in front of that side; the
 side's free cell nearest to it (within 0.3 m) when the point itself is not free; the
-goal's nearest Habitat view point as a last resort. Results are cached per episode and
-scene.
+goal's nearest free ``approach_points`` (an upstream goal's Habitat view points) as a last
+resort. Results are cached per episode and scene.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _match(goal: Goal, category: str, scene: SceneSpec) -> SceneObject | None:
 
 
 def approach_pose_on_grid(
-    obj: SceneObject, grid: Any, view_points: tuple[tuple[float, float, float], ...] | None = None
+    obj: SceneObject, grid: Any, view_points: tuple[tuple[float, ...], ...] | None = None
 ) -> tuple[float, float, float] | None:
     """Where to stand before sitting on ``obj`` (see the module docstring), or None.
 
@@ -158,7 +158,7 @@ def resolve_episode(episode: Episode, scene: SceneSpec) -> Episode:
             from humanclaw_gym.scenes.meshgrid import navigation_grid
 
             grid = navigation_grid(scene, float(lo[1]))
-            approach = approach_pose_on_grid(obj, grid, goal.view_points)
+            approach = approach_pose_on_grid(obj, grid, goal.approach_points)
         goals.append(
             Goal(
                 object_id=obj.object_id,
@@ -169,7 +169,7 @@ def resolve_episode(episode: Episode, scene: SceneSpec) -> Episode:
                 aabb_max=tuple(float(v) for v in hi),
                 seat_height_m=obj.seat_height_m,
                 approach_pose=approach,
-                view_points=goal.view_points,
+                approach_points=goal.approach_points,
             )
         )
     resolved = replace(episode, goals=tuple(goals))

@@ -1,5 +1,5 @@
 """Top-down maps of a home (PIL): rooms, walls, furniture by category, an episode's
-targets, start pose and shortest path.
+targets with their approach points, start pose and shortest path.
 
 Image axes: +x to the right, +z downwards (the view from above, looking down -Y), the same
 orientation as :meth:`NavGrid.to_image`.
@@ -62,6 +62,7 @@ ROOM_COLORS: dict[str, tuple[int, int, int]] = {
     "hallway": (240, 240, 236),
 }
 _TARGET_OUTLINE = (220, 20, 60)
+_APPROACH_POINT = (255, 140, 0)
 _PATH_COLOR = (30, 110, 230)
 _START_COLOR = (20, 150, 60)
 _MARGIN_PX = 24
@@ -116,8 +117,10 @@ def render_map(
         grid: navigation grid (built on demand when an episode needs a path); with
             ``show_clearance`` its clearance margin is tinted.
         episode: optional :class:`~humanclaw_gym.episodes.Episode`: its target instances are
-            outlined, its start pose drawn as an arrow and, unless ``path_xz`` is given, the
-            simplified shortest path to the nearest target drawn.
+            outlined (seat approach poses as red dots), the recorded approach points of
+            every target drawn as small orange dots, its start pose drawn as an arrow and,
+            unless ``path_xz`` is given, the simplified shortest path to the nearest
+            target's approach points drawn.
         path_xz: optional ``(K, 2)`` world x/z polyline to draw.
         px_per_m: scale.
         show_clearance: tint cells that are inside the body clearance of obstacles.
@@ -221,6 +224,13 @@ def render_map(
             if goal.approach_pose is not None:
                 ax, ay = to_px(goal.approach_pose[0], goal.approach_pose[1])
                 draw.ellipse((ax - 3, ay - 3, ax + 3, ay + 3), fill=_TARGET_OUTLINE)
+            for px_, _py, pz_ in goal.approach_points or ():
+                ax, ay = to_px(px_, pz_)
+                draw.ellipse(
+                    (ax - 2.5, ay - 2.5, ax + 2.5, ay + 2.5),
+                    fill=_APPROACH_POINT,
+                    outline=_shade(_APPROACH_POINT, 0.6),
+                )
         if path_xz is None and grid is not None:
             ids = {int(g.object_id) for g in episode.goals if isinstance(g.object_id, int)}
             objs = [o for o in scene.objects if o.object_id in ids]
@@ -270,6 +280,7 @@ def render_map(
         if episode is not None:
             rows += [
                 ("target", _TARGET_OUTLINE, "outline"),
+                ("approach points", _APPROACH_POINT, "dot"),
                 ("start (facing)", _START_COLOR, "fill"),
                 ("shortest path", _PATH_COLOR, "line"),
             ]
@@ -280,6 +291,10 @@ def render_map(
                 draw.rectangle((lx, ly, lx + 14, ly + 12), fill=color, outline=_shade(color, 0.6))
             elif style == "outline":
                 draw.rectangle((lx, ly, lx + 14, ly + 12), outline=color, width=3)
+            elif style == "dot":
+                draw.ellipse(
+                    (lx + 4, ly + 3, lx + 10, ly + 9), fill=color, outline=_shade(color, 0.6)
+                )
             else:
                 draw.line((lx, ly + 6, lx + 14, ly + 6), fill=color, width=3)
             draw.text((lx + 22, ly - 1), label, fill=(40, 40, 40), font=font_small)

@@ -30,10 +30,11 @@ from collections import OrderedDict
 import numpy as np
 
 from humanclaw_gym.scenes.navgrid import BLOCK_BAND_M, NavGrid, NavGridError
-from humanclaw_gym.scenes.spec import SceneSpec
+from humanclaw_gym.scenes.spec import SceneObject, SceneSpec
 
 __all__ = [
     "FLOOR_TOLERANCE_M",
+    "MeshNavGrid",
     "floor_level_near",
     "is_mesh_scene",
     "mesh_navgrid",
@@ -149,6 +150,45 @@ def _static_triangles(scene: SceneSpec, y_lo: float, y_hi: float) -> tuple[np.nd
     return np.concatenate(verts), np.concatenate(faces)
 
 
+class MeshNavGrid(NavGrid):
+    """A :class:`NavGrid` of one floor of a mesh scene (see the module docstring).
+
+    Approach points (:meth:`NavGrid.goal_region`) are tested on the grid itself: a free
+    cell near the object qualifies when the x/z segment from its centre to the nearest
+    point of the object's box crosses no blocked cell outside that box (grown by one
+    cell). Mesh scenes have no primitive parts for the exact body and eye-height sight
+    tests of generated homes; the blocked cells hold everything of the static scene in the
+    body band, walls included, so an approach point is never behind a wall.
+    """
+
+    def _approach_mask(self, obj: SceneObject, radius: float) -> np.ndarray:
+        key = (obj.object_id, round(radius, 9))
+        hit = self._approach.get(key)
+        if hit is not None:
+            return hit
+        lo, hi = obj.aabb()
+        cand = self.free & (self.aabb_distance_map(obj) <= radius + 1e-9)
+        cells = np.argwhere(cand)
+        mask = np.zeros(self.shape, dtype=bool)
+        if len(cells):
+            xz = self.cells_to_xz(cells)
+            lo_xz, hi_xz = lo[[0, 2]] - self.cell_m, hi[[0, 2]] + self.cell_m
+            q = np.clip(xz, lo[[0, 2]], hi[[0, 2]])
+            n = max(int(math.ceil((radius + self.cell_m) / (self.cell_m / 3.0))), 2)
+            t = np.linspace(0.0, 1.0, n)
+            pts = xz[:, None, :] + t[None, :, None] * (q - xz)[:, None, :]
+            own = np.all((pts >= lo_xz) & (pts <= hi_xz), axis=2)
+            nz, nx = self.shape
+            ix = np.clip(np.floor((pts[..., 0] - self.origin_xz[0]) / self.cell_m), 0, nx - 1)
+            iz = np.clip(np.floor((pts[..., 1] - self.origin_xz[1]) / self.cell_m), 0, nz - 1)
+            crossed = self.blocked[iz.astype(np.int64), ix.astype(np.int64)] & ~own
+            ok = ~crossed.any(axis=1)
+            mask[cells[ok, 0], cells[ok, 1]] = True
+        mask.setflags(write=False)
+        self._approach[key] = mask
+        return mask
+
+
 def mesh_navgrid(
     scene: SceneSpec,
     floor_y: float,
@@ -213,7 +253,7 @@ def mesh_navgrid(
     above = pts[:, 1] > np.where(has_floor[flat], local[flat], y0) + float(band_m[0])
     obstacle[flat[above & (pts[:, 1] < top)]] = True
     blocked = (~has_floor | obstacle).reshape(nz, nx)
-    grid = NavGrid(
+    grid = MeshNavGrid(
         scene=scene,
         origin_xz=(float(origin[0]), float(origin[1])),
         cell_m=cell,
@@ -221,7 +261,7 @@ def mesh_navgrid(
         blocked=blocked,
         room_index=np.full((nz, nx), -1, dtype=np.int16),
     )
-    grid.floor_y = y0  # type: ignore[attr-defined]
+    grid.floor_y = y0
     _cache[key] = grid
     while len(_cache) > _MAX_CACHED:
         _cache.popitem(last=False)
