@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_metrics_aggregate import SECOND, episode
 
 from humanclaw_gym.cli.metrics_cmd import main as metrics_main
 from humanclaw_gym.metrics import (
@@ -22,7 +23,6 @@ from humanclaw_gym.metrics import (
     validate_metrics,
     write_metrics_json,
 )
-from tests.test_metrics_aggregate import SECOND, episode
 
 REFERENCE_RUN = Path(__file__).parent / "fixtures" / "reference_run"
 
