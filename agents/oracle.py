@@ -100,11 +100,11 @@ class OraclePolicy:
             )
         self._reset_state()
         st = self._env.privileged_state()
-        grid = self._grid(st.scene)
+        grid = self._grid(st)
         ep = st.episode
         if ep.interact:
             best = None
-            for goal in ep.goals:
+            for goal in self._floor_goals(ep):
                 pose = goal.approach_pose
                 if pose is None:
                     continue
@@ -125,14 +125,29 @@ class OraclePolicy:
         return Decision(action=call, visible_state=self._visible_state(), extras={"oracle": note})
 
     # -- planning ------------------------------------------------------------------------
-    def _grid(self, scene: Any) -> Any:
-        grid = self._grids.get(scene.scene_id)
+    def _grid(self, st: Any) -> Any:
+        """The navigation grid of the episode's floor (imported multi-floor homes have one
+        per floor level; generated homes one)."""
+        scene = st.scene
+        floor = float(st.episode.start_position[1])
+        key = (scene.scene_id, round(floor, 3))
+        grid = self._grids.get(key)
         if grid is None:
-            from humanclaw_gym.scenes.navgrid import NavGrid
+            from humanclaw_gym.scenes.meshgrid import navigation_grid
 
-            grid = NavGrid.from_scene(scene, clearance_m=self.clearance_m)
-            self._grids = {scene.scene_id: grid}  # keep one scene
+            grid = navigation_grid(scene, floor, clearance_m=self.clearance_m)
+            self._grids = {key: grid}  # keep one scene floor
         return grid
+
+    @staticmethod
+    def _floor_goals(ep: Any) -> list[Any]:
+        """The goals on the episode's floor (all goals when none is): the planner walks on
+        one floor and does not climb stairs."""
+        floor = float(ep.start_position[1])
+        same = [
+            g for g in ep.goals if g.aabb_min is None or floor - 0.5 <= g.aabb_min[1] <= floor + 1.9
+        ]
+        return same or list(ep.goals)
 
     @staticmethod
     def _point_mask(grid: Any, x: float, z: float, radius_m: float = 0.1) -> np.ndarray:
@@ -168,7 +183,7 @@ class OraclePolicy:
             return SkillCall.stop(), "stop after sitting"
         if self._recover:
             return self._recover.pop(0), "recover"
-        grid = self._grid(st.scene)
+        grid = self._grid(st)
         ep = st.episode
         if self._progress_blocked(st):
             self._stuck += 1
@@ -210,15 +225,16 @@ class OraclePolicy:
     # non-interact targets: reach the approach points, then close in on that target's box
     def _find(self, st: Any, grid: Any) -> tuple[SkillCall, str]:
         ep = st.episode
+        goals = self._floor_goals(ep)
         boxes = [
             (np.asarray(g.aabb_min), np.asarray(g.aabb_max))
-            for g in ep.goals
+            for g in goals
             if g.aabb_min is not None
         ]
         d3 = min(_aabb_distance(st.link_origins, lo, hi) for lo, hi in boxes)
         if d3 <= _STOP_DISTANCE_M:
             return SkillCall.stop(), f"within {d3:.2f} m"
-        goal_ids = [int(g.object_id) for g in ep.goals]
+        goal_ids = [int(g.object_id) for g in goals]
         region = grid.goal_region(goal_ids)
         remaining = grid.geodesic_distance(st.root_xz, region)
         in_region = remaining <= grid.cell_m or self._phase == "close_in"
@@ -245,7 +261,7 @@ class OraclePolicy:
         reached); ties go to the nearest box in a straight line."""
         pos = st.root_xz
         best = None
-        for g in ep.goals:
+        for g in OraclePolicy._floor_goals(ep):
             if g.aabb_min is None:
                 continue
             lo, hi = np.asarray(g.aabb_min), np.asarray(g.aabb_max)
@@ -289,7 +305,9 @@ class OraclePolicy:
                 self._approach_steps += 1
                 return self._correct(st, offset), "fine position"
             self._sat = True
-            height = float(np.clip(goal.seat_height_m or 0.5, 0.15, 0.85))
+            floor = float(st.episode.start_position[1])  # the sit height is above the floor
+            seat = 0.5 if goal.seat_height_m is None else goal.seat_height_m - floor
+            height = float(np.clip(seat, 0.15, 0.85))
             return SkillCall.sit(round(height, 3)), "sit"
         return SkillCall.stop(), "done"
 

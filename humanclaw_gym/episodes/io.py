@@ -719,10 +719,10 @@ def scene_not_installed(scene_id: str, episode: Any = None) -> SceneNotInstalled
     return SceneNotInstalledError(
         f"{need}scene {scene_id!r} is not installed: it is none of the "
         f"{len(_scene_index())} shipped scenes, no hc_train_<n>/hc_val_<n> id, no scene file "
-        f"path, and not in {looked}. This package simulates SceneSpec scenes, not the "
-        f"reference release's HSSD scenes: convert the scene to a SceneSpec file "
-        f"{scene_id}.json.gz and point the environment variable {SCENE_DIR_ENV} at its "
-        "directory"
+        f"path, and not in {looked}. Point scene_dataset= (--scene-dataset) at the Habitat "
+        "scene dataset that holds it (e.g. HSSD prepared by the reference release, see "
+        "docs/scenes.md), or put a SceneSpec file "
+        f"{scene_id}.json.gz in the directory named by the environment variable {SCENE_DIR_ENV}"
     )
 
 

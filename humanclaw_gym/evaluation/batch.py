@@ -65,6 +65,7 @@ _BACKEND_SHORTHANDS = (
     "motion_options",
     "body_model_dir",
     "body_model_gender",
+    "scene_dataset",
 )
 
 
@@ -95,6 +96,7 @@ class RunConfig:
     motion_options: InitVar[Any] = None
     body_model_dir: InitVar[str | None] = None
     body_model_gender: InitVar[str | None] = None
+    scene_dataset: InitVar[str | None] = None
 
     def __post_init__(self, *shorthands: Any) -> None:
         changes = {

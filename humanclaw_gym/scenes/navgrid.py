@@ -178,7 +178,8 @@ class NavGrid:
         self._nearest_free_idx: np.ndarray | None = None
         self._blocked_integral: np.ndarray | None = None
         self._fields: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
-        self.floor_y = float(min(r.floor_y for r in scene.rooms))
+        # scenes without rooms (imported meshes) set their floor themselves (scenes.meshgrid)
+        self.floor_y = float(min((r.floor_y for r in scene.rooms), default=0.0))
         self.band_m = (float(band_m[0]), float(band_m[1]))
         self._body_solids: Solids | None = None
         self._sight_solids: Solids | None = None
