@@ -10,7 +10,9 @@ explicit privileged mode only (``gym.make(..., privileged=True)``; the episode l
    targets: the approach points of any target instance, i.e. the grid's goal regions,
    from which the body can touch and see the target, never through a wall), looks ahead
    along the simplified path and either turns toward the look-ahead point or walks (fast /
-   normal / slow by the remaining distance);
+   normal / slow by the remaining distance; never fast closer than 0.38 m to an obstacle
+   nor normal closer than 0.33 m, where the swinging arms would catch it); before turning in place closer than 0.33 m to
+   a wall or furniture, it first steps away from it (turning sweeps the hanging arms);
 2. recovers from contacts: when a walk achieved less than a third of its distance, it steps
    back and side steps away from the blocked side;
 3. on reaching the approach points of a non-interact target, picks the instance whose
@@ -44,6 +46,12 @@ _STOP_DISTANCE_M = 0.17
 _APPROACH_REACHED_M = 0.09
 _APPROACH_CLOSE_M = 0.6
 _MAX_APPROACH_STEPS = 8
+# Turning in place sweeps the hanging arms about 0.3 m around the pelvis: closer to a wall
+# or furniture than this, the oracle first steps away from it.
+_TURN_ROOM_M = 0.33
+_MAX_ROOM_STEPS = 2
+# A fast stride swings the arms widest: only with this much room on both sides.
+_FAST_WALK_ROOM_M = 0.38
 
 
 def _wrap(a: float) -> float:
@@ -82,6 +90,7 @@ class OraclePolicy:
         self._env: Any = None
         self._grids: dict[Any, Any] = {}
         self._path_grids: dict[Any, Any] = {}
+        self._clearance_cache: tuple[Any, np.ndarray, np.ndarray] | None = None
         self._reset_state()
 
     def _reset_state(self) -> None:
@@ -95,6 +104,7 @@ class OraclePolicy:
         self._sat = False
         self._settle = True
         self._recover: list[SkillCall] = []
+        self._room_steps = 0
 
     # -- policy protocol -----------------------------------------------------------------
     def attach_env(self, env: Any) -> None:
@@ -178,6 +188,50 @@ class OraclePolicy:
             mask = (xs - fx) ** 2 + (zs - fz) ** 2 <= max(radius_m, grid.cell_m) ** 2
         return mask
 
+    def _clearance(self, grid: Any, pos: np.ndarray) -> tuple[float, np.ndarray]:
+        """Distance (m) from ``pos`` to the nearest fixed obstacle of ``grid`` and the unit
+        x/z direction pointing away from it."""
+        cache = self._clearance_cache
+        if cache is None or cache[0] is not grid:
+            from scipy import ndimage
+
+            dist, idx = ndimage.distance_transform_edt(~grid.blocked, return_indices=True)
+            cache = self._clearance_cache = (grid, dist * grid.cell_m, idx)
+        _, dist, idx = cache
+        iz, ix = grid.world_to_cell(float(pos[0]), float(pos[1]))
+        if not grid.in_bounds(iz, ix):
+            return math.inf, np.zeros(2)
+        bz, bx = int(idx[0, iz, ix]), int(idx[1, iz, ix])
+        away = np.asarray(grid.cell_center(iz, ix)) - np.asarray(grid.cell_center(bz, bx))
+        norm = float(np.linalg.norm(away))
+        return float(dist[iz, ix]), (away / norm if norm > 0 else np.zeros(2))
+
+    def _turn(self, st: Any, grid: Any, error_rad: float, note: str) -> tuple[SkillCall, str]:
+        """Turn by ``error_rad``, first stepping away from an obstacle the arms would sweep."""
+        clear, away = self._clearance(grid, st.root_xz)
+        if clear < _TURN_ROOM_M and self._room_steps < _MAX_ROOM_STEPS and away.any():
+            yaw = st.yaw_rad
+            fwd = np.array([math.sin(yaw), math.cos(yaw)])
+            left = np.array([math.cos(yaw), -math.sin(yaw)])
+            f, lat = float(away @ fwd), float(away @ left)
+            need = _TURN_ROOM_M - clear + 0.03
+            if abs(lat) >= abs(f):
+                dist = min(max(need / max(abs(lat), 0.5), 0.1), 0.5)
+                call = SkillCall.side_step("left" if lat > 0 else "right", round(dist, 2))
+                move = left * (dist if lat > 0 else -dist)
+            elif f < 0:
+                dist = min(max(need / max(-f, 0.5), 0.1), 0.6)
+                call, move = SkillCall.step_back(round(dist, 2)), -fwd * dist
+            else:
+                call, move = SkillCall.walk("slow"), fwd * 0.2
+            dest = st.root_xz + move
+            iz, ix = grid.world_to_cell(float(dest[0]), float(dest[1]))
+            if grid.in_bounds(iz, ix) and grid.free[iz, ix]:
+                self._room_steps += 1
+                return call, f"make room to turn ({clear:.2f} m clear)"
+        self._room_steps = 0
+        return _turn_towards(error_rad), note
+
     def _visible_state(self) -> str:
         ep = self._env.privileged_state().episode
         name = ep.object_category.replace("_", " ")
@@ -234,10 +288,11 @@ class OraclePolicy:
         desired = math.atan2(float(d[0]), float(d[1]))
         err = _wrap(desired - st.yaw_rad)
         if abs(math.degrees(err)) > _TURN_TOLERANCE_DEG:
-            return _turn_towards(err), "turn to path"
-        if remaining_m >= 1.0 and abs(math.degrees(err)) < 10.0:
+            return self._turn(st, grid, err, "turn to path")
+        room = self._clearance(grid, pos)[0]  # longer strides swing the arms wider
+        if remaining_m >= 1.0 and abs(math.degrees(err)) < 10.0 and room >= _FAST_WALK_ROOM_M:
             return SkillCall.walk("fast"), "walk"
-        if remaining_m >= 0.5:
+        if remaining_m >= 0.5 and room >= _TURN_ROOM_M:
             return SkillCall.walk("normal"), "walk"
         return SkillCall.walk("slow"), "walk"
 
@@ -271,7 +326,7 @@ class OraclePolicy:
         d = np.clip(pos, lo[[0, 2]], hi[[0, 2]]) - pos
         err = _wrap(math.atan2(float(d[0]), float(d[1])) - st.yaw_rad)
         if abs(math.degrees(err)) > 12.0:
-            return _turn_towards(err), "face target"
+            return self._turn(st, grid, err, "face target")
         return SkillCall.walk("slow"), "close in"
 
     @staticmethod
@@ -311,14 +366,14 @@ class OraclePolicy:
                 if dist >= 0.3:
                     err = _wrap(math.atan2(float(offset[0]), float(offset[1])) - st.yaw_rad)
                     if abs(math.degrees(err)) > 12.0:
-                        return _turn_towards(err), "face approach point"
+                        return self._turn(st, grid, err, "face approach point")
                     return SkillCall.walk("slow"), "walk to approach point"
                 return self._correct(st, offset), "fine position"
             self._phase = "align"
         if self._phase == "align":
             err = _wrap(ayaw - st.yaw_rad)
             if abs(math.degrees(err)) > _ALIGN_TOLERANCE_DEG:
-                return _turn_towards(err), "turn back to the seat"
+                return self._turn(st, grid, err, "turn back to the seat")
             # fine correction in the body frame once aligned
             if dist > _APPROACH_REACHED_M and self._approach_steps <= _MAX_APPROACH_STEPS:
                 self._approach_steps += 1
