@@ -284,14 +284,18 @@ def _register_defaults() -> None:
     register_render(
         "moderngl",
         "humanclaw_gym.render.moderngl_backend:ModernglRenderer",
-        RenderCapabilities(name="moderngl", body_mesh=True),
+        RenderCapabilities(
+            name="moderngl", modes=frozenset({"rgb", "instance", "depth"}), body_mesh=True
+        ),
         "moderngl on a headless EGL context (Mesa llvmpipe on CPU)",
         in_auto=True,
     )
     register_render(
         "tiny",
         "humanclaw_gym.render.tiny_backend:TinyRenderer",
-        RenderCapabilities(name="tiny", body_mesh=True),
+        RenderCapabilities(
+            name="tiny", modes=frozenset({"rgb", "instance", "depth"}), body_mesh=True
+        ),
         "pybullet TinyRenderer (CPU software rasteriser), the fallback when EGL is unavailable",
         in_auto=True,
     )
