@@ -28,6 +28,7 @@ from humanclaw_gym.envs.events import (
     StepEvent,
 )
 from humanclaw_gym.envs.simulation import FRAMES_PER_CHUNK, Simulation
+from humanclaw_gym.envs.vector import skill_action_space
 from humanclaw_gym.episodes.order import EpisodeOrder
 from humanclaw_gym.policy import Decision
 from humanclaw_gym.sensors import (
@@ -37,8 +38,9 @@ from humanclaw_gym.sensors import (
     check_sensors,
     observation_space,
     read_sensors,
+    sensors_for,
 )
-from humanclaw_gym.skills import SkillCall, action_space
+from humanclaw_gym.skills import SkillCall
 
 __all__ = ["FindNavInteractEnv", "PrivilegedState"]
 
@@ -124,6 +126,17 @@ class FindNavInteractEnv(gym.Env):
     :class:`~humanclaw_gym.sensors.EgoRGBSensor`): with one sensor it is that sensor's
     array, with several a ``Dict`` keyed by each sensor's ``uuid``.
 
+    Shorthands for learning (instead of ``sensors=``): ``obs_size=S`` renders the ego
+    camera directly at ``S x S`` pixels (16..4096; cheaper than resizing, same field of
+    view); ``obs_mode="rgbd"`` gives ``Dict(rgb=uint8 (S, S, 3), depth=float32 (S, S, 1))``
+    with depth in metres along the viewing axis from the same render pass;
+    ``obs_mode="rgb+instance"`` gives ``Dict(rgb=..., target_mask=uint8 (S, S, 1))``, 1 on
+    pixels of the episode's target instances. The mask is hidden information (a perfect
+    detector of the target), so that mode needs ``privileged=True``: it is for learning
+    and analysis, never for benchmark runs (the benchmark server and ``humanclaw run``
+    observe the 448 RGB image). The Find metric's semantic image and the videos keep the
+    paper's 448/512 sizes whatever the observation.
+
     ## Info
     ``instruction`` (str), ``episode_id``, ``scene_id``, ``target_category``, ``interact``
     (the instruction ends with sitting), ``step`` (decision steps taken), ``max_steps``,
@@ -147,7 +160,8 @@ class FindNavInteractEnv(gym.Env):
     ``episode_ids`` (restrict to these), ``render_mode`` (``"rgb_array"``: ``render()`` returns
     the 512x512 third-person view), ``privileged`` (enable :meth:`privileged_state`),
     ``max_steps`` (default from the episode, 100), ``num_shards`` / ``shard_index`` (see
-    Vectorized environment), ``sensors`` (see Observation Space).
+    Vectorized environment), ``sensors``, ``obs_size``, ``obs_mode`` (see Observation
+    Space).
 
     The simulator side is one :class:`~humanclaw_gym.backends.config.BackendConfig`,
     given as ``backend=BackendConfig(...)`` or through its fields as keyword shorthands
@@ -204,6 +218,8 @@ class FindNavInteractEnv(gym.Env):
         shard_index: int | None = None,
         episodes: Sequence[Any] | None = None,
         sensors: Sequence[Any] | None = None,
+        obs_size: int | None = None,
+        obs_mode: str | None = None,
         backend: BackendConfig | None = None,
         **backend_fields: Any,
     ) -> None:
@@ -216,7 +232,14 @@ class FindNavInteractEnv(gym.Env):
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
             raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
         config = _backend_config(backend, backend_fields)
-        self._sensors = check_sensors(sensors if sensors is not None else (EgoRGBSensor(),))
+        if sensors is not None and (obs_size is not None or obs_mode is not None):
+            raise ValueError("give either sensors= or the obs_size=/obs_mode= shorthands, not both")
+        if sensors is None:
+            sensors = sensors_for(
+                "rgb" if obs_mode is None else obs_mode,
+                EGO_SIZE_PX if obs_size is None else obs_size,
+            )
+        self._sensors = check_sensors(sensors, privileged=bool(privileged))
 
         # -- episodes ------------------------------------------------------------------
         all_episodes = list(episodes) if episodes is not None else episodes_mod.load_split(split)
@@ -242,7 +265,7 @@ class FindNavInteractEnv(gym.Env):
         self._resolve(frozenset())
         self.backend = config
         self.observation_space = observation_space(self._sensors)
-        self.action_space = action_space()
+        self.action_space = skill_action_space()
 
         # -- episode state ---------------------------------------------------------------
         self._episode: Any = None
@@ -502,7 +525,7 @@ class FindNavInteractEnv(gym.Env):
     # helpers
     # ------------------------------------------------------------------------------------
     def _observe(self) -> Any:
-        return read_sensors(self._sensors, self._sim.render)
+        return read_sensors(self._sensors, self._sim.render, self._episode)
 
     def _default_ego(self, obs: Any) -> np.ndarray | None:
         """The observation when it is exactly the paper's 448 ego RGB image, else None."""
