@@ -430,8 +430,12 @@ def check_run_config(config: RunConfig) -> None:
     """Refuse a config that would fail in every episode, before any worker starts.
 
     Raises:
-        ValueError: an unknown backend, an option it does not accept, a missing body model.
+        ValueError: an agent that cannot be imported (``PolicySpecError``), an unknown
+            backend, an option it does not accept, a missing body model.
     """
+    from humanclaw_gym.evaluation.policies import check_policy_spec
+
+    check_policy_spec(config.agent)
     if config.via_server:
         return  # the server owns the simulator
     config.backend.check()
