@@ -115,9 +115,14 @@ class FindNavInteractEnv(gym.Env):
     | 6  | Side step       | left/right, 0.1-0.5 m                        |
     | 7  | Walk downstairs | one step down                                |
 
-    Invalid actions (unknown skill, NaN, out-of-range numbers) raise
-    :class:`~humanclaw_gym.SkillCallError` *before* any simulator state changes; the next
-    valid step behaves as if the bad one never happened. Nothing is clipped.
+    Invalid actions (unknown skill, NaN, out-of-range numbers, and objects of a wrong type
+    such as ``42`` or ``None``) raise :class:`~humanclaw_gym.SkillCallError` (a
+    ``ValueError``; for a wrong type its subclass ``SkillCallTypeError``, also a
+    ``TypeError``) *before* any simulator state changes; the next valid step behaves as if
+    the bad one never happened. Nothing is clipped. For RL libraries that need a
+    ``Discrete`` or ``MultiDiscrete`` space, wrap the env in
+    :class:`~humanclaw_gym.wrappers.DiscreteSkills` or
+    :class:`~humanclaw_gym.wrappers.MultiDiscreteSkills`.
 
     ## Observation Space
     ``Box(0, 255, (448, 448, 3), uint8)``: the ego RGB image from the head camera of the
@@ -195,7 +200,10 @@ class FindNavInteractEnv(gym.Env):
     takes shard ``(s+i) mod N``: disjoint again. Autoreset follows Gymnasium's
     ``NEXT_STEP`` mode (declared in ``metadata["autoreset_mode"]``): after a terminal step the
     next ``step`` call resets that sub-env and ignores its action. The instruction is text
-    and lives in ``info`` (not the observation) so that async shared memory works.
+    and lives in ``info`` (not the observation) so that async shared memory works. A vector
+    env's ``step`` takes the batched ``Dict`` or a list/tuple with one action per sub-env
+    (SkillCall, text or Decision), validated before any sub-env steps. Async workers start
+    safely even after this process made and stepped an env (see docs/rendering.md).
 
     ## Version History
     * v0: initial release.
