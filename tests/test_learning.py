@@ -4,6 +4,7 @@ envs with per-sub-env action lists, fork-safe async workers, SB3's checker."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
@@ -306,6 +307,7 @@ def test_vector_env_takes_a_list_of_actions(mode):
 # ----------------------------------------------------------------------------------------
 # async workers after the parent rendered (the deadlock of issue 16)
 # ----------------------------------------------------------------------------------------
+_MESA_VARIABLES = ("LP_NUM_THREADS", "MESA_SHADER_CACHE_DISABLE")
 _DEADLOCK_SEQUENCE = textwrap.dedent(
     """
     import gymnasium as gym
@@ -331,12 +333,14 @@ _DEADLOCK_SEQUENCE = textwrap.dedent(
 def test_async_workers_start_after_the_parent_rendered():
     """Make an env, reset, step, close; then Gymnasium's own async vector env (forked
     workers) must reset and step instead of hanging on the parent's GL state."""
+    env = {k: v for k, v in os.environ.items() if k not in _MESA_VARIABLES}  # the defaults
     try:
         out = subprocess.run(
             [sys.executable, "-c", _DEADLOCK_SEQUENCE],
             capture_output=True,
             text=True,
             timeout=240,
+            env=env,
         )
     except subprocess.TimeoutExpired as exc:  # the old behaviour: workers wait forever
         raise AssertionError("async vector env workers hung after the parent rendered") from exc

@@ -335,7 +335,11 @@ def _clear_rollout(directory: Path) -> None:
 # executors
 # --------------------------------------------------------------------------------------
 def _worker_init() -> None:
-    os.environ.setdefault("LP_NUM_THREADS", "1")
+    # The renderer's Mesa defaults (no rasteriser or shader-cache threads): this also runs
+    # in the caller's own process (workers=1), which may fork async vector envs later.
+    from humanclaw_gym.render.moderngl_backend import apply_mesa_defaults
+
+    apply_mesa_defaults()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
