@@ -5,14 +5,17 @@ explicit privileged mode only (``gym.make(..., privileged=True)``; the episode l
 :meth:`OraclePolicy.attach_env`). Each decision it
 
 1. plans a shortest path on the clearance-inflated navigation grid from the realized pelvis
-   position to the goal (interact targets: the approach point in front of the seat; other
-   targets: the stop region around any target instance), looks ahead along the simplified
-   path and either turns toward the look-ahead point or walks (fast / normal / slow by the
-   remaining distance);
+   position to the goal (interact targets: the approach pose in front of the seat; other
+   targets: the approach points of any target instance, i.e. the grid's goal regions,
+   from which the body can touch and see the target, never through a wall), looks ahead
+   along the simplified path and either turns toward the look-ahead point or walks (fast /
+   normal / slow by the remaining distance);
 2. recovers from contacts: when a walk achieved less than a third of its distance, it steps
    back and side steps away from the blocked side;
-3. near a non-interact target, faces the nearest target point and closes in with slow
-   walks until a body point is within 0.17 m of the target's box, then stops;
+3. on reaching the approach points of a non-interact target, picks the instance whose
+   approach points it reached (the geodesically nearest), faces the nearest point of that
+   instance's box and closes in with slow walks until a body point is within 0.17 m of a
+   target box, then stops;
 4. for beds, couches and toilets, reaches the approach point, turns its back to the seat,
    corrects its position with side steps / step backs, sits at the seat height, and stops.
 
@@ -80,6 +83,7 @@ class OraclePolicy:
         self._last_xz: np.ndarray | None = None
         self._stuck = 0
         self._approach_steps = 0
+        self._close_box: tuple[np.ndarray, np.ndarray] | None = None
         self._sat = False
         self._settle = True
         self._recover: list[SkillCall] = []
@@ -96,11 +100,11 @@ class OraclePolicy:
             )
         self._reset_state()
         st = self._env.privileged_state()
-        grid = self._grid(st.scene)
+        grid = self._grid(st)
         ep = st.episode
         if ep.interact:
             best = None
-            for goal in ep.goals:
+            for goal in self._floor_goals(ep):
                 pose = goal.approach_pose
                 if pose is None:
                     continue
@@ -121,14 +125,29 @@ class OraclePolicy:
         return Decision(action=call, visible_state=self._visible_state(), extras={"oracle": note})
 
     # -- planning ------------------------------------------------------------------------
-    def _grid(self, scene: Any) -> Any:
-        grid = self._grids.get(scene.scene_id)
+    def _grid(self, st: Any) -> Any:
+        """The navigation grid of the episode's floor (imported multi-floor homes have one
+        per floor level; generated homes one)."""
+        scene = st.scene
+        floor = float(st.episode.start_position[1])
+        key = (scene.scene_id, round(floor, 3))
+        grid = self._grids.get(key)
         if grid is None:
-            from humanclaw_gym.scenes.navgrid import NavGrid
+            from humanclaw_gym.scenes.meshgrid import navigation_grid
 
-            grid = NavGrid.from_scene(scene, clearance_m=self.clearance_m)
-            self._grids = {scene.scene_id: grid}  # keep one scene
+            grid = navigation_grid(scene, floor, clearance_m=self.clearance_m)
+            self._grids = {key: grid}  # keep one scene floor
         return grid
+
+    @staticmethod
+    def _floor_goals(ep: Any) -> list[Any]:
+        """The goals on the episode's floor (all goals when none is): the planner walks on
+        one floor and does not climb stairs."""
+        floor = float(ep.start_position[1])
+        same = [
+            g for g in ep.goals if g.aabb_min is None or floor - 0.5 <= g.aabb_min[1] <= floor + 1.9
+        ]
+        return same or list(ep.goals)
 
     @staticmethod
     def _point_mask(grid: Any, x: float, z: float, radius_m: float = 0.1) -> np.ndarray:
@@ -164,7 +183,7 @@ class OraclePolicy:
             return SkillCall.stop(), "stop after sitting"
         if self._recover:
             return self._recover.pop(0), "recover"
-        grid = self._grid(st.scene)
+        grid = self._grid(st)
         ep = st.episode
         if self._progress_blocked(st):
             self._stuck += 1
@@ -203,18 +222,19 @@ class OraclePolicy:
             return SkillCall.walk("normal"), "walk"
         return SkillCall.walk("slow"), "walk"
 
-    # non-interact targets: reach the stop region, then close in on the nearest box
+    # non-interact targets: reach the approach points, then close in on that target's box
     def _find(self, st: Any, grid: Any) -> tuple[SkillCall, str]:
         ep = st.episode
+        goals = self._floor_goals(ep)
         boxes = [
             (np.asarray(g.aabb_min), np.asarray(g.aabb_max))
-            for g in ep.goals
+            for g in goals
             if g.aabb_min is not None
         ]
         d3 = min(_aabb_distance(st.link_origins, lo, hi) for lo, hi in boxes)
         if d3 <= _STOP_DISTANCE_M:
             return SkillCall.stop(), f"within {d3:.2f} m"
-        goal_ids = [int(g.object_id) for g in ep.goals]
+        goal_ids = [int(g.object_id) for g in goals]
         region = grid.goal_region(goal_ids)
         remaining = grid.geodesic_distance(st.root_xz, region)
         in_region = remaining <= grid.cell_m or self._phase == "close_in"
@@ -224,19 +244,34 @@ class OraclePolicy:
         self._approach_steps += 1
         if self._approach_steps > _MAX_APPROACH_STEPS:
             return SkillCall.stop(), "approach budget used"
-        # face the nearest point of the nearest target box (x/z)
+        if self._close_box is None:
+            self._close_box = self._reached_box(st, grid, ep)
+        # face the nearest point of the reached target's box (x/z)
         pos = st.root_xz
-        best = None
-        for lo, hi in boxes:
-            q = np.clip(pos, lo[[0, 2]], hi[[0, 2]])
-            dist = float(np.linalg.norm(q - pos))
-            if best is None or dist < best[0]:
-                best = (dist, q)
-        d = best[1] - pos
+        lo, hi = self._close_box
+        d = np.clip(pos, lo[[0, 2]], hi[[0, 2]]) - pos
         err = _wrap(math.atan2(float(d[0]), float(d[1])) - st.yaw_rad)
         if abs(math.degrees(err)) > 12.0:
             return _turn_towards(err), "face target"
         return SkillCall.walk("slow"), "close in"
+
+    @staticmethod
+    def _reached_box(st: Any, grid: Any, ep: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Box of the target whose approach points are geodesically nearest (the one just
+        reached); ties go to the nearest box in a straight line."""
+        pos = st.root_xz
+        best = None
+        for g in OraclePolicy._floor_goals(ep):
+            if g.aabb_min is None:
+                continue
+            lo, hi = np.asarray(g.aabb_min), np.asarray(g.aabb_max)
+            geo = grid.geodesic_distance(pos, grid.goal_region(int(g.object_id)))
+            straight = float(np.linalg.norm(np.clip(pos, lo[[0, 2]], hi[[0, 2]]) - pos))
+            key = (geo if math.isfinite(geo) else math.inf, straight)
+            if best is None or key < best[0]:
+                best = (key, (lo, hi))
+        assert best is not None
+        return best[1]
 
     # interact targets: approach point, turn away from the seat, sit, stop
     def _interact(self, st: Any, grid: Any) -> tuple[SkillCall, str]:
@@ -270,7 +305,9 @@ class OraclePolicy:
                 self._approach_steps += 1
                 return self._correct(st, offset), "fine position"
             self._sat = True
-            height = float(np.clip(goal.seat_height_m or 0.5, 0.15, 0.85))
+            floor = float(st.episode.start_position[1])  # the sit height is above the floor
+            seat = 0.5 if goal.seat_height_m is None else goal.seat_height_m - floor
+            height = float(np.clip(seat, 0.15, 0.85))
             return SkillCall.sit(round(height, 3)), "sit"
         return SkillCall.stop(), "done"
 

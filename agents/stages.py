@@ -6,7 +6,8 @@ stage's ``parse`` function accepts a reply, sleeping between failed attempts acc
 back-off schedule. It keeps the books the step records and the cost metrics need:
 
 * one :class:`~humanclaw_gym.policy.Usage` per real call, retries included (a call that
-  raised gets zeros with ``source="none"``);
+  raised gets zeros with ``source="none"`` and its ``prompt_chars``, which the ``paper``
+  metric rules charge as characters / 4 input tokens);
 * one *failed call* entry per call that raised (``stage``, ``attempt``, ``prompt_chars``,
   ``estimated_input_tokens`` = prompt characters / 4 rounded up, ``error``), so that a
   metric rule charging failed calls by their prompt length (the reference release does)
@@ -169,7 +170,9 @@ class StageRunner:
             try:
                 reply = self.model.respond(prompt, image, stage)
             except Exception as exc:  # noqa: BLE001 - any provider failure is one failed attempt
-                outcome.usage.append(Usage(stage=stage, attempt=attempt, source="none"))
+                outcome.usage.append(
+                    Usage(stage=stage, attempt=attempt, source="none", prompt_chars=len(prompt))
+                )
                 outcome.error = f"attempt {attempt}: {type(exc).__name__}: {exc}"
                 outcome.final_text = ""
                 outcome.retries["transport"] += 1

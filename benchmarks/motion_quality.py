@@ -23,7 +23,14 @@ measures:
 * **speed** of the learned generator: one chunk at batch 1, and 8 chunks in one batch
   (one skill for all, and 8 different calls);
 * the learned Sit down once more **without seat guidance** (the network's sample alone),
-  so the effect of the guidance stays visible.
+  so the effect of the guidance stays visible;
+* **realized-motion checks** (issue #11) of every case, on the open floor and, for the
+  walks, turns and step backs, once more *next to furniture* (a bed 0.25 m to the right of the path,
+  a tall cabinet 0.37 m to the left): the largest per-joint tracking error after physics
+  (bound: ``MOTION_ANOMALY_BOUND_DEG``) and the frames over it, frames with a wrist above
+  the head, and the head's roll at the end of the trial (flat floor: it must be back within
+  5 degrees). Climb upstairs and Walk downstairs are played on the flat floor for these
+  checks only; side steps are not played next to furniture (they would walk into it).
 
 Writes JSON and a markdown table (``--out-json`` / ``--out-md``).
 """
@@ -44,14 +51,20 @@ import numpy as np  # noqa: E402
 import tyro  # noqa: E402
 
 from humanclaw_gym.body.skeleton import forward_kinematics, heading_yaw  # noqa: E402
-from humanclaw_gym.metrics import motion_jerk  # noqa: E402
+from humanclaw_gym.metrics import (  # noqa: E402
+    MOTION_ANOMALY_BOUND_DEG,
+    head_roll_rad,
+    joint_tracking_error_rad,
+    motion_jerk,
+)
 from humanclaw_gym.metrics.interact import pelvis_target_contact  # noqa: E402
+from humanclaw_gym.metrics.tracking import HEAD, WRISTS  # noqa: E402
 from humanclaw_gym.motion.canonical import foot_corner_offsets  # noqa: E402
 from humanclaw_gym.motion.procedural import ProceduralMotionGenerator, seated_pelvis_height  # noqa: E402
 from humanclaw_gym.scenes.navgrid import APPROACH_OFFSET_M  # noqa: E402
 from humanclaw_gym.scenes.spec import Part, Room, SceneObject, SceneSpec  # noqa: E402
 
-_FLOOR_ID, _SEAT_ID = 1, 2
+_FLOOR_ID, _SEAT_ID, _BED_ID, _CABINET_ID = 1, 2, 3, 4
 _CONTACT_M = 0.02
 _FPS = 30.0
 _FOOT_JOINTS = ((7, 10), (8, 11))  # (ankle, toe) of the left and the right foot
@@ -70,13 +83,15 @@ class Args:
     out_json: str = "runs/motion_quality.json"
     out_md: str = "runs/motion_quality.md"
     timing_repeats: int = 5
+    furniture: bool = True
+    """also play the locomotion cases next to furniture (realized-motion checks)"""
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
     call: str
-    quantity: str  # forward_m | yaw_rad | lateral_m | backward_m | sit
+    quantity: str  # forward_m | yaw_rad | lateral_m | backward_m | sit | checks
     request: float
 
 
@@ -93,7 +108,14 @@ CASES = (
     Case("sit 0.3", "Sit down<0.3>", "sit", 0.3),
     Case("sit 0.45", "Sit down<0.45>", "sit", 0.45),
     Case("sit 0.6", "Sit down<0.6>", "sit", 0.6),
+    Case("climb up, flat floor", "Climb upstairs<normal>", "checks", 0.0),
+    Case("walk down, flat floor", "Walk downstairs<normal>", "checks", 0.0),
 )
+#: Locomotion cases (their wrists must stay below the head) ...
+_LOCOMOTION_QUANTITIES = ("forward_m", "yaw_rad", "lateral_m", "backward_m")
+#: ... and those played next to furniture too: the ones that move along it (side steps
+#: would walk into the bed or the cabinet, a collision by construction).
+_FURNITURE_QUANTITIES = ("forward_m", "yaw_rad", "backward_m")
 
 
 def _floor() -> SceneObject:
@@ -122,6 +144,49 @@ def scene(seat_height_m: float | None = None) -> SceneSpec:
     return SceneSpec(
         "motion_quality", (Room(0, "living_room", (-8.0, -8.0), (8.0, 8.0)),), tuple(objects)
     )
+
+
+def furniture_scene() -> SceneSpec:
+    """Open floor with a bed (0.55 m high) whose side is 0.25 m to the right of a body at the
+    origin facing +Z (the navigation clearance) and a tall cabinet 0.37 m to its left (just
+    clear of the swinging hand), both along the first 2 m of the path."""
+    bed = SceneObject(
+        _BED_ID, "bed", "bed", (-0.75, 0.0, 1.0), 0.0,
+        (Part("box", (0.5, 0.275, 1.0), (0.0, 0.275, 0.0)),),
+    )  # fmt: skip
+    cabinet = SceneObject(
+        _CABINET_ID, "cabinet", "cabinet", (0.62, 0.0, 0.6), 0.0,
+        (Part("box", (0.25, 1.0, 0.3), (0.0, 1.0, 0.0)),),
+    )  # fmt: skip
+    return SceneSpec(
+        "motion_quality_furniture",
+        (Room(0, "bedroom", (-8.0, -8.0), (8.0, 8.0)),),
+        (_floor(), bed, cabinet),
+    )
+
+
+def realized_checks(generated: np.ndarray, realized: np.ndarray, locomotion: bool) -> dict:
+    """Issue #11's realized-motion checks of one trial (frames include the seed pose)."""
+    err = np.degrees(joint_tracking_error_rad(generated, realized))
+    pos, _ = forward_kinematics(realized)
+    raised = (pos[:, list(WRISTS), 1] > pos[:, HEAD, None, 1]).any(axis=1)
+    roll = np.degrees(np.abs(head_roll_rad(realized)))
+    return {
+        "max_joint_error_deg": float(err.max()),
+        "frames_over_bound": int((err.max(axis=1) > MOTION_ANOMALY_BOUND_DEG).sum()),
+        "wrist_above_head_frames": int(raised.sum()) if locomotion else None,
+        "head_roll_end_deg": float(roll[-1]),
+        "head_roll_max_deg": float(roll.max()),
+    }
+
+
+def _checks_summary(trials: list[dict]) -> dict:
+    """Worst case over the trials of a case."""
+    out: dict = {}
+    for key in trials[0]:
+        values = [t[key] for t in trials if t[key] is not None]
+        out[key] = (max(values) if key != "frames_over_bound" else sum(values)) if values else None
+    return out
 
 
 def _soles(frames: np.ndarray) -> np.ndarray:
@@ -210,16 +275,34 @@ def evaluate(gen, args: Args, cases: tuple[Case, ...] | None = None) -> dict:
     from humanclaw_gym.physics.pybullet_backend import PybulletHalfPhysics
 
     results: dict[str, dict] = {}
-    physics_by_seat: dict[float | None, PybulletHalfPhysics] = {}
+    physics_by_seat: dict[float | str | None, PybulletHalfPhysics] = {}
+
+    def backend(key: float | str | None) -> PybulletHalfPhysics:
+        if key not in physics_by_seat:
+            physics = PybulletHalfPhysics()
+            physics.build(furniture_scene() if key == "furniture" else scene(key))
+            physics_by_seat[key] = physics
+        return physics_by_seat[key]
+
     try:
         for case in CASES if cases is None else cases:
             seat = case.request if case.quantity == "sit" else None
-            if seat not in physics_by_seat:
-                physics = PybulletHalfPhysics()
-                physics.build(scene(seat))
-                physics_by_seat[seat] = physics
-            physics = physics_by_seat[seat]
+            physics = backend(seat)
             n = 2 if case.quantity == "sit" else args.chunks  # sit: the sit, then a hold
+            locomotion = case.quantity in _LOCOMOTION_QUANTITIES
+            along_furniture = case.quantity in _FURNITURE_QUANTITIES
+            checks: list[dict] = []
+            near: list[dict] = []
+            if case.quantity == "checks":
+                for seed in range(args.seeds):
+                    trial = run_trial(gen, physics, case.call, n, seed, None)
+                    checks.append(realized_checks(trial["generated"], trial["realized"], False))
+                results[case.name] = {
+                    "call": case.call,
+                    "quantity": "checks",
+                    "realized_checks": _checks_summary(checks),
+                }
+                continue
             keys = (
                 "gen",
                 "real",
@@ -247,6 +330,10 @@ def evaluate(gen, args: Args, cases: tuple[Case, ...] | None = None) -> dict:
                     per["slide_real"].append(foot_slide_cm_per_s(r))
                 if trial["jerk"] is not None:
                     per["jerk"].append(float(trial["jerk"]))
+                checks.append(realized_checks(g, r, locomotion))
+                if along_furniture and args.furniture:
+                    t2 = run_trial(gen, backend("furniture"), case.call, n, seed, None)
+                    near.append(realized_checks(t2["generated"], t2["realized"], True))
             target = seated_pelvis_height(case.request) if case.quantity == "sit" else case.request
             entry = {
                 "call": case.call,
@@ -264,6 +351,9 @@ def evaluate(gen, args: Args, cases: tuple[Case, ...] | None = None) -> dict:
             }
             if per["jerk"]:
                 entry["motion_jerk"] = _stats(per["jerk"])
+            entry["realized_checks"] = _checks_summary(checks)
+            if near:
+                entry["realized_checks_next_to_furniture"] = _checks_summary(near)
             if case.quantity == "sit":
                 entry["pelvis_seat_contact_rate"] = float(np.mean(per["contact"]))
                 entry["pelvis_seat_contact_rate_after_hold"] = float(np.mean(per["contact2"]))
@@ -320,6 +410,40 @@ def _fmt(entry: dict, key: str, scale: float, digits: int) -> str:
     return f"{scale * s['mean']:.{digits}f}"
 
 
+def checks_markdown(flow: dict, proc: dict) -> list[str]:
+    """The realized-motion checks table (worst over the seeds; flow / procedural)."""
+
+    def cell(entry: dict, key: str, what: str) -> str:
+        block = entry.get(key)
+        if block is None or block.get(what) is None:
+            return "-"
+        value = block[what]
+        return f"{value:.1f}" if isinstance(value, float) else str(value)
+
+    lines = [
+        f"Realized-motion checks (worst over the seeds, flow / procedural; bound "
+        f"{MOTION_ANOMALY_BOUND_DEG:.0f} deg):",
+        "",
+        "| case | max joint error deg | frames over the bound | wrist above head (frames) "
+        "| head roll at the end deg | next to furniture: max joint error deg "
+        "| next to furniture: wrist above head |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    columns = (
+        ("realized_checks", "max_joint_error_deg"),
+        ("realized_checks", "frames_over_bound"),
+        ("realized_checks", "wrist_above_head_frames"),
+        ("realized_checks", "head_roll_end_deg"),
+        ("realized_checks_next_to_furniture", "max_joint_error_deg"),
+        ("realized_checks_next_to_furniture", "wrist_above_head_frames"),
+    )
+    for name, f in flow.items():
+        p = proc[name]
+        cells = [f"{cell(f, key, what)} / {cell(p, key, what)}" for key, what in columns]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def markdown(report: dict) -> str:
     """The side-by-side table (and the timing lines)."""
     lines = [
@@ -332,6 +456,8 @@ def markdown(report: dict) -> str:
     flow, proc = report["generators"]["flow"], report["generators"]["procedural"]
     for name, f in flow.items():
         p = proc[name]
+        if f["quantity"] == "checks":
+            continue
         angle = f["quantity"] == "yaw_rad"
         scale, unit, digits = (np.degrees(1.0), " deg", 1) if angle else (1.0, " m", 3)
         target = f"{scale * f['target']:.{digits}f}{unit}"
@@ -365,6 +491,7 @@ def markdown(report: dict) -> str:
             f"{_fmt(p, 'realized', scale, digits)}{extra_p} | "
             f"{p['realized_error_pct']['mean']:.1f} | {slide_g} | {slide_r} | {jerk} |"
         )
+    lines += ["", *checks_markdown(flow, proc)]
     raw = report["generators"].get("flow_without_seat_guidance")
     if raw:
         parts = [

@@ -19,7 +19,13 @@ Measured side by side in one run, on one scene of val100:
 * ``reset``: reset to a new episode of an already-built scene;
 * ``wrappers``: step time with the metrics / video / trajectory wrappers on and off;
 * ``vector``: steps/s of sync and async vector envs with 1 and 2 sub-envs;
-* ``memory``: peak RSS of this process (one env) and of async workers.
+* ``memory``: peak RSS of this process (one env) and of async workers;
+* ``scene_dataset``: the synthetic HSSD-format dataset (``humanclaw_gym.scenes.hssd.
+  synthetic``, written to a temp dir): scene load cold (GLBs parsed, disk cache empty),
+  from the disk cache and from memory; physics and renderer build; decision step, ego
+  render and same-scene reset in it, side by side with the procedural figures above;
+  the same loads and renders for a crowded variant (``--hssd-objects`` extra instances
+  plus 12 textured 81,920-triangle assets: about 1 M triangles, HSSD-like).
 
 Targets (see docs/performance.md) are reported as pass/fail flags, never asserted.
 """
@@ -305,6 +311,185 @@ def bench_async_worker_rss() -> float:
     return rss
 
 
+_DENSE_INSTANCES = 12
+
+
+def _dense_asset(root: Path) -> str:
+    """A textured 81,920-triangle sphere asset (+ its config): HSSD-like triangle counts."""
+    import trimesh
+    from PIL import Image
+
+    objdir = root / "objects" / "humanclaw"
+    mesh = trimesh.creation.icosphere(subdivisions=6, radius=0.3)
+    mesh.apply_translation([0.0, 0.3, 0.0])
+    rng = np.random.default_rng(0)
+    image = Image.fromarray((rng.random((512, 512, 3)) * 255).astype(np.uint8))
+    v = mesh.vertices
+    uv = np.stack([0.5 + np.arctan2(v[:, 0], v[:, 2]) / (2 * np.pi), v[:, 1] / 0.6], axis=1)
+    mesh.visual = trimesh.visual.TextureVisuals(
+        uv=uv, material=trimesh.visual.material.PBRMaterial(baseColorTexture=image)
+    )
+    (objdir / "bench_dense.glb").write_bytes(trimesh.Scene(mesh).export(file_type="glb"))
+    template = "bench_dense_sphere"
+    (objdir / f"{template}.object_config.json").write_text(
+        json.dumps({"render_asset": "bench_dense.glb", "semantic_id": 7, "mass": 1.0})
+    )
+    return template
+
+
+def _crowded_scene(root: Path, n: int) -> str:
+    """Add a scene instance to the synthetic dataset: its own objects plus ``n`` more
+    instances of its assets on a 0.45 m grid over both ground-floor rooms and 12 textured
+    81,920-triangle spheres (for load and render cost at HSSD-like object and triangle
+    counts; not for walking)."""
+    from humanclaw_gym.scenes.hssd.synthetic import SCENE_ID
+
+    path = root / "scenes" / f"{SCENE_ID}.scene_instance.json"
+    doc = json.loads(path.read_text())
+    templates = [
+        o["template_name"] for o in doc["object_instances"] if "crate" not in o["template_name"]
+    ]
+    dense = _dense_asset(root)
+    extra = [
+        {
+            "template_name": dense,
+            "translation": [0.8 + 0.8 * k, 0.0, 5.5],
+            "rotation": [1.0, 0.0, 0.0, 0.0],
+            "non_uniform_scale": [1.0, 1.0, 1.0],
+            "motion_type": "STATIC",
+        }
+        for k in range(_DENSE_INSTANCES)
+    ]
+    for k in range(n):
+        x, z = 0.4 + 0.45 * (k % 21), 0.4 + 0.45 * ((k // 21) % 12)
+        extra.append(
+            {
+                "template_name": templates[k % len(templates)],
+                "translation": [x, 0.0, z],
+                "rotation": [1.0, 0.0, 0.0, 0.0],
+                "non_uniform_scale": [0.4, 0.4, 0.4],
+                "motion_type": "STATIC",
+            }
+        )
+    doc["object_instances"] = doc["object_instances"] + extra
+    name = f"{SCENE_ID}_crowded"
+    (root / "scenes" / f"{name}.scene_instance.json").write_text(json.dumps(doc))
+    return name
+
+
+def bench_scene_dataset(steps: int, extra_objects: int) -> dict:
+    """Scene load (cold / disk cache / memory), build, step, render and reset in the
+    synthetic HSSD-format dataset."""
+    from humanclaw_gym.scenes import meshes
+    from humanclaw_gym.scenes.hssd.dataset import SceneDataset
+    from humanclaw_gym.scenes.hssd.synthetic import write_synthetic_dataset
+
+    tmp = Path(tempfile.mkdtemp(prefix="humanclaw_bench_hssd_"))
+    old_cache = os.environ.get("HUMANCLAW_CACHE_DIR")
+    os.environ["HUMANCLAW_CACHE_DIR"] = str(tmp / "cache")
+    out: dict = {}
+    try:
+        synth = write_synthetic_dataset(tmp / "dataset")
+        crowded = _crowded_scene(synth.root, extra_objects)
+        import shutil
+
+        for label, scene_id in (("synthetic", synth.scene_id), ("crowded", crowded)):
+            meshes.clear_memory_cache()
+            shutil.rmtree(tmp / "cache", ignore_errors=True)
+            loads = {}
+            for mode in ("cold", "disk_cache", "memory"):
+                if mode != "memory":
+                    meshes.clear_memory_cache()
+                t = time.perf_counter()
+                scene = SceneDataset(synth.root).load_scene(scene_id)
+                loads[f"load_{mode}_s"] = time.perf_counter() - t
+            tris = 0
+            for obj in scene.objects:
+                for part in obj.parts:
+                    ref = part.mesh
+                    tris += meshes.load_mesh(ref.asset, ref.up, ref.front).num_triangles
+            entry = {
+                "objects": len(scene.objects),
+                "render_triangles": tris,
+                **loads,
+                "mesh_cache_bytes": meshes.cache_size_bytes()[1],
+            }
+            entry.update(_scene_build_and_render(scene, steps))
+            out[label] = entry
+        env = gym.make(
+            ENV_ID,
+            scene_dataset=str(synth.root),
+            episodes=str(synth.episodes_dir),
+        )
+        ids = [e.episode_id for e in env.unwrapped.episodes]
+        t = time.perf_counter()
+        env.reset(options={"episode_id": ids[0]})
+        first_reset = time.perf_counter() - t
+        samples = []
+        for i in range(steps):
+            t = time.perf_counter()
+            _, _, term, trunc, _ = env.step(ACTIONS[i % len(ACTIONS)])
+            samples.append(time.perf_counter() - t)
+            if term or trunc:
+                env.reset(options={"episode_id": ids[0]})
+        resets = []
+        for eid in ids[1:4]:
+            t = time.perf_counter()
+            env.reset(options={"episode_id": eid})
+            resets.append(time.perf_counter() - t)
+        out["synthetic"].update(
+            {
+                "first_reset_s": first_reset,
+                "decision_step": _ms(samples),
+                "reset_same_scene": _ms(resets),
+                "renderer": env.unwrapped.backend_info,
+            }
+        )
+        env.close()
+    finally:
+        if old_cache is None:
+            os.environ.pop("HUMANCLAW_CACHE_DIR", None)
+        else:
+            os.environ["HUMANCLAW_CACHE_DIR"] = old_cache
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _scene_build_and_render(scene, n: int) -> dict:
+    """Physics and renderer build of a mesh scene and ego-size renders from a fixed camera
+    over the ground floor."""
+    from humanclaw_gym.backends.protocols import Camera
+    from humanclaw_gym.physics.pybullet_backend import PybulletHalfPhysics
+    from humanclaw_gym.render.moderngl_backend import ModernglRenderer
+
+    physics = PybulletHalfPhysics()
+    t = time.perf_counter()
+    physics.build(scene)
+    build_physics = time.perf_counter() - t
+    physics.close()
+    renderer = ModernglRenderer()
+    try:
+        t = time.perf_counter()
+        renderer.build(scene)
+        build_render = time.perf_counter() - t
+        cam = Camera(position=(2.5, 1.6, 5.5), forward=(0.6, -0.45, -1.0), width=448, height=448)
+        renderer.render(cam)
+        samples = []
+        for _ in range(n):
+            t = time.perf_counter()
+            renderer.render(cam, instance=True)
+            samples.append(time.perf_counter() - t)
+    finally:
+        renderer.close()
+    return {
+        "physics_build_s": build_physics,
+        "renderer_build_s": build_render,
+        "render_rgb_instance_448": _ms(samples),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -312,6 +497,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/report.json"))
     parser.add_argument("--steps", type=int, default=40, help="decision steps per measurement")
     parser.add_argument("--quick", action="store_true", help="skip vector and wrapper benchmarks")
+    parser.add_argument(
+        "--hssd-objects",
+        type=int,
+        default=250,
+        help="extra object instances of the crowded synthetic scene (0 skips the section)",
+    )
     args = parser.parse_args()
 
     report: dict = {
@@ -347,6 +538,17 @@ def main() -> int:
             report["memory"]["async_worker_rss_mib"] = bench_async_worker_rss()
         except ImportError:
             report["memory"]["async_worker_rss_mib"] = None
+    if args.hssd_objects > 0:
+        print("scene dataset ...", flush=True)
+        try:
+            ds = bench_scene_dataset(args.steps, args.hssd_objects)
+        except ImportError as exc:  # trimesh missing: the section says why
+            ds = {"skipped": str(exc)}
+        if "synthetic" in ds:
+            ds["step_vs_procedural"] = (
+                ds["synthetic"]["decision_step"]["median_ms"] / report["decision_step"]["median_ms"]
+            )
+        report["scene_dataset"] = ds
     step = report["decision_step"]["median_ms"]
     direct = report["direct_backends"]["median_ms"]
     report["overhead_vs_direct"] = step / direct

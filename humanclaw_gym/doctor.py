@@ -19,6 +19,11 @@ each missing piece and how to get it.
 
 Names in ``hide`` (or the comma-separated environment variable ``HUMANCLAW_DOCTOR_HIDE``)
 are treated as absent: a way to see what the report would say on a machine without them.
+
+The report always gives the mesh cache (directory, entries, bytes); with a
+``scene_dataset`` it also checks that dataset: the scenes its config lists, and every
+object config and mesh asset those scenes refer to (files are looked up, not parsed), so a
+missing HSSD mesh shows here rather than at an episode's reset.
 """
 
 from __future__ import annotations
@@ -91,6 +96,7 @@ PACKAGES: tuple[PackageInfo, ...] = (
     PackageInfo("ray", "ray", "optional", "ray", "parallel evaluation runner"),
     PackageInfo("viser", "viser", "optional", "viewer", "browser debug viewer"),
     PackageInfo("smplx", "smplx", "optional", "smplx", "SMPL-X body model"),
+    PackageInfo("trimesh", "trimesh", "optional", "hssd", "mesh scenes (HSSD scene datasets)"),
     PackageInfo("habitat-sim", "habitat_sim", "optional", None, "upstream Habitat scenes"),
     PackageInfo("matplotlib", "matplotlib", "optional", "plot", "metric plots"),
 )
@@ -281,6 +287,7 @@ def installation_report(
     *,
     probe: bool = True,
     timeout_s: float = _DEFAULT_TIMEOUT_S,
+    scene_dataset: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Build the JSON-serialisable installation report.
 
@@ -290,12 +297,15 @@ def installation_report(
         probe: run the child-process checks (pybullet DIRECT client, EGL context, ffmpeg
             binary). Without them only metadata is reported and the EGL state is unknown.
         timeout_s: per-probe timeout in seconds (> 0).
+        scene_dataset: a scene dataset to check (config file or folder); None: not checked.
 
     Returns:
         A dict with ``schema``, ``python``, ``humanclaw_gym``, ``packages`` (one entry per
         :data:`PACKAGES` item), ``probes`` (``pybullet``, ``egl``), ``ffmpeg``, ``defaults``
-        (``physics``, ``render``, ``motion`` with the choice and the reason), ``ok`` and
-        ``missing``.
+        (``physics``, ``render``, ``motion`` with the choice and the reason),
+        ``mesh_cache`` (``dir``, ``entries``, ``bytes``), ``scene_dataset`` (None, or
+        ``ok``, ``config``, ``scenes``, ``objects``, ``assets``, ``missing_assets``,
+        ``errors``, ``detail``), ``ok`` and ``missing``.
 
     Raises:
         ValueError: an unknown ``hide`` name or a non-positive timeout.
@@ -406,6 +416,11 @@ def installation_report(
         )
     if not ffmpeg["ok"]:
         missing.append(f"ffmpeg (video, imageio-ffmpeg's binary): {ffmpeg['detail']}")
+    dataset = (
+        None if scene_dataset is None else _scene_dataset_status(scene_dataset, have("trimesh"))
+    )
+    if dataset is not None and not dataset["ok"]:
+        missing.append(f"scene dataset {scene_dataset}: {dataset['detail']}")
 
     return {
         "schema": REPORT_SCHEMA,
@@ -421,9 +436,57 @@ def installation_report(
         "probes": probes,
         "ffmpeg": ffmpeg,
         "defaults": {"physics": physics, "render": render, "motion": motion},
+        "mesh_cache": _mesh_cache_status(),
+        "scene_dataset": dataset,
         "ok": not missing,
         "missing": missing,
     }
+
+
+def _mesh_cache_status() -> dict[str, Any]:
+    from humanclaw_gym.scenes.meshes import cache_size_bytes, mesh_cache_dir
+
+    root = mesh_cache_dir()
+    entries, size = cache_size_bytes()
+    return {"dir": None if root is None else str(root), "entries": entries, "bytes": size}
+
+
+def _scene_dataset_status(path: str | os.PathLike[str], trimesh_installed: bool) -> dict[str, Any]:
+    """Scenes, configs and assets of a scene dataset (see :meth:`SceneDataset.asset_report`)."""
+    from humanclaw_gym.scenes.hssd import SceneDatasetError, open_scene_dataset
+
+    out: dict[str, Any] = {"path": str(path), "ok": False, "config": None}
+    try:
+        dataset = open_scene_dataset(path)
+    except SceneDatasetError as exc:
+        out["detail"] = str(exc)
+        return out
+    report = dataset.asset_report()
+    out.update(
+        config=str(dataset.config_path),
+        scenes=report["scenes"],
+        objects=report["objects"],
+        configs=report["configs"],
+        assets=report["assets"],
+        missing_assets=len(report["missing"]),
+        missing_examples=report["missing"][:5],
+        errors=report["errors"][:5],
+        error_count=len(report["errors"]),
+    )
+    problems = []
+    if not report["scenes"]:
+        problems.append("its config lists no scene instance")
+    if report["missing"]:
+        problems.append(f"{len(report['missing'])} of {report['assets']} mesh assets missing")
+    if report["errors"]:
+        problems.append(f"{len(report['errors'])} unreadable or malformed files")
+    if not trimesh_installed:
+        problems.append("trimesh is not installed (pip install 'humanclaw-gym[hssd]')")
+    out["ok"] = not problems
+    out["detail"] = "; ".join(problems) or (
+        f"{report['scenes']} scenes, {report['objects']} objects, {report['assets']} assets found"
+    )
+    return out
 
 
 def registered_backends() -> dict[str, list[dict[str, Any]]]:
@@ -501,6 +564,26 @@ def format_report(report: dict[str, Any]) -> str:
     lines += ["", "defaults"]
     for kind, choice in report["defaults"].items():
         lines.append(f"  {kind:<9}{str(choice['name']):<12}{choice['reason']}")
+    cache = report.get("mesh_cache")
+    if cache is not None:
+        where = cache["dir"] or "disabled (HUMANCLAW_CACHE_DIR=off)"
+        lines += [
+            "",
+            f"mesh cache  {where}: {cache['entries']} meshes, {cache['bytes'] / 1e6:.1f} MB",
+        ]
+    ds = report.get("scene_dataset")
+    if ds is not None:
+        lines += ["", "scene dataset"]
+        lines.append(f"  {'config':<16}{ds.get('config') or ds['path']}")
+        lines.append(f"  {'state':<16}{'ok' if ds['ok'] else 'FAILED'}: {ds['detail']}")
+        if ds.get("config"):
+            lines.append(
+                f"  {'found':<16}{ds['scenes']} scenes, {ds['objects']} object instances, "
+                f"{ds['configs']} configs, {ds['assets']} mesh assets"
+            )
+            lines.append(f"  {'missing assets':<16}{ds['missing_assets']}")
+            lines += [f"    {m}" for m in ds["missing_examples"]]
+            lines += [f"  error: {e}" for e in ds["errors"]]
     lines.append("")
     if report["ok"]:
         lines.append("result: OK, the default configuration can run")

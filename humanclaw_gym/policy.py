@@ -39,7 +39,12 @@ class Usage:
         output_tokens: visible completion tokens.
         reasoning_tokens: hidden reasoning tokens, kept apart from visible output.
         source: ``"provider"`` when the numbers came from the provider's usage field,
-            ``"estimated_chars_div_4"`` when they were estimated as characters / 4.
+            ``"estimated_chars_div_4"`` when they were estimated as characters / 4,
+            ``"none"`` when the call gave no numbers (it raised).
+        prompt_chars: length in characters of the prompt text sent, for a call that raised
+            (``source="none"``), else ``None``. The ``paper`` metric rules charge such a
+            call ``ceil(prompt_chars / 4)`` input tokens, as the reference release does;
+            the ``strict`` rules charge nothing.
     """
 
     stage: str
@@ -48,6 +53,7 @@ class Usage:
     output_tokens: int = 0
     reasoning_tokens: int = 0
     source: TokenSource = "provider"
+    prompt_chars: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("attempt", "input_tokens", "output_tokens", "reasoning_tokens"):
@@ -58,9 +64,16 @@ class Usage:
             raise ValueError(f"Usage.attempt must be >= 1, got {self.attempt!r}")
         if self.source not in _TOKEN_SOURCES:
             raise ValueError(f"Usage.source must be one of {_TOKEN_SOURCES}, got {self.source!r}")
+        chars = self.prompt_chars
+        if chars is not None and (
+            isinstance(chars, bool) or not isinstance(chars, (int, np.integer)) or chars < 0
+        ):
+            raise ValueError(
+                f"Usage.prompt_chars must be a non-negative int or None, got {chars!r}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "stage": self.stage,
             "attempt": int(self.attempt),
             "input_tokens": int(self.input_tokens),
@@ -68,6 +81,9 @@ class Usage:
             "reasoning_tokens": int(self.reasoning_tokens),
             "source": self.source,
         }
+        if self.prompt_chars is not None:
+            out["prompt_chars"] = int(self.prompt_chars)
+        return out
 
 
 @dataclass(frozen=True)

@@ -533,6 +533,36 @@ def test_reader_rejects_tampered_file(tmp_path):
     assert excinfo.value.field == "sha256" and excinfo.value.path == path
 
 
+def test_reader_without_hashing_names_empty_truncated_and_corrupt_files(tmp_path):
+    """With ``verify_sha256=False`` nothing stops a damaged file before numpy reads it:
+    every way it fails (zlib.error, EOFError, BadZipFile, ...) must surface as a
+    DatasetError naming the file, never as a raw decoder error."""
+    _make_dataset(tmp_path, 1, num_steps=3)
+    (path,) = list_episode_files(tmp_path)
+    original = path.read_bytes()
+    options = EpisodeReadOptions(verify_sha256=False)
+    rng = np.random.default_rng(17)
+    damaged = [b"", original[:1], original[:64], original[: len(original) // 2], original[:-1]]
+    for _ in range(150):  # flipped bytes all over the archive (compressed members included)
+        data = bytearray(original)
+        for pos in rng.integers(0, len(data), size=int(rng.integers(1, 4))):
+            data[pos] ^= int(rng.integers(1, 256))
+        damaged.append(bytes(data))
+    refused = 0
+    for data in damaged:
+        path.write_bytes(data)
+        try:
+            list(read_episodes(tmp_path, options))
+        except DatasetError as exc:
+            assert exc.path == path and path.name in str(exc)
+            refused += 1
+    assert refused >= len(damaged) // 2  # most damage is caught (some bytes are slack)
+    path.write_bytes(b"")
+    with pytest.raises(DatasetError, match="ends early") as excinfo:
+        list(read_episodes(tmp_path, options))
+    assert excinfo.value.field == "npz"
+
+
 def test_reader_rejects_gap_in_step_order(tmp_path):
     _make_dataset(tmp_path, 1, num_steps=3)
     (path,) = list_episode_files(tmp_path)

@@ -199,3 +199,43 @@ def test_missing_capability_fails_before_building_and_names_it():
         assert env.unwrapped._physics is None and env.unwrapped._renderer is None  # nothing built
     finally:
         env.close()
+
+
+def test_failed_reset_changes_nothing(env):
+    """A reset whose episode choice fails (unknown scene or episode) leaves the running
+    episode, the episode order and the RNG exactly as they were."""
+    base = env.unwrapped
+    _, info = env.reset(seed=3)
+    first = info["episode_id"]
+    env.step(SkillCall.turn("left", 20))
+    state = base.np_random.bit_generator.state
+    for bad in (
+        {"scene_id": "nope"},
+        {"episode_id": "nope"},
+        {"episode_id": "nope", "scene_id": "x"},
+    ):
+        with pytest.raises(ValueError, match="nope"):
+            env.reset(seed=9, options=bad)
+    assert base.np_random.bit_generator.state == state
+    _, _, term, trunc, info = env.step(SkillCall.turn("left", 20))  # the episode carries on
+    assert (info["episode_id"], info["step"], term, trunc) == (first, 2, False, False)
+    expected = [ep.episode_id for ep in base.episodes_for_seed(3)[1:3]]
+    played = [env.reset()[1]["episode_id"] for _ in range(2)]
+    assert played == expected
+
+
+def test_reset_options_of_the_wrong_type_say_what_options_must_be(env):
+    with pytest.raises(ValueError, match="reset options must be a mapping with keys from"):
+        env.reset(options="episode_id")
+    with pytest.raises(ValueError, match=r"unknown reset options \['episode'\]"):
+        env.reset(options={"episode": "x"})
+
+
+def test_a_huge_action_text_is_refused_with_a_short_message(env):
+    env.reset(options={"episode_id": _first_episode_id()})
+    huge = "Turn<left><" + "9" * 1_000_000 + ">"
+    with pytest.raises(SkillCallError) as info:
+        env.step(huge)
+    assert len(str(info.value)) < 2000 and "(1000012 characters)" in str(info.value)
+    _, _, _, _, info2 = env.step(SkillCall.turn("left", 30))  # nothing was consumed
+    assert info2["step"] == 1

@@ -258,7 +258,13 @@ def test_habitat_objectnav_shard_loads(tmp_path: Path) -> None:
                     "object_id": 7,
                     "object_name": "sofa_7",
                     "object_category": "sofa",
-                    "view_points": [],
+                    "view_points": [
+                        {
+                            "agent_state": {"position": [2.5, 0.1, -0.5], "rotation": [0, 0, 0, 1]},
+                            "iou": 0.4,
+                        },
+                        {"agent_state": {"position": [3.5, 0.1, -0.4]}, "iou": 0.2},
+                    ],
                 },
                 {
                     "position": [5.0, 0.4, 2.0],
@@ -290,10 +296,15 @@ def test_habitat_objectnav_shard_loads(tmp_path: Path) -> None:
     assert (
         ep.object_category == "couch"
         and ep.interact
-        and ep.instruction == "Find the couch and sit on it."
+        and ep.instruction == instruction_for("couch", True, "touch")
     )
     assert [g.object_id for g in ep.goals] == [7, 12]
     assert ep.goals[0].aabb_min is None and ep.goals[0].category == "couch"
+    # view points are kept as the goal's approach points; none (empty list) reads as None
+    assert ep.goals[0].approach_points == ((2.5, 0.1, -0.5), (3.5, 0.1, -0.4))
+    assert ep.goals[1].approach_points is None
+    round_trip = Episode.from_dict(json.loads(json.dumps(ep.to_dict())))
+    assert round_trip == ep
     assert ep.start_position == (1.5, 0.1, -2.0)
     # the facing direction is preserved: Habitat forward R(q)(0,0,-1) = (-sin t, 0, -cos t)
     ours = (math.sin(ep.start_yaw_rad), math.cos(ep.start_yaw_rad))
@@ -329,7 +340,30 @@ def test_corrupt_and_invalid_shards_raise_clear_errors(tmp_path: Path, val: list
     path = _write_gz(
         tmp_path / "w" / "s.json.gz", {"schema": "humanclaw_episodes_v9", "episodes": [good]}
     )
-    with pytest.raises(EpisodeFormatError, match=r"s\.json\.gz.*schema.*humanclaw_episodes_v1"):
+    with pytest.raises(EpisodeFormatError, match=r"s\.json\.gz.*schema.*humanclaw_episodes_v2"):
+        read_shard(path)
+
+    bad_points = json.loads(json.dumps(good))
+    bad_points["goals"][0]["approach_points"] = [[1.0, 0.0]]
+    path = _write_gz(
+        tmp_path / "p" / "s.json.gz", {"schema": "humanclaw_episodes_v2", "episodes": [bad_points]}
+    )
+    with pytest.raises(EpisodeFormatError, match=r"goals\[0\].*approach_points\[0\]"):
+        read_shard(path)
+
+    hab_bad = {
+        "episodes": [
+            {
+                "scene_id": "a.glb",
+                "start_position": [0, 0, 0],
+                "start_rotation": [0, 0, 0, 1],
+                "object_category": "bed",
+                "goals": [{"position": [1, 0, 1], "object_id": 3, "view_points": [{"iou": 1}]}],
+            }
+        ]
+    }
+    path = _write_gz(tmp_path / "hv" / "s.json.gz", hab_bad)
+    with pytest.raises(EpisodeFormatError, match=r"view_points\[0\].*position"):
         read_shard(path)
 
     path = tmp_path / "j" / "s.json.gz"
@@ -359,6 +393,19 @@ def test_corrupt_and_invalid_shards_raise_clear_errors(tmp_path: Path, val: list
     path = _write_gz(tmp_path / "h" / "s.json.gz", hab)
     with pytest.raises(EpisodeFormatError, match="no goals"):
         read_shard(path)
+
+
+def test_version_1_shards_still_read(tmp_path: Path, val: list[Episode]) -> None:
+    old = val[0].to_dict()
+    for g in old["goals"]:
+        del g["approach_points"]
+    path = _write_gz(
+        tmp_path / "v1" / "s.json.gz",
+        {"schema": "humanclaw_episodes_v1", "scene_id": val[0].scene_id, "episodes": [old]},
+    )
+    (ep,) = read_shard(path)
+    assert all(g.approach_points is None for g in ep.goals)
+    assert replace(ep, goals=val[0].goals) == val[0]
 
 
 def test_episode_ids_and_positions_are_rounded(val: list[Episode]) -> None:

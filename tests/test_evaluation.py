@@ -280,3 +280,156 @@ def test_motion_options_from_the_cli_reach_the_env_or_are_refused_early(tmp_path
         assert env.motion_generator.history_frames == 6  # not the default 5
     finally:
         close_worker_envs()
+
+
+# --------------------------------------------------------------------------------------
+# the run fingerprint: one directory, one set of settings
+# --------------------------------------------------------------------------------------
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, bytes]]:
+    return {
+        str(p.relative_to(root)): (p.stat().st_mtime_ns, p.read_bytes())
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_resume_with_other_settings_is_refused_before_anything_runs(tmp_path, capsys):
+    """The issue's case: a random-agent run resumed as the oracle with another seed and
+    step limit used to skip every episode and summarise the random agent's results under
+    the oracle's name."""
+    from humanclaw_gym.cli.run_cmd import main as run_main
+
+    out = tmp_path / "D"
+    common = ["--episodes", "val100", "--metrics", "--quiet", "--output", str(out)]
+    first = ["--limit", "1", "--max-steps", "1", "--agent", "random"]
+    assert run_main([*common, *first]) == 0
+    fingerprint = json.loads((out / "run_fingerprint.json").read_text())
+    assert fingerprint["schema"] == "humanclaw_run_fingerprint_v1"
+    assert fingerprint["settings"]["agent"] == "random"
+    before = _snapshot(out)
+    capsys.readouterr()
+    other = ["--limit", "1", "--max-steps", "80", "--agent", "oracle", "--seed", "5"]
+    for extra in (["--resume"], []):
+        assert run_main([*common, *other, *extra]) == 2
+        err = capsys.readouterr().err
+        assert 'agent: recorded "random", now "oracle"' in err
+        assert "max_steps: recorded 1, now 80" in err and "seed: recorded 0, now 5" in err
+        assert ("--resume refused" in err) == bool(extra)
+        assert _snapshot(out) == before, "nothing may run or be written"
+    # the same settings resume, and --limit may grow: the first episode is reused
+    assert (
+        run_main([*common, "--limit", "2", "--max-steps", "1", "--agent", "random", "--resume"])
+        == 0
+    )
+    assert "completed 1, skipped 1, failed 0" in capsys.readouterr().out
+
+
+def test_fingerprint_records_settings_without_secrets_and_names_each_difference(
+    tmp_path, monkeypatch
+):
+    from dataclasses import replace
+
+    from humanclaw_gym.evaluation.fingerprint import FINGERPRINT_FILE, RunFingerprintError
+
+    model = {
+        "backend": "openai_compatible",
+        "model": "m",
+        "base_url": "https://example.invalid/v1",
+        "api_key_env": "HC_TEST_KEY",
+        "model_env": "HC_TEST_MODEL",
+        "max_tokens": 100,
+        "temperature": 0.0,
+        "extra_body": {"api_key": "sk-SECRET-1", "top_k": 1},
+        "headers": {"Authorization": "Bearer SECRET-2", "x-api-key": "SECRET-3"},
+    }
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    monkeypatch.setenv("HC_TEST_KEY", "sk-SECRET-4")
+    monkeypatch.setenv("HC_TEST_MODEL", "deployment-a")
+    out = tmp_path / "run"
+    config = RunConfig(agent="psv", model_config=str(path), output=str(out), seed=1, max_steps=4)
+    run_batch([], config, progress=False)
+    text = (out / FINGERPRINT_FILE).read_text()
+    assert "SECRET" not in text
+    settings = json.loads(text)["settings"]
+    record = settings["model_config"]
+    assert record["withheld"] == [
+        "extra_body.api_key",
+        "headers.Authorization",
+        "headers.x-api-key",
+    ]
+    assert record["resolved_env"] == {"HC_TEST_MODEL": "deployment-a"}
+    assert (
+        record["config"]["api_key_env"] == "HC_TEST_KEY" and record["config"]["max_tokens"] == 100
+    )
+    assert settings["metric_rules"] == "paper" and settings["backend"]["motion"] == "procedural"
+    assert not list(out.glob(".*.tmp"))
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (out / FINGERPRINT_FILE).stat().st_mode & 0o777 == 0o666 & ~umask
+
+    def refused_fields(cfg: RunConfig) -> tuple[str, ...]:
+        with pytest.raises(RunFingerprintError) as info:
+            run_batch([], cfg, progress=False, resume=True)
+        assert "SECRET" not in str(info.value)
+        return info.value.fields
+
+    # secrets are not settings: a new key changes nothing
+    monkeypatch.setenv("HC_TEST_KEY", "sk-SECRET-5")
+    path.write_text(json.dumps({**model, "extra_body": {"api_key": "sk-SECRET-6", "top_k": 1}}))
+    run_batch([], config, progress=False, resume=True)
+    path.write_text(json.dumps({**model, "temperature": 0.7}))
+    assert refused_fields(config) == ("model_config.config.temperature",)
+    path.write_text(json.dumps(model))
+    monkeypatch.setenv("HC_TEST_MODEL", "deployment-b")
+    assert refused_fields(config) == ("model_config.resolved_env.HC_TEST_MODEL",)
+    monkeypatch.setenv("HC_TEST_MODEL", "deployment-a")
+    tuned = replace(config, backend=config.backend.replace(motion_options={"history_frames": 6}))
+    assert refused_fields(tuned) == ("backend.motion_options.history_frames",)
+    assert refused_fields(replace(config, agent="random", seed=2)) == ("agent", "seed")
+    other = [list_episode_specs("val100")[0]]
+    with pytest.raises(RunFingerprintError) as info:
+        run_batch(other, config, progress=False, resume=True)
+    assert info.value.fields == ("episodes.sha256",)
+    # a record written before metric rules existed is read as the paper rules
+    data = json.loads((out / FINGERPRINT_FILE).read_text())
+    del data["settings"]["metric_rules"]
+    (out / FINGERPRINT_FILE).write_text(json.dumps(data))
+    run_batch([], config, progress=False, resume=True)
+    data["settings"]["metric_rules"] = "strict"
+    (out / FINGERPRINT_FILE).write_text(json.dumps(data))
+    assert refused_fields(config) == ("metric_rules",)
+
+
+def test_results_without_a_fingerprint_are_not_resumed(tmp_path):
+    from humanclaw_gym.evaluation.fingerprint import FINGERPRINT_FILE, RunFingerprintError
+
+    spec = list_episode_specs("val100")[0]
+    legacy = rollout_dir(tmp_path, spec)
+    legacy.mkdir(parents=True)
+    (legacy / "episode_result.json").write_text("{}")
+    config = RunConfig(agent="random", output=str(tmp_path))
+    with pytest.raises(RunFingerprintError, match="no run_fingerprint.json"):
+        run_batch([], config, progress=False, resume=True)
+    assert not (tmp_path / FINGERPRINT_FILE).exists()
+    (tmp_path / FINGERPRINT_FILE).write_text("not json")
+    with pytest.raises(RunFingerprintError, match="cannot be read"):
+        run_batch([], config, progress=False)
+
+
+def test_fingerprint_follows_checkpoint_contents(tmp_path):
+    from humanclaw_gym.evaluation.fingerprint import RunFingerprintError, run_fingerprint
+
+    ckpt = tmp_path / "policy.pt"
+    ckpt.write_bytes(b"weights v1")
+    config = RunConfig(agent=f"checkpoint:{ckpt}", output=str(tmp_path / "run"))
+    episodes = {"selection": "val100", "sha256": "0" * 64}
+    recorded = run_fingerprint(config, episodes)["settings"]
+    assert len(recorded["agent_checkpoint_sha256"]) == 64
+    run_batch([], config, progress=False)
+    ckpt.write_bytes(b"weights v2")  # same path, other weights: other results
+    with pytest.raises(RunFingerprintError) as info:
+        run_batch([], config, progress=False, resume=True)
+    assert info.value.fields == ("agent_checkpoint_sha256",)

@@ -771,7 +771,13 @@ def test_motion_quality_benchmark_measures_requests(
     assert 0.0 <= proc["sit 0.45"]["pelvis_seat_contact_rate"] <= 1.0
     flow = mq.evaluate(FlowMotionGenerator(tiny_checkpoint, steps=2), args)
     table = mq.markdown({"generators": {"flow": flow, "procedural": proc}})
-    assert table.count("\n") == 4 and "| walk normal | 0.400 m |" in table
+    assert "| walk normal | 0.400 m |" in table
+    main, checks = table.split("Realized-motion checks")
+    assert main.count("\n") == 5  # header, rule, 2 cases, blank line
+    assert "| walk normal | " in checks and "| sit 0.45 | " in checks
+    walk_checks = proc["walk normal"]["realized_checks"]
+    assert walk_checks["max_joint_error_deg"] < 30.0 and walk_checks["wrist_above_head_frames"] == 0
+    assert proc["walk normal"]["realized_checks_next_to_furniture"]["frames_over_bound"] == 0
 
 
 def test_batched_sync_vector_env_equals_unbatched_with_flow():

@@ -78,3 +78,54 @@ def test_bad_input_is_refused() -> None:
     bad[3, 10] = np.nan
     with pytest.raises(ValueError, match="finite"):
         lock_planted_feet(bad, prev, 0.0)
+
+
+def _thigh_clearance(frame: np.ndarray, seat: float) -> float:
+    """Lowest thigh underside at the seat edge minus the seated pelvis's lowest point."""
+    from humanclaw_gym.body.skeleton import heading_yaw
+    from humanclaw_gym.motion import _legs
+    from humanclaw_gym.motion.procedural import SEAT_EDGE_AHEAD_M, SEAT_SINK_M
+
+    pos, _ = forward_kinematics(frame)
+    yaw = float(heading_yaw(frame[3:6]))
+    bottoms = [
+        _legs.thigh_bottom_y(pos[JOINT_INDEX[f"{s}_hip"]], pos[JOINT_INDEX[f"{s}_knee"]],
+                             pos[0], yaw, SEAT_EDGE_AHEAD_M)
+        for s in ("left", "right")
+    ]  # fmt: skip
+    return min(bottoms) - (seat - SEAT_SINK_M)
+
+
+def test_heels_rise_on_a_seat_above_knee_height(monkeypatch) -> None:
+    from humanclaw_gym.motion.footlock import raise_heels_for_seat
+    from humanclaw_gym.motion.procedural import THIGH_SEAT_CLEARANCE_M
+
+    seat = 0.53
+    # the procedural Sit down without its own heel raise (what a learned chunk looks like)
+    monkeypatch.setattr(ProceduralMotionGenerator, "_seated_heel_raise", lambda *a: 0.0)
+    gen = ProceduralMotionGenerator()
+    gen.reset(np.array([1.0, 0.0, 2.0]), 0.7, seed=0)
+    flat = gen.generate(f"Sit down<{seat}>")
+    assert _thigh_clearance(flat[-1], seat) < 0.0  # the thighs sink deeper than the pelvis
+    raised = raise_heels_for_seat(flat, 0.0, seat)
+    assert _thigh_clearance(raised[-1], seat) == pytest.approx(THIGH_SEAT_CLEARANCE_M, abs=2e-3)
+    # only legs and toes change; the toe joints (the pivots) and toe boxes stay put
+    others = np.setdiff1d(np.arange(75), _LEG_COLUMNS)
+    toes = [JOINT_INDEX["left_foot"], JOINT_INDEX["right_foot"]]
+    others = np.setdiff1d(others, [6 + 3 * (j - 1) + k for j in toes for k in range(3)])
+    np.testing.assert_allclose(raised[:, others], flat[:, others], atol=1e-12)
+    p0, r0 = forward_kinematics(flat)
+    p1, r1 = forward_kinematics(raised)
+    np.testing.assert_allclose(p1[:, toes], p0[:, toes], atol=1e-6)
+    np.testing.assert_allclose(r1[:, toes], r0[:, toes], atol=1e-6)
+    # the heels: up at the end, growing in smoothly from (almost) nothing
+    heels = [JOINT_INDEX["left_ankle"], JOINT_INDEX["right_ankle"]]
+    rise = p1[:, heels, 1] - p0[:, heels, 1]
+    assert rise[0].max() < 0.002 and rise[-1].min() > 0.02
+    assert np.all(np.diff(rise, axis=0) > -1e-6)
+    # a seat at knee height needs nothing
+    gen.reset(np.zeros(3), 0.0, seed=0)
+    low = gen.generate("Sit down<0.42>")
+    np.testing.assert_array_equal(raise_heels_for_seat(low, 0.0, 0.42), low)
+    with pytest.raises(ValueError, match="frames"):
+        raise_heels_for_seat(low[:, :70], 0.0, 0.42)

@@ -11,21 +11,25 @@ import math
 import numpy as np
 import pytest
 
-from humanclaw_gym.body.skeleton import neutral_body22_m
+from humanclaw_gym.body.skeleton import JOINT_INDEX, forward_kinematics, neutral_body22_m
 from humanclaw_gym.metrics import (
     CollisionTracker,
     DisturbanceTracker,
     EpisodeMetricRecorder,
     FindTracker,
     InteractTracker,
+    MotionAnomalyTracker,
     UsageTracker,
     body_to_target_aabb_distance,
     category_aliases,
     claims_target_visible,
+    head_roll_rad,
     initial_penetration,
     is_collision_contact,
+    joint_tracking_error_rad,
     motion_jerk,
     moving_average,
+    pelvis_frame_positions,
     point_aabb_distance,
     root_rigid_joint_positions,
     spawn_floor_height,
@@ -98,17 +102,17 @@ NO_CONTACTS = contacts()
     ],
 )
 def test_claims_target_visible(text, names, expected):
-    assert claims_target_visible(text, names) is expected
+    assert claims_target_visible(text, names, "strict") is expected
 
 
 def test_category_aliases_table():
-    assert category_aliases("couch") == ("couch", "sofa", "loveseat")
-    assert category_aliases("potted_plant") == ("potted plant", "plant", "houseplant")
-    assert category_aliases("tv") == ("tv", "television", "tv monitor")
-    assert category_aliases("chair") == ("chair", "armchair")
-    assert category_aliases("toilet") == ("toilet",)
-    assert category_aliases("bed") == ("bed",)
-    assert category_aliases("Coffee_Table") == ("coffee table",)
+    assert category_aliases("couch", "strict") == ("couch", "sofa", "loveseat")
+    assert category_aliases("potted_plant", "strict") == ("potted plant", "plant", "houseplant")
+    assert category_aliases("tv", "strict") == ("tv", "television", "tv monitor")
+    assert category_aliases("chair", "strict") == ("chair", "armchair")
+    assert category_aliases("toilet", "strict") == ("toilet",)
+    assert category_aliases("bed", "strict") == ("bed",)
+    assert category_aliases("Coffee_Table", "strict") == ("coffee table",)
     with pytest.raises(ValueError, match="category"):
         category_aliases("")
 
@@ -119,7 +123,7 @@ def test_claims_target_visible_requires_names():
 
 
 def test_find_tracker_99_vs_100_pixels_and_same_step():
-    tracker = FindTracker(["bed"])
+    tracker = FindTracker(["bed"], rules="strict")
     assert tracker.record(0, 99, "I see the bed.") is False
     assert not tracker.geo_find_success and not tracker.find_success
     # visible at step 1 but the claim is negated; the affirmation at step 2 has 0 pixels
@@ -270,8 +274,8 @@ def test_collision_tracker_steps_and_body_groups():
     assert s["collision_rate_by_group"]["torso"] == 0.0
 
 
-def test_collision_tracker_without_motion_has_no_rate():
-    s = CollisionTracker(DYNAMIC, FLOOR).summary()
+def test_collision_tracker_without_motion_has_no_rate_under_strict_rules():
+    s = CollisionTracker(DYNAMIC, FLOOR, rules="strict").summary()
     assert s["motion_steps"] == 0 and s["collision_rate"] is None
     assert all(v is None for v in s["collision_rate_by_group"].values())
 
@@ -462,13 +466,18 @@ def body_at(x: float) -> np.ndarray:
     return np.array([[x, 0.25, 0.5], [x + 0.3, 0.9, 0.5], [x + 0.1, 1.5, 0.5]])
 
 
-def run_motion(rec, step, skill, per_frame, usage=(), pixels=0, text=None):
+def run_motion(rec, step, skill, per_frame, usage=(), pixels=0, text=None, realized=None):
+    """One motion decision; ``realized`` (default: exactly the generated frames) are the
+    physics frames handed to the recorder."""
     rec.record_decision(step, pixels, text, skill, usage)
     frames = np.zeros((len(per_frame), 75))
     frames[:, 1] = 0.9
     rec.record_generated_chunk(step, frames)
+    realized = frames if realized is None else realized
     for i, rows in enumerate(per_frame):
-        rec.record_frame(step, skill, i, i == len(per_frame) - 1, rows, [BOX_A], np.zeros((1, 3)))
+        rec.record_frame(
+            step, skill, i, i == len(per_frame) - 1, rows, [BOX_A], np.zeros((1, 3)), realized[i]
+        )
 
 
 @pytest.mark.parametrize(
@@ -521,7 +530,9 @@ def test_recorder_full_interact_episode_and_json_roundtrip(tmp_path):
     )
     rec.record_decision(3, 500, "I am sitting on the couch.", Skill.STOP, planner)
     m = rec.finalize(body_at(1.05), "stop")
-    assert m["schema"] == "humanclaw_metrics_v1"
+    assert m["schema"] == "humanclaw_metrics_v2" and m["rules"] == "paper"
+    assert m["rollout_index"] == 0 and m["floor_source"] == "spawn_raycast"
+    assert m["motion_anomaly"] == 0 and m["max_joint_tracking_error_deg"] == 0.0
     assert m["find_success"] and m["geo_find_success"] and m["first_find_step"] == 1
     assert m["interact_success"] is True and m["geo_interact_success"] is True
     assert m["nav_success_20cm"] is True
@@ -546,30 +557,135 @@ def test_recorder_full_interact_episode_and_json_roundtrip(tmp_path):
         rec.finalize(body_at(1.05), "stop")
 
 
-def test_recorder_stop_without_motion_has_no_rates():
-    rec = make_recorder(interact=False, category="tv")
+# -- motion tracking / motion_anomaly ----------------------------------------------------------
+
+
+def _with_joint(frame: np.ndarray, joint: str, rotvec) -> np.ndarray:
+    out = frame.copy()
+    j = JOINT_INDEX[joint]
+    out[3 + 3 * j : 6 + 3 * j] = rotvec
+    return out
+
+
+def test_joint_tracking_error_is_the_local_rotation_angle():
+    rest = np.zeros(75)
+    knocked = _with_joint(rest, "right_shoulder", (0.0, math.radians(40.0), 0.0))
+    err = joint_tracking_error_rad(rest, knocked)
+    assert err.shape == (23,)
+    assert np.degrees(err[JOINT_INDEX["right_shoulder"] - 1]) == pytest.approx(40.0)
+    assert np.count_nonzero(err) == 1
+    # the root is not a joint here: moving and turning the body changes nothing
+    moved = knocked.copy()
+    moved[0:6] = (3.0, 0.2, -1.0, 0.0, 1.0, 0.0)
+    assert np.allclose(joint_tracking_error_rad(rest, moved), err)
+    # the same rotation written as (2 pi - a) about the opposite axis: 0 error (shortest arc)
+    a = math.radians(170.0)
+    one = _with_joint(rest, "neck", (a, 0.0, 0.0))
+    same = _with_joint(rest, "neck", (-(2 * math.pi - a), 0.0, 0.0))
+    assert joint_tracking_error_rad(one, same).max() == pytest.approx(0.0, abs=1e-7)
+    # batches
+    assert joint_tracking_error_rad(np.stack([rest, rest]), np.stack([rest, knocked])).shape == (
+        2,
+        23,
+    )
+    with pytest.raises(ValueError, match="one shape"):
+        joint_tracking_error_rad(rest, np.stack([rest, rest]))
+    with pytest.raises(ValueError, match="finite"):
+        joint_tracking_error_rad(rest, np.full(75, np.nan))
+
+
+def test_pelvis_frame_positions_do_not_depend_on_where_the_body_stands():
+    frame = _with_joint(np.zeros(75), "left_shoulder", (0.0, 0.0, -1.2))
+    elsewhere = frame.copy()
+    elsewhere[0:6] = (2.0, 1.0, -3.0, 0.0, 2.0, 0.0)  # moved and turned 115 degrees
+    assert np.allclose(pelvis_frame_positions(frame), pelvis_frame_positions(elsewhere))
+    world, _ = forward_kinematics(frame)
+    assert np.allclose(pelvis_frame_positions(frame), world - world[0])
+
+
+def test_head_roll():
+    upright = np.zeros(75)
+    upright[3:6] = (0.0, 2.5, 0.0)  # any yaw
+    assert head_roll_rad(upright) == pytest.approx(0.0, abs=1e-12)
+    nodding = _with_joint(upright, "neck", (0.5, 0.0, 0.0))  # pitch only
+    assert head_roll_rad(nodding) == pytest.approx(0.0, abs=1e-12)
+    rolled = _with_joint(np.zeros(75), "neck", (0.0, 0.0, math.radians(-12.0)))
+    assert math.degrees(abs(float(head_roll_rad(rolled)))) == pytest.approx(12.0)
+
+
+def test_motion_anomaly_tracker_counts_frames_over_the_bound():
+    rest = np.zeros(75)
+    tracker = MotionAnomalyTracker()
+    assert tracker.summary() == {"motion_anomaly": 0, "max_joint_tracking_error_deg": None}
+    assert not tracker.record_frame(rest, _with_joint(rest, "left_wrist", (0.0, 0.0, 0.5)))
+    # exactly at the bound is not an anomaly (strictly greater)
+    at = _with_joint(rest, "head", (math.radians(30.0), 0.0, 0.0))
+    assert not tracker.record_frame(rest, at)
+    over = _with_joint(rest, "right_shoulder", (0.0, 0.0, math.radians(95.0)))
+    assert tracker.record_frame(rest, over)
+    s = tracker.summary()
+    assert s["motion_anomaly"] == 1 and s["max_joint_tracking_error_deg"] == pytest.approx(95.0)
+    assert tracker.frames == 3
+    with pytest.raises(ValueError, match="single"):
+        tracker.record_frame(np.stack([rest, rest]), np.stack([rest, rest]))
+    with pytest.raises(ValueError, match="bound_deg"):
+        MotionAnomalyTracker(bound_deg=0.0)
+
+
+def test_recorder_counts_motion_anomaly_against_the_generated_chunk():
+    rec = make_recorder(interact=False, category="chair")
+    generated = np.zeros((15, 75))
+    generated[:, 1] = 0.9
+    realized = generated.copy()
+    # frames 5-7: the right upper arm is knocked 60 degrees away from its command
+    for i in (5, 6, 7):
+        realized[i] = _with_joint(realized[i], "right_shoulder", (math.radians(60.0), 0.0, 0.0))
+    realized[9] = _with_joint(realized[9], "left_elbow", (0.0, math.radians(20.0), 0.0))
+    run_motion(rec, 0, Skill.WALK, [NO_CONTACTS] * 15, realized=realized)
+    rec.record_decision(1, 0, None, Skill.STOP, ())
+    m = rec.finalize(body_at(3.0), "stop")
+    assert m["motion_anomaly"] == 3
+    assert m["max_joint_tracking_error_deg"] == pytest.approx(60.0)
+    assert m["thresholds"]["motion_anomaly_bound_deg"] == 30.0
+    validate_metrics(m)
+
+
+@pytest.mark.parametrize("rules, empty", [("strict", None), ("paper", 0.0)])
+def test_recorder_stop_without_motion_rates(rules, empty):
+    rec = make_recorder(interact=False, category="tv", rules=rules)
     rec.record_decision(0, 0, None, Skill.STOP, ())
     m = rec.finalize(body_at(3.0), "stop")
-    assert m["motion_steps"] == 0 and m["collision_rate"] is None
+    assert m["motion_steps"] == 0 and m["collision_rate"] == empty
+    assert set(m["collision_rate_by_group"].values()) == {empty}
     assert m["motion_jerk_m_s3"] is None and m["tokens"]["source"] == "none"
-    assert m["steps"] == 1
+    assert m["motion_anomaly"] == 0 and m["max_joint_tracking_error_deg"] is None
+    assert m["steps"] == 1 and m["rules"] == rules
+    validate_metrics(m)
 
 
 def test_recorder_rejects_out_of_order_events():
     rec = make_recorder()
+    pose = np.zeros(75)
     with pytest.raises(ValueError, match="record_decision first"):
-        rec.record_frame(0, Skill.WALK, 0, False, NO_CONTACTS, [], np.zeros((0, 3)))
+        rec.record_frame(0, Skill.WALK, 0, False, NO_CONTACTS, [], np.zeros((0, 3)), pose)
     rec.record_decision(0, 0, None, Skill.WALK, ())
     with pytest.raises(ValueError, match="frame_index must be 0"):
-        rec.record_frame(0, Skill.WALK, 1, False, NO_CONTACTS, [], np.zeros((0, 3)))
+        rec.record_frame(0, Skill.WALK, 1, False, NO_CONTACTS, [], np.zeros((0, 3)), pose)
     with pytest.raises(ValueError, match="differs"):
-        rec.record_frame(0, Skill.SIT, 0, False, NO_CONTACTS, [], np.zeros((0, 3)))
+        rec.record_frame(0, Skill.SIT, 0, False, NO_CONTACTS, [], np.zeros((0, 3)), pose)
+    with pytest.raises(ValueError, match="no generated chunk"):
+        rec.record_frame(0, Skill.WALK, 0, False, NO_CONTACTS, [], np.zeros((0, 3)), pose)
+    with pytest.raises(ValueError, match="frames_75"):
+        rec.record_generated_chunk(0, np.zeros((15, 70)))
+    rec.record_generated_chunk(0, np.zeros((2, 75)))
+    with pytest.raises(ValueError, match="realized_75"):
+        rec.record_frame(0, Skill.WALK, 0, False, NO_CONTACTS, [], np.zeros((0, 3)), pose[:70])
     with pytest.raises(ValueError, match="step must increase"):
         rec.record_decision(0, 0, None, Skill.WALK, ())
     with pytest.raises(ValueError, match="skill"):
         rec.record_decision(1, 0, None, 9, ())
-    with pytest.raises(ValueError, match="frames_75"):
-        rec.record_generated_chunk(0, np.zeros((15, 70)))
+    with pytest.raises(ValueError, match="already has a generated chunk"):
+        rec.record_generated_chunk(0, np.zeros((15, 75)))
     with pytest.raises(ValueError, match="ended_by='stop'"):
         rec.finalize(body_at(2.0), "stop")
     rec.record_decision(1, 0, None, Skill.STOP, ())

@@ -354,6 +354,43 @@ def test_sit_down_geometry(height: float) -> None:
         assert soles[-1].min() > FLOOR + 0.05
 
 
+@pytest.mark.parametrize("height", [0.45, 0.5, 0.53, 0.56])
+def test_seated_thighs_clear_the_seat_edge(height: float) -> None:
+    """Above knee height the planted feet roll onto their toes until the thighs, where they
+    cross the seat's front edge, stay shallower in the seat than the pelvis; where that is
+    out of reach the feet hang."""
+    from humanclaw_gym.motion import _legs
+    from humanclaw_gym.motion.procedural import (
+        SEAT_EDGE_AHEAD_M,
+        SEAT_SINK_M,
+        THIGH_SEAT_CLEARANCE_M,
+    )
+
+    gen = _gen()
+    chunk = gen.generate(SkillCall.sit(height))
+    end = chunk[-1]
+    pos, _ = forward_kinematics(end)
+    bottoms = [
+        _legs.thigh_bottom_y(pos[JOINT_INDEX[f"{s}_hip"]], pos[JOINT_INDEX[f"{s}_knee"]],
+                             pos[0], _heading(end), SEAT_EDGE_AHEAD_M)
+        for s in ("left", "right")
+    ]  # fmt: skip
+    pelvis_bottom = FLOOR + height - SEAT_SINK_M
+    assert min(bottoms) >= pelvis_bottom + THIGH_SEAT_CLEARANCE_M - 0.002
+    start_pos, _ = forward_kinematics(chunk[0])
+    heels = [JOINT_INDEX["left_ankle"], JOINT_INDEX["right_ankle"]]
+    heel_rise = pos[heels, 1] - start_pos[heels, 1]
+    soles = sole_heights(chunk)
+    if height <= 0.47:  # at or below knee height: flat feet
+        assert np.all(np.abs(heel_rise) < 0.005)
+    if height >= 0.56:  # out of reach on tiptoe: the feet hang
+        assert soles[-1].min() > FLOOR + 0.05
+    else:  # the toes stay on the floor
+        np.testing.assert_allclose(soles[-1], FLOOR, atol=0.01)
+        if height >= 0.5:
+            assert heel_rise.min() > 0.01
+
+
 def test_sit_while_seated_holds_and_any_other_skill_stands_up() -> None:
     gen = _gen()
     seated = gen.generate(SkillCall.sit(0.45))

@@ -283,3 +283,94 @@ def test_generated_scene_grid_is_consistent() -> None:
         if obj.seat_height_m is not None:
             x, z, _ = grid.approach_pose(obj)
             assert not grid.is_blocked(x, z)
+
+
+def _two_room_scene(objects: list[SceneObject]) -> SceneSpec:
+    """Rooms x in [0, 3] and [3, 6] (z in [0, 3]) split by a wall at x = 2.95 .. 3.05 with a
+    doorway at z in [2.0, 2.9]."""
+    walls = [
+        _wall_box(1, 0.0, 0.0, 6.0, 0.05),
+        _wall_box(2, 0.0, 2.95, 6.0, 3.0),
+        _wall_box(3, 0.0, 0.05, 0.05, 2.95),
+        _wall_box(4, 5.95, 0.05, 6.0, 2.95),
+        _wall_box(5, 2.95, 0.05, 3.05, 2.0),
+        _wall_box(6, 2.95, 2.9, 3.05, 2.95),
+    ]
+    rooms = (
+        Room(0, "living_room", (0.0, 0.0), (3.0, 3.0)),
+        Room(1, "bathroom", (3.0, 0.0), (6.0, 3.0)),
+    )
+    return SceneSpec("two_rooms", rooms, tuple(walls + objects))
+
+
+def test_goal_region_never_reaches_through_a_wall() -> None:
+    # a chair against the partition, in the left room: the right room's free cells near the
+    # wall are within body radius + reach (0.5 m) of its box, but the wall is between
+    chair = _box_obj(10, "chair", 2.735, 0.8, 0.185, 0.25, 0.0, 0.9)
+    grid = NavGrid.from_scene(_two_room_scene([chair]))
+    near = grid.free & (grid.aabb_distance_map(chair) <= grid.clearance_m + GOAL_MARGIN_M)
+    xs = grid.cell_centers_x()[None, :].repeat(grid.shape[0], axis=0)
+    assert (near & (xs > 3.05)).any(), "the old distance-only region reached through the wall"
+    region = grid.goal_region(chair)
+    assert region.any()
+    assert not (region & (xs > 2.95)).any()
+    assert np.array_equal(region, near & (xs < 2.95))
+    # the route from the right room goes through the doorway, not to the wall's back
+    start = (4.0, 0.8)
+    path = grid.shortest_path(start, chair)
+    assert len(path) and path[-1][0] < 2.95
+    assert grid.geodesic_distance(start, chair) > 2.0  # around by the door at z >= 2.0
+    assert not region.flags.writeable
+
+
+def test_goal_region_needs_nothing_fixed_between_body_and_box() -> None:
+    # a plant with a long low bench right behind it (x 2.2 .. 2.25): cells beyond the bench
+    # are within 0.5 m of the plant's box, but the bench is between body and plant
+    plant = _box_obj(10, "potted_plant", 2.0, 1.5, 0.15, 0.15, 0.0, 1.0)
+    bench = _box_obj(11, "table", 2.225, 1.5, 0.025, 0.9, 0.0, 0.5)
+    grid = NavGrid.from_scene(_room_scene([plant, bench], size=(6.0, 3.0)))
+    near = grid.free & (grid.aabb_distance_map(plant) <= grid.clearance_m + GOAL_MARGIN_M)
+    xs = grid.cell_centers_x()[None, :].repeat(grid.shape[0], axis=0)
+    beyond = near & (xs > 2.25)
+    assert beyond.any()
+    region = grid.goal_region(plant)
+    assert region.any() and not (region & beyond).any()
+    # the bench itself is never its own obstacle
+    assert (grid.goal_region(bench) & (xs > 2.25)).any()
+    # a movable object in between does not count (the body can push it)
+    ball = SceneObject(
+        12, "ball_1", "ball", (2.225, 0.0, 1.5), 0.0,
+        (Part("box", (0.025, 0.25, 0.9), (0, 0.25, 0)),), dynamic=True, mass_kg=0.3,
+    )  # fmt: skip
+    grid2 = NavGrid.from_scene(_room_scene([plant, ball], size=(6.0, 3.0)))
+    assert (grid2.goal_region(plant) & (xs > 2.25)).any()
+
+
+def test_solids_queries_are_exact() -> None:
+    from humanclaw_gym.scenes.solids import Solids
+
+    box = SceneObject(1, "b", "table", (1.0, 0.0, 1.0), math.pi / 4,
+                      (Part("box", (0.5, 0.5, 0.1), (0.0, 0.5, 0.0)),))  # fmt: skip
+    cyl = SceneObject(2, "c", "lamp", (4.0, 0.0, 1.0), 0.0,
+                      (Part("cylinder", (0.2, 0.4, 0.0), (0.0, 0.4, 0.0)),))  # fmt: skip
+    sph = SceneObject(3, "s", "ball", (6.0, 0.0, 1.0), 0.0,
+                      (Part("sphere", (0.3, 0.0, 0.0), (0.0, 1.0, 0.0)),))  # fmt: skip
+    scene = SceneSpec("solids", (Room(0, "living_room", (0.0, 0.0), (8.0, 3.0)),), (box, cyl, sph))
+    s = Solids.from_scene(scene)
+    assert len(s) == 3 and s.y0.tolist() == pytest.approx([0.0, 0.0, 0.7])
+    d = s.footprint_distance(np.array([[1.0, 1.0], [4.5, 1.0], [6.0, 2.0]]))
+    assert d[0, 0] == 0.0 and d[1, 1] == pytest.approx(0.3) and d[2, 2] == pytest.approx(0.7)
+    # the rotated box: its long axis runs along (cos 45, -sin 45); a point 0.2 m off its
+    # face along the short axis
+    n = np.array([math.sin(math.pi / 4), math.cos(math.pi / 4)])
+    assert s.footprint_distance((np.array([1.0, 1.0]) + 0.3 * n)[None])[0, 0] == pytest.approx(0.2)
+    # x/z segments: through the box, past the cylinder, ending on the sphere's rim
+    a = np.array([[0.0, 1.0], [3.0, 1.25], [5.0, 1.0]])
+    b = np.array([[2.0, 1.0], [5.0, 1.25], [5.7, 1.0]])
+    assert s.segments_cross_footprints(a, b).tolist() == [True, False, False]
+    assert s.segments_cross_footprints(np.array([[3.0, 1.1]]), np.array([[5.0, 1.1]]))[0]
+    # 3-D: over the box (above its top), through the cylinder, under the sphere
+    a3 = np.array([[0.0, 1.1, 1.0], [3.0, 0.5, 1.0], [5.0, 0.5, 1.0], [3.0, 0.9, 1.0]])
+    b3 = np.array([[2.0, 1.1, 1.0], [5.0, 0.5, 1.0], [7.0, 0.5, 1.0], [5.0, 0.9, 1.0]])
+    assert s.segments_hit(a3, b3).tolist() == [False, True, False, False]
+    assert s.segments_hit(np.array([[5.0, 1.0, 1.0]]), np.array([[7.0, 1.0, 1.0]]))[0]

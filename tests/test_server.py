@@ -128,6 +128,19 @@ def post(
         conn.close()
 
 
+def raw_request(port: int, data: bytes) -> bytes:
+    """Send raw bytes and return everything the server answers before closing."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
 def rpc(port: int, method: str, params: Any = None, **headers: str) -> tuple[int, dict[str, Any]]:
     payload: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
     if params is not None:
@@ -181,7 +194,7 @@ def run_local(
     from humanclaw_gym.wrappers import MetricsWrapper, TrajectoryWrapper
 
     traj = TrajectoryWrapper(env, out, episode_dir_fn=flat_dir)
-    wrapped = MetricsWrapper(traj, out)
+    wrapped = MetricsWrapper(traj, out, episode_dir_fn=flat_dir)
     try:
         obs, _ = wrapped.reset(options={"episode_id": episode_id})
         observations = [obs]
@@ -299,6 +312,13 @@ def test_refuses_non_loopback_bind_and_bad_tokens(tmp_path: Path) -> None:
     bad = "a" * 31 + "!" * 5  # long enough but not URL-safe
     done = _serve(tmp_path, token=bad)
     assert done.returncode == 2 and bad not in done.stderr + done.stdout
+
+    # a trailing newline (as `echo $TOKEN > file` leaves it) used to pass a `$` check; every
+    # request was then refused and the client printed the whole token
+    bad = _TOKEN + "\n"
+    done = _serve(tmp_path, token=bad)
+    assert done.returncode == 2 and "malformed" in done.stderr
+    assert _TOKEN not in done.stderr + done.stdout
     assert not (tmp_path / "o").exists(), "nothing is written before the token is accepted"
 
 
@@ -803,9 +823,23 @@ def test_transport_limits_and_envelope_errors(fuzz_server: ServerProcess) -> Non
         (post(port, b"x" * ((1 << 20) + 1)), 413),
         (post(port, describe, {"Content-Type": "application/json"}), 401),
     ]
+    # Content-Length must be ASCII digits: '²' passed str.isdigit() and crashed the handler
+    # before authentication, closing the connection without an answer
+    for weird in ("\u00b2", "\u00b9\u00b2", "1_0", "+5", "0x10", "4 4", " ", "1" * 13):
+        cases.append((post(port, describe, {**auth, "Content-Length": weird}), 400))
+        cases.append((post(port, describe, {"Content-Length": weird}), 401))
     for (status, body), expected in cases:
         assert status == expected, (status, body)
         _assert_clean_error(body, fuzz_server)
+    # a malformed request line gets JSON like every other refusal, nothing echoed
+    for line in (b"GARBAGE /rpc HTTP/1.1 extra", b"POST /rpc HTTP/9", b"\x00\xff" * 10):
+        answer = raw_request(port, line + b"\r\nX-Probe: " + _TOKEN.encode() + b"\r\n\r\n")
+        head, _, payload = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.0 400 ") and b"application/json" in head, answer[:200]
+        body = json.loads(payload)
+        assert body["error"]["code"] == -32600
+        _assert_clean_error(body, fuzz_server)
+        assert line not in answer and _TOKEN.encode() not in answer
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     conn.putrequest("POST", "/rpc")
     conn.putheader("Authorization", f"Bearer {_TOKEN}")

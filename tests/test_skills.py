@@ -954,3 +954,48 @@ def test_import_does_not_load_heavy_modules() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.strip() == ""
+
+
+# ----------------------------------------------------------------------------------------
+# Error messages echo a bounded part of the input
+# ----------------------------------------------------------------------------------------
+
+_HUGE = 1_000_000
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SkillCall.parse("W" * _HUGE),  # one huge unknown skill name
+        lambda: SkillCall.parse("Turn<left><" + "9" * _HUGE + ">"),  # a huge number
+        lambda: SkillCall.parse("Turn<" + "l" * _HUGE + "><30>"),  # a huge word
+        lambda: SkillCall.parse("Walk<forward><normal>" + "<x>" * (_HUGE // 3)),  # many slots
+        lambda: SkillCall.parse("Walk<" + "f" * _HUGE + "><normal>"),
+        lambda: SkillCall.parse("Turn<left><1" + "0" * _HUGE + ">"),  # out of range
+        lambda: SkillCall.from_dict({"skill": "s" * _HUGE}),
+        lambda: SkillCall.from_dict({"skill": "turn", "direction": "d" * _HUGE, "angle_deg": 30}),
+        lambda: SkillCall.from_dict({"skill": "turn", "k" * _HUGE: 1}),
+        lambda: SkillCall.from_action({"skill": 0, "z" * _HUGE: 1}),
+        lambda: SkillCall(Skill.TURN, direction="left", angle_deg=30, speed="x" * _HUGE),
+    ],
+)
+def test_error_messages_echo_a_bounded_part_of_huge_input(make) -> None:
+    """A model can answer with a megabyte of text: the error says what is wrong and how
+    long the input was, without echoing all of it (the value stays on the exception)."""
+    with pytest.raises(SkillCallError) as info:
+        make()
+    message = str(info.value)
+    assert len(message) < 2000, len(message)
+    assert "characters)" in message or "takes" in message
+    assert isinstance(info.value.value, (str, float, type(None)))
+
+
+def test_short_values_are_still_echoed_whole() -> None:
+    with pytest.raises(SkillCallParseError, match=r"SkillCall.text='Turn<left><400>'"):
+        SkillCall.parse("Turn<left><400>")
+    with pytest.raises(SkillCallError, match=r"'sprint' is not accepted"):
+        SkillCall.from_dict({"skill": "walk", "speed": "sprint"})
+    long = "Turn<left><" + "1" * 200 + ">"
+    with pytest.raises(SkillCallParseError) as info:
+        SkillCall.parse(long)
+    assert f"({len(long)} characters)" in str(info.value) and info.value.value == long

@@ -378,6 +378,67 @@ def test_tampered_and_corrupt_bundles_are_refused(fake_env, tmp_path: Path) -> N
         load_bundle(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("frames", 31, "'frames'"),
+        ("frames", "30", "'frames'"),
+        ("generated_frames", 15, "'generated_frames'"),
+        ("video_frames", 30, "'video_frames'"),
+        ("motion_steps", 3, "'motion_steps'"),
+        ("steps", 7, "'steps'"),
+        ("steps", True, "'steps'"),
+        ("ended_by", "exploded", "'ended_by'"),
+        ("ended_by", "abandoned", "'complete'"),  # abandoned cannot be complete
+        ("complete", False, "'complete'"),
+        ("complete", "yes", "'complete'"),
+        ("episode.episode_id", "someone_else", "episode.episode_id"),
+        ("episode", None, "'episode'"),
+    ],
+)
+def test_manifest_fields_are_checked_on_load(
+    fake_env, tmp_path: Path, field: str, value: Any, named: str
+) -> None:
+    """Each counted, ending and identity field of the manifest must agree with the arrays
+    (docs/replay.md); the NPZ hashes do not cover the manifest itself."""
+    env = TrajectoryWrapper(fake_env(max_steps=5), tmp_path, flat_dir)
+    _run(env, ["Walk<forward><normal>", "Turn<left><30>", "Stop/Stand"])
+    env.close()
+    path = tmp_path / MANIFEST_FILE
+    manifest = json.loads(path.read_text())
+    assert (manifest["frames"], manifest["steps"], manifest["complete"]) == (30, 3, True)
+    load_bundle(tmp_path)
+    if "." in field:
+        outer, inner = field.split(".")
+        manifest[outer][inner] = value
+    else:
+        manifest[field] = value
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(ReplayBundleError, match=named.replace(".", r"\.")):
+        load_bundle(tmp_path)
+
+
+def test_manifest_of_an_error_bundle_counts_the_failed_step(fake_env, tmp_path: Path) -> None:
+    """An error may come after the failing step's motion was generated: ``steps`` may then
+    be one less than ``motion_steps``, never more, never two less."""
+    env = TrajectoryWrapper(fake_env(max_steps=5), tmp_path, flat_dir)
+    env.reset(options={"episode_id": "e1"})
+    env.step("Walk<forward><normal>")
+    env.step("Turn<left><30>")
+    env.flush(RuntimeError("provider down"))
+    path = tmp_path / MANIFEST_FILE
+    manifest = json.loads(path.read_text())
+    assert (manifest["ended_by"], manifest["motion_steps"], manifest["steps"]) == ("error", 2, 2)
+    for steps, ok in ((2, True), (1, True), (0, False), (3, False)):
+        path.write_text(json.dumps({**manifest, "steps": steps}))
+        if ok:
+            load_bundle(tmp_path)
+        else:
+            with pytest.raises(ReplayBundleError, match="'steps'"):
+                load_bundle(tmp_path)
+    env.close()
+
+
 def test_forward_replay_exact_and_detects_changes(fake_env, tmp_path: Path) -> None:
     env = TrajectoryWrapper(fake_env(max_steps=3), tmp_path, flat_dir)
     _run(env, ["Walk<forward><normal>", "Turn<left><60>", "Walk<forward><normal>"], "e2")

@@ -108,6 +108,10 @@ class BackendConfig:
             ``SMPLX_<GENDER>.npz`` or that file): the images draw the skinned body instead
             of the capsule links (rendering only; physics keeps the capsules).
         body_model_gender: ``"neutral"``, ``"male"`` or ``"female"``.
+        scene_dataset: a Habitat scene dataset to load scenes from (its
+            ``*.scene_dataset_config.json`` or the folder holding it, e.g. HSSD prepared by
+            the reference release); episodes whose scene it holds run in that scene,
+            meshes and all (see ``docs/scenes.md``). None: the shipped procedural homes.
 
     Construction checks types only (cheap); :meth:`check` checks names and options
     against the registry. Options may be given as a mapping or as ``(key, value)`` pairs.
@@ -121,6 +125,7 @@ class BackendConfig:
     motion_options: Mapping[str, Any] = field(default_factory=dict)
     body_model_dir: str | None = None
     body_model_gender: str = "neutral"
+    scene_dataset: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("physics", "renderer", "motion"):
@@ -132,6 +137,7 @@ class BackendConfig:
         set_(self, "motion_options", _options(self.motion_options, "motion_options"))
         set_(self, "motion_checkpoint", _path_or_none(self.motion_checkpoint, "motion_checkpoint"))
         set_(self, "body_model_dir", _path_or_none(self.body_model_dir, "body_model_dir"))
+        set_(self, "scene_dataset", _path_or_none(self.scene_dataset, "scene_dataset"))
         if self.body_model_gender not in BODY_MODEL_GENDERS:
             raise ValueError(
                 f"body_model_gender must be one of {BODY_MODEL_GENDERS}, got "
@@ -167,15 +173,18 @@ class BackendConfig:
         """Check names against the registry and options against the constructors.
 
         Imports the physics and motion factories (not a simulator or GL context). The
-        body model directory must exist.
+        body model directory must exist; a scene dataset must be found and its config
+        parse (its folders are indexed, no mesh is read), and the mesh reader be installed.
 
         Returns:
             self (for chaining).
 
         Raises:
             BackendCapabilityError: an unknown backend name (registered ones listed).
-            ValueError: an option a backend does not accept (accepted ones listed).
+            ValueError: an option a backend does not accept (accepted ones listed); a
+                missing or malformed scene dataset (``SceneDatasetError``, naming the file).
             FileNotFoundError: ``body_model_dir`` does not exist.
+            ImportError: ``scene_dataset`` is set but ``trimesh`` is not installed.
         """
         from humanclaw_gym.backends import registry
 
@@ -196,6 +205,17 @@ class BackendConfig:
                 f"directory holding SMPLX_{self.body_model_gender.upper()}.npz (the licensed "
                 "SMPL-X files, not shipped with humanclaw-gym) or that file itself"
             )
+        if self.scene_dataset is not None:
+            from humanclaw_gym.scenes.hssd import open_scene_dataset
+
+            open_scene_dataset(self.scene_dataset)
+            try:
+                import trimesh  # noqa: F401
+            except ImportError as exc:
+                raise ImportError(
+                    f"scene_dataset={self.scene_dataset!r} needs the mesh reader 'trimesh': "
+                    "pip install 'humanclaw-gym[hssd]'"
+                ) from exc
         if self.physics_options:
             factory = registry.entry("physics", self.physics).load()
             check_options(factory, "physics", self.physics, self.physics_options)

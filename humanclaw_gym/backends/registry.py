@@ -278,14 +278,19 @@ def _register_defaults() -> None:
     register_physics(
         "pybullet",
         "humanclaw_gym.physics.pybullet_backend:PybulletHalfPhysics",
-        PhysicsCapabilities(name="pybullet"),
+        PhysicsCapabilities(
+            name="pybullet", part_shapes=frozenset({"box", "cylinder", "sphere", "mesh"})
+        ),
         "pybullet DIRECT, half-physics frame contract, Y-up gravity",
     )
     register_render(
         "moderngl",
         "humanclaw_gym.render.moderngl_backend:ModernglRenderer",
         RenderCapabilities(
-            name="moderngl", modes=frozenset({"rgb", "instance", "depth"}), body_mesh=True
+            name="moderngl",
+            modes=frozenset({"rgb", "instance", "depth"}),
+            part_shapes=frozenset({"box", "cylinder", "sphere", "capsule", "mesh"}),
+            body_mesh=True,
         ),
         "moderngl on a headless EGL context (Mesa llvmpipe on CPU)",
         in_auto=True,
@@ -294,7 +299,10 @@ def _register_defaults() -> None:
         "tiny",
         "humanclaw_gym.render.tiny_backend:TinyRenderer",
         RenderCapabilities(
-            name="tiny", modes=frozenset({"rgb", "instance", "depth"}), body_mesh=True
+            name="tiny",
+            modes=frozenset({"rgb", "instance", "depth"}),
+            part_shapes=frozenset({"box", "cylinder", "sphere", "capsule", "mesh"}),
+            body_mesh=True,
         ),
         "pybullet TinyRenderer (CPU software rasteriser), the fallback when EGL is unavailable",
         in_auto=True,

@@ -70,6 +70,8 @@ class BackendArgs:
     """your licensed SMPL-X files: draw the skinned body in the images (rendering only)"""
     body_model_gender: Literal["neutral", "male", "female"] = "neutral"
     """SMPL-X model gender"""
+    scene_dataset: Path | None = None
+    """a Habitat scene dataset (its *.scene_dataset_config.json or folder, e.g. HSSD prepared by the reference release): episodes of its scenes run in them"""
 
     def to_config(self) -> BackendConfig:
         """The :class:`BackendConfig` (types checked; run :meth:`BackendConfig.check` for
@@ -87,6 +89,7 @@ class BackendArgs:
             motion_options=dict(parse_options(self.motion_option)),
             body_model_dir=self.body_model_dir,
             body_model_gender=self.body_model_gender,
+            scene_dataset=self.scene_dataset,
         )
 
 

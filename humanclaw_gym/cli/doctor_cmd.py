@@ -1,7 +1,7 @@
 """``humanclaw doctor``: report installed backends and extras, and whether the defaults run.
 
 Exit status 0 when the default configuration can run (pybullet, some renderer, a working
-ffmpeg binary), 1 otherwise (the missing pieces are named), 2 for bad arguments. The checks
+ffmpeg binary) and a ``--scene-dataset`` given has all its files, 1 otherwise (the missing pieces are named), 2 for bad arguments. The checks
 that could crash (loading pybullet, creating an EGL context, running ffmpeg) run in child
 processes, so this command itself imports no simulator, renderer or torch.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import tyro
@@ -22,6 +23,7 @@ def doctor(
     hide: tuple[str, ...] = (),
     probe: bool = True,
     timeout_s: float = 30.0,
+    scene_dataset: Path | None = None,
 ) -> int:
     """Report installed backends and optional extras; exit 1 if the defaults cannot run.
 
@@ -32,11 +34,15 @@ def doctor(
         probe: run the subprocess checks (pybullet client, EGL context, ffmpeg binary);
             --no-probe reports package metadata only.
         timeout_s: timeout of each subprocess check, in seconds.
+        scene_dataset: also check this scene dataset (its *.scene_dataset_config.json or
+            folder): scenes found, object configs and mesh assets missing.
     """
     from humanclaw_gym.doctor import format_report, installation_report
 
     try:
-        report = installation_report(hide, probe=probe, timeout_s=timeout_s)
+        report = installation_report(
+            hide, probe=probe, timeout_s=timeout_s, scene_dataset=scene_dataset
+        )
     except ValueError as exc:
         print(f"humanclaw doctor: {exc}", file=sys.stderr)
         return 2

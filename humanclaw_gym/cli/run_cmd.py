@@ -18,8 +18,11 @@ class RunArgs:
 
     Each episode runs in a worker process (``--workers``) through the one episode loop and
     writes its artifacts to ``OUTPUT/<scene>_ep<id>_<category>/rollout_00/``. ``--resume``
-    skips episodes whose requested artifacts are complete and verified. With ``--metrics``
-    the paper table is printed at the end and ``metrics_summary.json`` is written.
+    skips episodes whose requested artifacts are complete and verified; a run whose
+    settings (agent, model config, seed, max steps, episodes, backends, metric rules,
+    version) differ from those recorded in ``OUTPUT/run_fingerprint.json`` is refused,
+    naming the differing fields. With ``--metrics`` the paper table is printed at the end
+    and ``metrics_summary.json`` is written.
     """
 
     episodes: str = "val100"
@@ -32,12 +35,14 @@ class RunArgs:
     """JSON model config for VLM agents (psv)"""
     metrics: bool = False
     """compute the paper metrics (metrics.json per episode + summary)"""
+    metric_rules: Literal["paper", "strict"] = "paper"
+    """metric rules: paper (the reference release's scoring) or strict (docs/metrics.md)"""
     video: bool = False
     """write ego.mp4 and exo.mp4 per episode"""
     workers: int = 1
     """worker processes (local executor) or concurrent tasks (ray)"""
     resume: bool = False
-    """skip episodes whose requested artifacts are complete and verified"""
+    """skip episodes whose requested artifacts are complete and verified (same settings only)"""
     executor: Literal["local", "ray"] = "local"
     """run episodes in local processes or as Ray tasks"""
     ray_address: str | None = None
@@ -72,6 +77,8 @@ class RolloutArgs:
     """output directory"""
     metrics: bool = True
     """compute metrics.json"""
+    metric_rules: Literal["paper", "strict"] = "paper"
+    """metric rules: paper (the reference release's scoring) or strict (docs/metrics.md)"""
     video: bool = False
     """write ego.mp4 and exo.mp4"""
     max_steps: int | None = None
@@ -96,6 +103,7 @@ def _config(args: RunArgs | RolloutArgs):
         output=str(args.output),
         model_config=None if args.model_config is None else str(args.model_config),
         metrics=args.metrics,
+        metric_rules=args.metric_rules,
         video=args.video,
         seed=args.seed,
         max_steps=args.max_steps,
@@ -119,13 +127,17 @@ def _checked_config(args: RunArgs | RolloutArgs, prog: str):
 
 def run(args: RunArgs) -> int:
     from humanclaw_gym.evaluation.batch import list_episode_specs, run_batch
+    from humanclaw_gym.evaluation.fingerprint import RunFingerprintError, episodes_record
 
     workers = args.workers
     if args.via_server:
         # The server owns the episode plan and runs one episode at a time.
         from humanclaw_gym.evaluation.remote import server_plan_specs
+        from humanclaw_gym.server.client import ServerClient
 
         specs = server_plan_specs(args.via_server)
+        plan = ServerClient(args.via_server).describe()["plan"]
+        episodes = {"selection": "server plan", "sha256": plan["digest_sha256"]}
         if workers != 1:
             print(
                 "humanclaw run: --via-server runs one episode at a time (workers=1)",
@@ -134,6 +146,9 @@ def run(args: RunArgs) -> int:
         workers = 1
     else:
         specs = list_episode_specs(args.episodes)
+        episodes = episodes_record(
+            args.episodes, ((s.split, s.scene_id, s.episode_id) for s in specs)
+        )
     if args.limit is not None:
         specs = specs[: args.limit]
     config = _checked_config(args, "humanclaw run")
@@ -143,15 +158,29 @@ def run(args: RunArgs) -> int:
         f"humanclaw run: {len(specs)} episode(s), agent={args.agent}, output={args.output}",
         flush=True,
     )
-    summary = run_batch(
-        specs,
-        config,
-        workers=workers,
-        resume=args.resume,
-        executor=args.executor,
-        ray_address=args.ray_address,
-        progress=not args.quiet,
-    )
+    from humanclaw_gym.metrics import MetricsFileError
+
+    try:
+        summary = run_batch(
+            specs,
+            config,
+            workers=workers,
+            resume=args.resume,
+            executor=args.executor,
+            ray_address=args.ray_address,
+            progress=not args.quiet,
+            episodes=episodes,
+        )
+    except RunFingerprintError as exc:
+        print(f"humanclaw run: error: {exc}", file=sys.stderr)
+        return 2
+    except MetricsFileError as exc:
+        print(
+            f"humanclaw run: invalid metrics file, {Path(args.output) / 'metrics_summary.json'}"
+            f" was not written: {exc}",
+            file=sys.stderr,
+        )
+        return 1
     print(
         f"completed {summary.completed}, skipped {summary.skipped}, failed {summary.failed}"
         f" in {summary.wall_time_s:.1f} s"

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -250,10 +249,25 @@ def load_episode(
             )
     try:
         archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise DatasetError(path, "npz", f"cannot be opened as NPZ: {exc}") from exc
+    except _DECODE_ERRORS as exc:
+        raise DatasetError(path, "npz", f"cannot be opened as NPZ: {_describe(exc)}") from exc
     with archive:
         return _validate(path, archive, marker, options)
+
+
+# A damaged or truncated archive can make zipfile / zlib / numpy raise almost anything
+# while it is opened or an array is decompressed (EOFError, zlib.error, BadZipFile,
+# NotImplementedError for a garbled zip version, struct.error, MemoryError for a garbled
+# shape, ...): with hashing off nothing stops such a file before numpy reads it, so every
+# failure of the decoder becomes a DatasetError naming the file. Only decoding is wrapped.
+_DECODE_ERRORS = (Exception,)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or "no details"
+    if isinstance(exc, EOFError):
+        text = f"the file ends early ({text})"
+    return f"{type(exc).__name__}: {text}"
 
 
 def _read_marker(path: Path) -> dict[str, Any]:
@@ -276,8 +290,8 @@ def _get(path: Path, archive: Any, name: str) -> np.ndarray:
         raise DatasetError(path, name, "array is missing")
     try:
         return archive[name]
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise DatasetError(path, name, f"array cannot be decoded: {exc}") from exc
+    except _DECODE_ERRORS as exc:
+        raise DatasetError(path, name, f"array cannot be decoded: {_describe(exc)}") from exc
 
 
 def _validate(

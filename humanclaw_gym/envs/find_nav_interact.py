@@ -29,7 +29,9 @@ from humanclaw_gym.envs.events import (
 )
 from humanclaw_gym.envs.simulation import FRAMES_PER_CHUNK, Simulation
 from humanclaw_gym.envs.vector import skill_action_space
+from humanclaw_gym.episodes.io import SceneNotInstalledError, scene_not_installed
 from humanclaw_gym.episodes.order import EpisodeOrder
+from humanclaw_gym.episodes.resolve import resolve_episode
 from humanclaw_gym.policy import Decision
 from humanclaw_gym.sensors import (
     EGO_SIZE_PX,
@@ -57,6 +59,7 @@ _SHORTHANDS = (
     "motion_options",
     "body_model_dir",
     "body_model_gender",
+    "scene_dataset",
 )
 
 
@@ -176,8 +179,22 @@ class FindNavInteractEnv(gym.Env):
     "tiny"), ``motion`` ("procedural"; "flow" when the learned model is installed),
     ``motion_checkpoint``, ``motion_options`` (extra keyword arguments of the motion
     generator, e.g. ``{"steps": 10, "seat_guidance": False}`` for "flow"),
-    ``body_model_dir`` / ``body_model_gender`` (see Body model). Unknown backend names and
-    option names are refused when the env is made, naming the accepted ones.
+    ``body_model_dir`` / ``body_model_gender`` (see Body model), ``scene_dataset`` (see
+    Scene datasets). Unknown backend names and option names are refused when the env is
+    made, naming the accepted ones.
+
+    ## Scene datasets
+    ``scene_dataset`` (default None) points at a Habitat scene dataset: its
+    ``*.scene_dataset_config.json`` or the folder holding it, e.g. the HSSD homes prepared
+    by the reference release (``humanclaw-hssd-val41``). ``episodes=PATH`` (or ``split=``)
+    then names reference episodes: a folder of Habitat ObjectNav shards, one
+    ``.json.gz`` shard, or a subset file. Their scenes are loaded from the dataset (meshes
+    collide in the physics and are drawn with their textures), their spawn is
+    ``init_offset`` / ``init_yaw`` (else ``start_position`` / ``start_rotation``) and their
+    goals are matched to the scene's objects at reset. A scene the dataset lacks, a
+    missing dataset config, a missing trimesh install are refused when the env is made; a
+    malformed config or a missing mesh when the scene is first loaded, before the episode
+    starts. Everything is described in ``docs/scenes.md``.
 
     ## Body model
     ``body_model_dir`` (default None) points at the user's licensed SMPL-X files (a
@@ -224,7 +241,7 @@ class FindNavInteractEnv(gym.Env):
         max_steps: int | None = None,
         num_shards: int = 1,
         shard_index: int | None = None,
-        episodes: Sequence[Any] | None = None,
+        episodes: Sequence[Any] | str | os.PathLike[str] | None = None,
         sensors: Sequence[Any] | None = None,
         obs_size: int | None = None,
         obs_mode: str | None = None,
@@ -250,6 +267,8 @@ class FindNavInteractEnv(gym.Env):
         self._sensors = check_sensors(sensors, privileged=bool(privileged))
 
         # -- episodes ------------------------------------------------------------------
+        if isinstance(episodes, (str, os.PathLike)):  # a split path: same as split=
+            split, episodes = episodes, None
         all_episodes = list(episodes) if episodes is not None else episodes_mod.load_split(split)
         if episode_ids is not None:
             wanted = [str(e) for e in episode_ids]
@@ -270,6 +289,8 @@ class FindNavInteractEnv(gym.Env):
         self._observers: dict[int, tuple[Any, frozenset[str]]] = {}
         self._next_handle = 1
         self._sim = Simulation(config.check())
+        # imported reference episodes name a missing (HSSD) scene now, not at reset
+        self._sim.check_scenes(all_episodes)
         self._resolve(frozenset())
         self.backend = config
         self.observation_space = observation_space(self._sensors)
@@ -390,8 +411,10 @@ class FindNavInteractEnv(gym.Env):
             raise ValueError(
                 f"unknown reset options {sorted(unknown)}; allowed: {', '.join(_RESET_OPTIONS)}"
             )
-        super().reset(seed=seed)
+        # Choose first: a choice that fails (unknown episode or scene) raises before the
+        # order, the RNG or the current episode change.
         episode = self._order.next(seed, options)
+        super().reset(seed=seed)
         if self._in_episode:
             self._emit(
                 "on_episode_end",
@@ -401,7 +424,11 @@ class FindNavInteractEnv(gym.Env):
         self._done = True
         needs = self._needs()
         self._resolve(needs)
-        self._sim.load_scene(episode.scene_id)
+        try:
+            self._sim.load_scene(episode.scene_id)
+        except SceneNotInstalledError:
+            raise scene_not_installed(episode.scene_id, episode) from None
+        episode = resolve_episode(episode, self._sim.scene)  # dataset scenes: goal ids, boxes
         start = np.asarray(episode.start_position, dtype=np.float64)
         history = self._sim.reset(start, float(episode.start_yaw_rad), seed=_episode_seed(episode))
         self._episode = episode

@@ -1,7 +1,8 @@
 """The simulation layer: physics, renderer and motion generator composed for one env.
 
 :class:`Simulation` owns building the three backends of a :class:`BackendConfig` (lazily,
-with the renderer fallback of ``renderer="auto"``), loading scenes, placing the humanoid for
+with the renderer fallback of ``renderer="auto"``), loading scenes (from the config's
+``scene_dataset`` when it holds the scene, else the shipped / generated homes), placing the humanoid for
 an episode, executing one skill (motion generation + half-physics, frame by frame) and
 rendering a camera view of the current state. It knows nothing of episodes' goals, the
 Gymnasium API or observers: the env (:mod:`humanclaw_gym.envs.find_nav_interact`) drives it.
@@ -45,6 +46,11 @@ class Simulation:
             from humanclaw_gym.motion.flow.smplx_io import SmplxBody
 
             self.body_model = SmplxBody(config.body_model_dir, gender=config.body_model_gender)
+        self.scene_dataset: Any = None
+        if config.scene_dataset is not None:
+            from humanclaw_gym.scenes.hssd import open_scene_dataset
+
+            self.scene_dataset = open_scene_dataset(config.scene_dataset)
         self.physics: Any = None
         self.renderer: Any = None
         self.motion: Any = None
@@ -81,8 +87,48 @@ class Simulation:
             need_ray_cast=contacts,
             image_size=max(image_size, EGO_SIZE_PX, EXO_SIZE_PX),
             need_body_mesh=c.body_model_dir is not None,
+            part_shapes=("box", "cylinder", "sphere", "mesh")
+            if c.scene_dataset is not None
+            else ("box", "cylinder", "sphere"),
         )
         return self.resolved
+
+    def check_scenes(self, episodes: Iterable[Any]) -> None:
+        """Check, by name only, that the episodes' scenes can be loaded: from the scene
+        dataset when one is configured, else as shipped / generated / installed scenes
+        (:func:`~humanclaw_gym.episodes.io.scene_installed`; without a dataset only
+        imported reference episodes are checked here, the rest at reset).
+
+        Raises:
+            SceneDatasetError: with a scene dataset, naming the scenes it lacks, the
+                dataset and the option.
+            SceneNotInstalledError: without one, naming the first missing scene.
+        """
+        from humanclaw_gym.episodes import io as episodes_io
+
+        dataset = self.scene_dataset
+        missing: dict[str, None] = {}
+        for episode in episodes:
+            sid = episode.scene_id
+            if sid in missing or (dataset is not None and dataset.has_scene(sid)):
+                continue
+            if dataset is None and getattr(episode, "reference", None) is None:
+                continue
+            if episodes_io.scene_installed(sid):
+                continue
+            if dataset is None:
+                raise episodes_io.scene_not_installed(sid, episode)
+            missing[sid] = None
+        if missing:
+            from humanclaw_gym.scenes.hssd import SceneDatasetError
+
+            names = list(missing)
+            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+            raise SceneDatasetError(
+                f"{len(names)} episode scenes are not in scene_dataset "
+                f"{dataset.config_path}: {names[:5]}{more}; point scene_dataset "
+                "(--scene-dataset) at the dataset these episodes were made for"
+            )
 
     @property
     def backend_info(self) -> dict[str, str]:
@@ -117,7 +163,10 @@ class Simulation:
         self._ensure_backends()
         if self.scene_id == scene_id:
             return
-        scene = episodes_mod.load_scene(scene_id)
+        if self.scene_dataset is not None and self.scene_dataset.has_scene(scene_id):
+            scene = self.scene_dataset.load_scene(scene_id)
+        else:
+            scene = episodes_mod.load_scene(scene_id)
         self._release_scene()
         self.physics = self.resolved.physics.load()(**self.config.physics_options)
         self.physics.build(scene)
@@ -125,6 +174,14 @@ class Simulation:
         self._body_mesh_faces_sent = False  # build() forgets a body mesh, faces included
         self.scene = scene
         self.scene_id = scene_id
+
+    def surface_skin_m(self) -> float:
+        """How far above its triangles a mesh scene's collision surface lies (the physics'
+        ``collision_margin_m``; 0 for scenes of primitives)."""
+        objects = getattr(self.scene, "objects", ())
+        if not any(getattr(part, "shape", None) == "mesh" for o in objects for part in o.parts):
+            return 0.0
+        return float(self.physics.contract().get("collision_margin_m", 0.0))
 
     def _release_scene(self) -> None:
         if self.physics is not None:
@@ -139,12 +196,17 @@ class Simulation:
     def reset(self, start_position: np.ndarray, start_yaw_rad: float, seed: int) -> np.ndarray:
         """Place the humanoid standing at the start pose (the scene must be loaded).
 
+        In scenes made of triangle meshes the body starts on the meshes' contact skin:
+        ``start_position`` y plus the physics' collision margin (Bullet collides a
+        triangle mesh with its margin outside the triangles, a box with it inside), so
+        the feet do not start a margin deep in the floor.
+
         Returns:
             ``float64 (5, 75)``: the motion generator's seed history (world frame).
         """
-        history = np.asarray(
-            self.motion.reset(start_position, start_yaw_rad, seed=seed), dtype=np.float64
-        )
+        start = np.array(start_position, dtype=np.float64)
+        start[1] += self.surface_skin_m()
+        history = np.asarray(self.motion.reset(start, start_yaw_rad, seed=seed), dtype=np.float64)
         self.physics.reset(history[-1])
         self._version += 1
         return history

@@ -10,13 +10,17 @@ training homes 2-6.
 scenes by :func:`val_category_plan`. In each scene, episodes are drawn per category with
 ``numpy.random.default_rng(VAL_EPISODE_SEED_BASE + i)``:
 
-* the goals are every instance of the category; the route goes to the union of their goal
-  regions on the navigation grid;
+* the goals are the instances of the category that have approach points (free cells from
+  which a standing body can touch and see them, never through a wall:
+  :meth:`NavGrid.goal_region`) in the main connected free region; an instance without
+  one is not a target. The route goes to the union of their approach points. Each goal
+  records a sample of its approach points (at least ``APPROACH_POINT_SPACING_M`` apart,
+  nearest to the object first);
 * starts are centres of free cells in the main connected free region whose geodesic
-  distance to the nearest target is at least ``MIN_START_GEODESIC_M`` (all target goal
-  regions lie in that region, so every instance is reachable), at least
-  ``_MIN_START_SEPARATION_M`` from other starts of the same category, with a uniform
-  random yaw;
+  distance to the nearest target is at least ``MIN_START_GEODESIC_M``, that leave room
+  for the whole standing body (:class:`~humanclaw_gym.episodes.spawns.SpawnChecker`) and
+  are at least ``_MIN_START_SEPARATION_M`` from other starts of the same category; the
+  yaw is uniform, drawn again while the start faces a wall closer than 0.5 m;
 * to spread difficulty, each episode asks for a label (cycling easy, medium, hard from a
   random phase), draws up to ``_CANDIDATES`` starts and keeps the first with that label
   (else the closest label).
@@ -56,11 +60,13 @@ from humanclaw_gym.episodes.schema import (
     instruction_for,
     yaw_to_quat_xyzw,
 )
+from humanclaw_gym.episodes.spawns import SpawnChecker
 from humanclaw_gym.scenes.generator import GENERATOR_VERSION, generate_scene
 from humanclaw_gym.scenes.navgrid import NavGrid
 from humanclaw_gym.scenes.spec import INTERACT_CATEGORIES, TARGET_CATEGORIES, SceneSpec
 
 __all__ = [
+    "APPROACH_POINT_SPACING_M",
     "MIN_START_GEODESIC_M",
     "TRAIN_SCENE_SEED_BASE",
     "VAL100_SEED",
@@ -93,8 +99,11 @@ VAL100_SEED = 100
 VAL100_SCENES = 5
 VAL100_PER_SCENE = 20
 MIN_START_GEODESIC_M = 1.5
+#: Recorded approach points of a goal are at least this far apart (metres).
+APPROACH_POINT_SPACING_M = 0.25
 _MIN_START_SEPARATION_M = 0.5
 _CANDIDATES = 20
+_YAW_DRAWS = 64
 _VAL_ID = re.compile(r"hc_val_(\d{3,})")
 _TRAIN_ID = re.compile(r"hc_train_(\d{3,})")
 # episodes per category across val: interact categories 199 each, the others 207 each
@@ -170,9 +179,30 @@ def _r(v: float, nd: int = 4) -> float:
     return 0.0 if out == 0.0 else out
 
 
-def _goal_records(scene: SceneSpec, grid: NavGrid, category: str) -> tuple[Goal, ...]:
+def _approach_points(
+    grid: NavGrid, obj, reachable: np.ndarray, floor_y: float
+) -> tuple[tuple[float, float, float], ...]:
+    """A deterministic sample of the object's reachable approach points: cells ordered by
+    x/z distance to the object's box (then row, column), each kept when it lies at least
+    ``APPROACH_POINT_SPACING_M`` from every point kept before."""
+    cells = np.argwhere(grid.goal_region(obj) & reachable)
+    if len(cells) == 0:
+        return ()
+    dist = grid.aabb_distance_map(obj)[cells[:, 0], cells[:, 1]]
+    order = np.lexsort((cells[:, 1], cells[:, 0], np.round(dist, 6)))
+    xz = grid.cells_to_xz(cells[order])
+    kept: list[np.ndarray] = []
+    for p in xz:
+        if all(float(np.hypot(*(p - k))) >= APPROACH_POINT_SPACING_M - 1e-9 for k in kept):
+            kept.append(p)
+    return tuple((_r(p[0]), _r(floor_y), _r(p[1])) for p in kept)
+
+
+def _goal_records(
+    scene: SceneSpec, grid: NavGrid, category: str, objs, reachable: np.ndarray
+) -> tuple[Goal, ...]:
     goals = []
-    for obj in scene.objects_of(category):
+    for obj in objs:
         lo, hi = obj.aabb()
         approach = None
         if obj.seat_height_m is not None:
@@ -188,6 +218,7 @@ def _goal_records(scene: SceneSpec, grid: NavGrid, category: str) -> tuple[Goal,
                 aabb_max=tuple(_r(v) for v in hi),
                 seat_height_m=obj.seat_height_m,
                 approach_pose=approach,
+                approach_points=_approach_points(grid, obj, reachable, grid.floor_y),
             )
         )
     return tuple(goals)
@@ -222,37 +253,43 @@ def generate_scene_episodes(
 
     Returns:
         Episodes ordered by category (``TARGET_CATEGORIES`` order), then draw order.
+
+    Raises:
+        ValueError: a planned category is absent, has no instance with an approach point,
+            or leaves no clear start.
     """
     grid = grid if grid is not None else NavGrid.from_scene(scene)
     rng = np.random.default_rng(int(seed))
     main = grid.main_component()
-    labels = grid.component_labels()
+    spawns = SpawnChecker(scene, grid)
+    clear = spawns.clear_mask()
     prefix = id_prefix or scene.scene_id
     episodes: list[Episode] = []
     for category in TARGET_CATEGORIES:
         n = int(plan.get(category, 0))
         if n <= 0:
             continue
-        objs = scene.objects_of(category)
-        if not objs:
+        instances = scene.objects_of(category)
+        if not instances:
             raise ValueError(
                 f"scene {scene.scene_id!r} has no {category!r}, but the plan asks for {n} episodes"
             )
-        main_label = int(labels[main][0]) if main.any() else 0
-        for obj in objs:
-            region = grid.goal_region(obj)
-            if not (labels[region] == main_label).any():
-                raise ValueError(
-                    f"{obj.name} in scene {scene.scene_id!r} is not reachable from the main free region"
-                )
+        # an instance without an approach point reachable from the main region is no target
+        objs = [o for o in instances if (grid.goal_region(o) & main).any()]
+        if not objs:
+            raise ValueError(
+                f"scene {scene.scene_id!r}: no {category} has an approach point in the main free region"
+            )
         field = grid.distance_field(list(objs))
-        region_xz = grid.cells_to_xz(np.argwhere(grid.goal_region(list(objs))))
-        candidates = np.argwhere(main & np.isfinite(field) & (field >= MIN_START_GEODESIC_M))
+        region_xz = grid.cells_to_xz(np.argwhere(grid.goal_region(list(objs)) & main))
+        candidates = np.argwhere(
+            main & clear & np.isfinite(field) & (field >= MIN_START_GEODESIC_M)
+        )
         if len(candidates) == 0:
             raise ValueError(
-                f"scene {scene.scene_id!r}: no start cell at least {MIN_START_GEODESIC_M} m from a {category}"
+                f"scene {scene.scene_id!r}: no clear start cell at least {MIN_START_GEODESIC_M} m from a {category}"
             )
-        goals = _goal_records(scene, grid, category)
+        goals = _goal_records(scene, grid, category, objs, main)
         phase = int(rng.integers(3))
         used: list[tuple[float, float]] = []
         interact = category in INTERACT_CATEGORIES
@@ -278,7 +315,14 @@ def generate_scene_episodes(
                 )
             _, x, z, stats = best
             used.append((x, z))
-            yaw = _r(float(rng.uniform(-math.pi, math.pi)), 4)
+            for _ in range(_YAW_DRAWS):
+                yaw = _r(float(rng.uniform(-math.pi, math.pi)), 4)
+                if not spawns.faces_wall(x, z, yaw):
+                    break
+            else:
+                raise ValueError(
+                    f"scene {scene.scene_id!r}: every yaw drawn at ({x:.2f}, {z:.2f}) faces a wall"
+                )
             end = stats.path_xz[-1]
             _, closest = _nearest_by_aabb(objs, float(end[0]), float(end[1]))
             euclid = float(np.min(np.hypot(region_xz[:, 0] - x, region_xz[:, 1] - z)))

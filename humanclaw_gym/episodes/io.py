@@ -6,7 +6,7 @@ On-disk layout (package data under ``humanclaw_gym/assets/``)::
     scenes/<scene_id>.json.gz      canonical SceneSpec JSON (SceneSpec.to_json())
     splits/<split>/index.json      {"schema": "humanclaw_split_index_v1", counts, shard hashes}
     splits/<split>/<scene_id>.json.gz
-                                   {"schema": "humanclaw_episodes_v1", "scene_id", "episodes"}
+                                   {"schema": "humanclaw_episodes_v2", "scene_id", "episodes"}
     splits/val100.json             {"schema": "humanclaw_subset_v1", "parent": "val",
                                     "episode_ids": [...]}
 
@@ -38,22 +38,30 @@ from typing import Any
 from humanclaw_gym.episodes.schema import (
     DEFAULT_MAX_STEPS,
     EPISODE_SCHEMA,
+    EPISODE_SCHEMAS_READ,
     Episode,
     EpisodeFormatError,
     EpisodeInfo,
     Goal,
+    InstructionTemplate,
+    ReferenceRecord,
     instruction_for,
+    reference_yaw_to_ours,
     yaw_to_quat_xyzw,
 )
 from humanclaw_gym.scenes.spec import INTERACT_CATEGORIES, SceneSpec, SceneSpecError
 
 __all__ = [
     "HABITAT_CATEGORY_ALIASES",
+    "REFERENCE_SUBSET_SCHEMA",
+    "SCENE_DIR_ENV",
     "SCENE_INDEX_SCHEMA",
     "SPLIT_INDEX_SCHEMA",
     "SUBSET_SCHEMA",
+    "SceneNotInstalledError",
     "assets_dir",
     "available_splits",
+    "check_scenes_installed",
     "canonical_json",
     "episodes_from_habitat",
     "get_episode",
@@ -65,6 +73,8 @@ __all__ = [
     "read_json_gz",
     "read_scene_file",
     "read_shard",
+    "scene_installed",
+    "scene_not_installed",
     "sha256_hex",
     "shard_bytes",
     "write_bytes_atomic",
@@ -74,6 +84,10 @@ __all__ = [
 SPLIT_INDEX_SCHEMA = "humanclaw_split_index_v1"
 SCENE_INDEX_SCHEMA = "humanclaw_scene_index_v1"
 SUBSET_SCHEMA = "humanclaw_subset_v1"
+#: Schema of the reference release's subset files (its ``val100.json``).
+REFERENCE_SUBSET_SCHEMA = "humanclaw_episode_subset_v1"
+#: Environment variable naming a directory of scene files ``<scene_id>.json(.gz)``.
+SCENE_DIR_ENV = "HUMANCLAW_SCENE_DIR"
 #: Upstream category names mapped to ours.
 HABITAT_CATEGORY_ALIASES: dict[str, str] = {
     "sofa": "couch",
@@ -182,9 +196,9 @@ def episodes_from_document(doc: Any, where: str | os.PathLike[str] = "<memory>")
     schema = doc.get("schema")
     if schema is None and "episodes" in doc:
         return episodes_from_habitat(doc, where)
-    if schema != EPISODE_SCHEMA:
+    if schema not in EPISODE_SCHEMAS_READ:
         raise EpisodeFormatError(
-            f"{where}: field 'schema' must be {EPISODE_SCHEMA!r} (or absent for a Habitat ObjectNav shard), got {schema!r}"
+            f"{where}: field 'schema' must be one of {EPISODE_SCHEMAS_READ} (or absent for a Habitat ObjectNav shard), got {schema!r}"
         )
     raw = doc.get("episodes")
     if not isinstance(raw, list):
@@ -229,6 +243,27 @@ def _short_scene_id(scene_path: str) -> str:
     return base
 
 
+def _habitat_view_points(raw: Any, where: str) -> tuple[tuple[float, ...], ...] | None:
+    """Positions of a Habitat goal's ``view_points`` (``[{"agent_state": {"position":
+    [x, y, z], ...}, ...}]``, or bare ``[x, y, z]`` lists); None when absent or empty."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise EpisodeFormatError(f"{where}: field 'view_points' must be a list")
+    points = []
+    for k, vp in enumerate(raw):
+        pos = vp
+        if isinstance(vp, Mapping):
+            state = vp.get("agent_state")
+            pos = state.get("position") if isinstance(state, Mapping) else vp.get("position")
+        if pos is None:
+            raise EpisodeFormatError(
+                f"{where}: view_points[{k}] has no agent_state.position (or position)"
+            )
+        points.append(pos)
+    return tuple(points) if points else None
+
+
 def _habitat_goal(g: Any, category: str, where: str) -> Goal:
     if not isinstance(g, Mapping):
         raise EpisodeFormatError(f"{where} must be a JSON object")
@@ -248,24 +283,35 @@ def _habitat_goal(g: Any, category: str, where: str) -> Goal:
             position=g["position"],
             aabb_min=g.get("aabb_min"),
             aabb_max=g.get("aabb_max"),
+            approach_points=_habitat_view_points(g.get("view_points"), where),
         )
     except EpisodeFormatError as exc:
         raise EpisodeFormatError(f"{where}: {exc}") from None
 
 
 def episodes_from_habitat(
-    doc: Mapping[str, Any], where: str | os.PathLike[str] = "<memory>"
+    doc: Mapping[str, Any],
+    where: str | os.PathLike[str] = "<memory>",
+    instruction: str | InstructionTemplate = "touch",
 ) -> list[Episode]:
-    """Convert a Habitat ObjectNav shard to our episodes.
+    """Convert a Habitat ObjectNav shard (the reference release's episode format) to ours.
 
-    Reads ``episodes[*]`` with ``episode_id``, ``scene_id`` (a path; the id becomes its
-    base name without ``.basis.glb`` / ``.glb`` / ``.scene_instance.json``),
+    Reads ``episodes[*]`` with ``episode_id``, ``scene_id`` (a path or a short id; the id
+    becomes its base name without ``.basis.glb`` / ``.glb`` / ``.scene_instance.json``),
     ``start_position``, ``start_rotation`` (Habitat convention, see
     :func:`habitat_quat_to_yaw`), ``object_category`` and optional ``info``; goals come
-    from ``goals_by_category["<scene base name>_<category>"]`` or the episode's own
-    ``goals``. Categories ``sofa``, ``plant`` and ``tv_monitor`` map to ``couch``,
-    ``potted_plant`` and ``tv``. Numeric episode ids (Habitat restarts them per scene) are
+    from ``goals_by_category["<scene base name or short id>_<category>"]`` or the episode's
+    own ``goals``. Categories ``sofa``, ``plant`` and ``tv_monitor`` map to ``couch``,
+    ``potted_plant`` and ``tv``. A goal's ``view_points`` (positions from which the object
+    is in view) become its ``approach_points``. Numeric episode ids (Habitat restarts them per scene) are
     prefixed with the scene id: ``"<scene>_<id>"``.
+
+    The reference release's own fields are kept: when a record has ``init_yaw`` (degrees)
+    it sets the start yaw (:func:`~humanclaw_gym.episodes.schema.reference_yaw_to_ours`:
+    ``yaw = radians(init_yaw) + pi``), as in the reference; the whole record (``init_offset``
+    in full included), its goals' ``view_points`` and its ``scene_dataset_config`` are in
+    :attr:`Episode.reference`. Instructions use ``instruction`` (default the ``"touch"``
+    template: what the reference instruction asks).
     """
     raw = doc.get("episodes")
     if not isinstance(raw, list):
@@ -282,6 +328,7 @@ def episodes_from_habitat(
             if key not in ep:
                 raise EpisodeFormatError(f"{here} is missing field {key!r}")
         scene_path = str(ep["scene_id"])
+        scene_id = _short_scene_id(scene_path)
         raw_cat = ep.get("object_category")
         inline = ep.get("goals") or []
         if raw_cat is None and inline and isinstance(inline[0], Mapping):
@@ -289,30 +336,51 @@ def episodes_from_habitat(
         if not isinstance(raw_cat, str) or not raw_cat:
             raise EpisodeFormatError(f"{here} is missing field 'object_category'")
         category = HABITAT_CATEGORY_ALIASES.get(raw_cat, raw_cat)
-        key = f"{os.path.basename(scene_path)}_{raw_cat}"
-        goals_raw = by_cat.get(key) or inline
+        keys = list(
+            dict.fromkeys([f"{os.path.basename(scene_path)}_{raw_cat}", f"{scene_id}_{raw_cat}"])
+        )
+        goals_raw = next((by_cat[k] for k in keys if by_cat.get(k)), None) or inline
         if not goals_raw:
             raise EpisodeFormatError(
-                f"{here}: no goals (neither goals_by_category[{key!r}] nor inline 'goals')"
+                f"{here}: no goals (neither goals_by_category[{keys[0]!r}] nor inline 'goals')"
             )
         goals = tuple(
             _habitat_goal(g, category, f"{here} goals[{j}]") for j, g in enumerate(goals_raw)
         )
         try:
-            yaw = habitat_quat_to_yaw(ep["start_rotation"])
+            if ep.get("init_yaw") is not None:
+                yaw = reference_yaw_to_ours(ep["init_yaw"])
+            else:
+                yaw = habitat_quat_to_yaw(ep["start_rotation"])
         except (TypeError, ValueError) as exc:
+            field = "init_yaw" if ep.get("init_yaw") is not None else "start_rotation"
+            raise EpisodeFormatError(f"{here}: field {field!r} {ep[field]!r}: {exc}") from None
+        offset = ep.get("init_offset")
+        if offset is not None and (
+            not isinstance(offset, list)
+            or len(offset) != 3
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in offset)
+        ):
             raise EpisodeFormatError(
-                f"{here}: field 'start_rotation' {ep['start_rotation']!r}: {exc}"
-            ) from None
-        scene_id = _short_scene_id(scene_path)
+                f"{here}: field 'init_offset' must be 3 numbers, got {offset!r}"
+            )
         eid = str(ep.get("episode_id", i))
         if re.fullmatch(r"\d+", eid):
             eid = f"{scene_id}_{eid}"
         info_raw = ep.get("info") or {}
         if not isinstance(info_raw, Mapping):
             raise EpisodeFormatError(f"{here}: field 'info' must be an object")
+        view_points = {
+            str(g.get("object_id")): g.get("view_points") or []
+            for g in goals_raw
+            if isinstance(g, Mapping)
+        }
+        dataset = ep.get("scene_dataset_config", doc.get("scene_dataset_config"))
         interact = category in INTERACT_CATEGORIES
         try:
+            reference = ReferenceRecord.build(
+                ep, view_points, None if dataset is None else str(dataset)
+            )
             out.append(
                 Episode(
                     episode_id=eid,
@@ -330,7 +398,8 @@ def episodes_from_habitat(
                     ),
                     max_steps=int(ep.get("max_steps", DEFAULT_MAX_STEPS)),
                     interact=interact,
-                    instruction=instruction_for(category, interact),
+                    instruction=instruction_for(category, interact, instruction),
+                    reference=reference,
                 )
             )
         except EpisodeFormatError as exc:
@@ -365,6 +434,13 @@ def _read_json(path: Path) -> Any:
 
 
 def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
+    content = directory / "content"
+    if (
+        not (directory / "index.json").is_file()
+        and not any(directory.glob("*.json.gz"))
+        and content.is_dir()
+    ):
+        directory = content  # the reference release's layout: episodes/<split>/content/
     index_path = directory / "index.json"
     episodes: list[Episode] = []
     if index_path.is_file():
@@ -408,15 +484,66 @@ def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
     return tuple(episodes)
 
 
+def _reference_subset(path: Path, doc: dict[str, Any]) -> tuple[Episode, ...]:
+    """The reference release's subset file: ``{"schema": "humanclaw_episode_subset_v1",
+    "split": "val", "episodes": [{"scene_id", "episode_id", "object_category"}, ...]}``,
+    resolved against the reference's episode folder next to it
+    (``episodes/<split>/content/``) when present, else against the shipped split of that
+    name."""
+    rows = doc.get("episodes")
+    if not isinstance(rows, list) or not rows:
+        raise EpisodeFormatError(f"{path}: field 'episodes' must be a non-empty list")
+    split = doc.get("split", "val")
+    if not isinstance(split, str) or not split:
+        raise EpisodeFormatError(f"{path}: field 'split' must be a split name, got {split!r}")
+    folder = path.parent / "episodes" / split
+    parent: str | Path = folder.resolve() if folder.is_dir() else split
+    pool = {ep.episode_id: ep for ep in _load_cached(_resolve(parent))}
+    out, missing = [], []
+    for k, row in enumerate(rows):
+        if not isinstance(row, Mapping) or not all(
+            isinstance(row.get(f), str) for f in ("scene_id", "episode_id")
+        ):
+            raise EpisodeFormatError(
+                f"{path}: episodes[{k}] must have string fields 'scene_id' and 'episode_id'"
+            )
+        eid = row["episode_id"]
+        if re.fullmatch(r"\d+", eid):
+            eid = f"{row['scene_id']}_{eid}"
+        ep = pool.get(eid)
+        if ep is None:
+            missing.append(eid)
+            continue
+        cat = row.get("object_category")
+        if cat is not None and HABITAT_CATEGORY_ALIASES.get(cat, cat) != ep.object_category:
+            raise EpisodeFormatError(
+                f"{path}: episodes[{k}] ({eid!r}) has object_category {cat!r} but the episode's "
+                f"is {ep.object_category!r}"
+            )
+        out.append(ep)
+    if missing:
+        raise EpisodeFormatError(
+            f"{path}: {len(missing)} episode ids are not in split {str(parent)!r}, "
+            f"e.g. {missing[:3]}"
+        )
+    count = doc.get("n_episodes")
+    if count is not None and count != len(out):
+        raise EpisodeFormatError(f"{path}: n_episodes is {count!r} but {len(out)} are listed")
+    return tuple(out)
+
+
 def _load_subset(path: Path) -> tuple[Episode, ...]:
     doc = _read_json(path)
     parent: str | Path = "val"
+    if isinstance(doc, dict) and doc.get("schema") == REFERENCE_SUBSET_SCHEMA:
+        return _reference_subset(path, doc)
     if isinstance(doc, list):
         ids = doc
     elif isinstance(doc, dict):
         if doc.get("schema") != SUBSET_SCHEMA:
             raise EpisodeFormatError(
-                f"{path}: field 'schema' must be {SUBSET_SCHEMA!r}, got {doc.get('schema')!r}"
+                f"{path}: field 'schema' must be {SUBSET_SCHEMA!r} or "
+                f"{REFERENCE_SUBSET_SCHEMA!r}, got {doc.get('schema')!r}"
             )
         if "episode_ids" not in doc:
             raise EpisodeFormatError(f"{path}: missing field 'episode_ids'")
@@ -426,7 +553,8 @@ def _load_subset(path: Path) -> tuple[Episode, ...]:
             parent = (path.parent / parent).resolve()
     else:
         raise EpisodeFormatError(
-            f"{path}: must be a JSON list of episode ids or a {SUBSET_SCHEMA!r} object"
+            f"{path}: must be a JSON list of episode ids or a {SUBSET_SCHEMA!r} or "
+            f"{REFERENCE_SUBSET_SCHEMA!r} object"
         )
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise EpisodeFormatError(f"{path}: 'episode_ids' must be a list of strings")
@@ -545,6 +673,72 @@ def read_scene_file(path: str | os.PathLike[str], expected_sha256: str | None = 
         raise EpisodeFormatError(f"{p}: {exc}") from exc
 
 
+class SceneNotInstalledError(KeyError):
+    """A scene an episode needs is not installed; the message says where it could come from."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "scene not installed"
+
+
+def _scene_dir_file(scene_id: str) -> Path | None:
+    directory = os.environ.get(SCENE_DIR_ENV)
+    if not directory:
+        return None
+    for name in (f"{scene_id}.json.gz", f"{scene_id}.json"):
+        candidate = Path(directory).expanduser() / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def scene_installed(scene_id: str) -> bool:
+    """Whether :func:`load_scene` can find ``scene_id`` (without loading it)."""
+    return (
+        scene_id in _scene_index()
+        or scene_id.startswith(("hc_train_", "hc_val_"))
+        or (scene_id.endswith((".json", ".json.gz")) and Path(scene_id).is_file())
+        or _scene_dir_file(scene_id) is not None
+    )
+
+
+def scene_not_installed(scene_id: str, episode: Any = None) -> SceneNotInstalledError:
+    """The error for a missing scene, naming it, the scene dataset ``episode`` needs (from
+    its reference record, when it has one) and :data:`SCENE_DIR_ENV`."""
+    where = os.environ.get(SCENE_DIR_ENV)
+    looked = f"${SCENE_DIR_ENV}={where}" if where else f"${SCENE_DIR_ENV} (unset)"
+    need = ""
+    if episode is not None:
+        reference = getattr(episode, "reference", None)
+        dataset = None if reference is None else reference.scene_dataset_config
+        need = f"episode {episode.episode_id!r} needs scene {scene_id!r}"
+        need += (
+            f" of the scene dataset {dataset!r} (its scene_dataset_config); "
+            if dataset
+            else " (its scene dataset is not named in the episode); "
+        )
+    return SceneNotInstalledError(
+        f"{need}scene {scene_id!r} is not installed: it is none of the "
+        f"{len(_scene_index())} shipped scenes, no hc_train_<n>/hc_val_<n> id, no scene file "
+        f"path, and not in {looked}. Point scene_dataset= (--scene-dataset) at the Habitat "
+        "scene dataset that holds it (e.g. HSSD prepared by the reference release, see "
+        "docs/scenes.md), or put a SceneSpec file "
+        f"{scene_id}.json.gz in the directory named by the environment variable {SCENE_DIR_ENV}"
+    )
+
+
+def check_scenes_installed(episodes: Iterable[Any]) -> None:
+    """Raise :class:`SceneNotInstalledError` for the first episode whose scene is missing
+    (naming the scene, the scene dataset it needs and :data:`SCENE_DIR_ENV`). Checks names
+    only (see :func:`scene_installed`); nothing is loaded."""
+    checked: set[str] = set()
+    for episode in episodes:
+        if episode.scene_id in checked:
+            continue
+        if not scene_installed(episode.scene_id):
+            raise scene_not_installed(episode.scene_id, episode)
+        checked.add(episode.scene_id)
+
+
 @lru_cache(maxsize=64)
 def load_scene(scene_id: str) -> SceneSpec:
     """A scene by id.
@@ -552,7 +746,11 @@ def load_scene(scene_id: str) -> SceneSpec:
     Shipped scenes (``assets/scenes/<scene_id>.json.gz``) are verified against the SHA-256
     in ``assets/scenes/index.json``. Training scenes ``hc_train_<n>`` are generated on the
     fly from :func:`~humanclaw_gym.episodes.generate.training_scene_seed`. A path to a
-    ``.json`` / ``.json.gz`` scene file is read as is.
+    ``.json`` / ``.json.gz`` scene file is read as is, and so is ``<scene_id>.json(.gz)`` in
+    the directory named by the environment variable ``HUMANCLAW_SCENE_DIR``.
+
+    Raises:
+        SceneNotInstalledError: (a ``KeyError``) naming the scene and where it was looked for.
     """
     index = _scene_index()
     if scene_id in index:
@@ -564,6 +762,7 @@ def load_scene(scene_id: str) -> SceneSpec:
         return generate_named_scene(scene_id)
     if scene_id.endswith((".json", ".json.gz")) and Path(scene_id).is_file():
         return read_scene_file(scene_id)
-    raise KeyError(
-        f"unknown scene {scene_id!r}: not shipped ({len(index)} scenes in the index) and not a hc_train_<n> id"
-    )
+    installed = _scene_dir_file(scene_id)
+    if installed is not None:
+        return read_scene_file(installed)
+    raise scene_not_installed(scene_id)

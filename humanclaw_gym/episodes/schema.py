@@ -10,16 +10,24 @@ people who know that format can read a shard at a glance. Conventions are ours:
   about +Y, where yaw 0 faces +Z and yaw ``psi`` faces ``(sin psi, 0, cos psi)`` (the body
   convention of :mod:`humanclaw_gym.body.skeleton`). It is always ``[0, sin(psi/2), 0,
   cos(psi/2)]``; :meth:`Episode.from_dict` rejects a rotation that disagrees with the yaw.
-* Instructions (version ``"v1"``): ``"Find the <category>."`` with underscores written as
-  spaces (``"Find the potted plant."``); for interact categories (bed, couch, toilet) the
-  sitting goal is appended: ``"Find the bed and sit on it."``.
+* Instructions come from a template (:data:`INSTRUCTION_TEMPLATES`, or one of your own):
+  ``"v1"`` (our generated splits) is ``"Find the <category>."`` with underscores written as
+  spaces (``"Find the potted plant."``), and for interact categories (bed, couch, toilet)
+  ``"Find the bed and sit on it."``; ``"touch"`` (episodes imported from the reference
+  release) says what the reference instruction says, in our words: reach the target until
+  the body touches it at zero distance, and for bed, couch and toilet, finally sit on it.
+* Episodes imported from the reference release keep their whole original record in
+  :attr:`Episode.reference` (:class:`ReferenceRecord`): ``init_offset`` and ``init_yaw`` in
+  full, the goals' ``view_points``, ``scene_dataset_config`` and every other field.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
+from functools import cached_property
 from typing import Any
 
 from humanclaw_gym.scenes.spec import INTERACT_CATEGORIES
@@ -28,19 +36,26 @@ __all__ = [
     "DEFAULT_MAX_STEPS",
     "DIFFICULTY_LABELS",
     "EPISODE_SCHEMA",
+    "EPISODE_SCHEMAS_READ",
+    "INSTRUCTION_TEMPLATES",
     "INSTRUCTION_VERSIONS",
     "Episode",
     "EpisodeFormatError",
     "EpisodeInfo",
     "Goal",
+    "InstructionTemplate",
+    "ReferenceRecord",
+    "reference_yaw_to_ours",
     "instruction_for",
     "yaw_to_quat_xyzw",
 ]
 
-EPISODE_SCHEMA = "humanclaw_episodes_v1"
+EPISODE_SCHEMA = "humanclaw_episodes_v2"
+#: Shard schemas :func:`~humanclaw_gym.episodes.io.read_shard` accepts (v1 lacks
+#: ``approach_points``; it reads as None).
+EPISODE_SCHEMAS_READ: tuple[str, ...] = ("humanclaw_episodes_v1", EPISODE_SCHEMA)
 DEFAULT_MAX_STEPS = 100
 DIFFICULTY_LABELS: tuple[str, ...] = ("easy", "medium", "hard")
-INSTRUCTION_VERSIONS: tuple[str, ...] = ("v1",)
 _YAW_TOL_RAD = 1e-3
 
 
@@ -48,25 +63,170 @@ class EpisodeFormatError(ValueError):
     """An episode shard or record is malformed; the message names the file and field."""
 
 
-def instruction_for(category: str, interact: bool | None = None, version: str = "v1") -> str:
+@dataclass(frozen=True)
+class InstructionTemplate:
+    """How an episode's instruction is written.
+
+    Attributes:
+        find: the instruction of every episode; ``{noun}`` is the target's name.
+        sit: appended (after a space) for interact episodes (bed, couch, toilet); may use
+            ``{noun}``; empty when ``interact_find`` already says everything.
+        interact_find: replaces ``find`` for interact episodes when given.
+        nouns: spoken names per category, ``((category, name), ...)`` (default: the
+            category with ``_`` read as a space).
+    """
+
+    find: str
+    sit: str = ""
+    interact_find: str | None = None
+    nouns: tuple[tuple[str, str], ...] = ()
+
+    def noun(self, category: str) -> str:
+        return dict(self.nouns).get(category, category.replace("_", " "))
+
+    def render(self, category: str, interact: bool) -> str:
+        noun = self.noun(category)
+        if not interact:
+            return self.find.format(noun=noun)
+        head = (self.interact_find or self.find).format(noun=noun)
+        return f"{head} {self.sit.format(noun=noun)}" if self.sit else head
+
+
+#: The shipped instruction templates by name.
+INSTRUCTION_TEMPLATES: dict[str, InstructionTemplate] = {
+    # our generated splits
+    "v1": InstructionTemplate(
+        find="Find the {noun}.", interact_find="Find the {noun} and sit on it."
+    ),
+    # what the reference release's instruction asks, in our words
+    "touch": InstructionTemplate(
+        find="Find the {noun} and go right up to it, until your body touches it at zero distance.",
+        sit="Once you are there, finally sit down on the {noun}.",
+        nouns=(("tv", "TV"),),
+    ),
+}
+
+#: Names of the shipped templates.
+INSTRUCTION_VERSIONS: tuple[str, ...] = tuple(INSTRUCTION_TEMPLATES)
+
+
+def instruction_for(
+    category: str,
+    interact: bool | None = None,
+    version: str | InstructionTemplate = "v1",
+) -> str:
     """The instruction text of an episode.
 
     Args:
         category: target category, e.g. ``"potted_plant"``.
-        interact: append the sitting goal; default: ``category in INTERACT_CATEGORIES``.
-        version: instruction version; only ``"v1"`` exists.
+        interact: the episode ends with sitting on the target; default:
+            ``category in INTERACT_CATEGORIES``.
+        version: a name of :data:`INSTRUCTION_TEMPLATES` (``"v1"``, ``"touch"``) or an
+            :class:`InstructionTemplate` of your own.
 
     Returns:
-        ``"Find the potted plant."`` or ``"Find the bed and sit on it."``.
+        e.g. ``"Find the potted plant."`` / ``"Find the bed and sit on it."`` (``"v1"``).
     """
-    if version not in INSTRUCTION_VERSIONS:
+    if isinstance(version, InstructionTemplate):
+        template = version
+    elif version in INSTRUCTION_TEMPLATES:
+        template = INSTRUCTION_TEMPLATES[version]
+    else:
         raise ValueError(
-            f"instruction version must be one of {INSTRUCTION_VERSIONS}, got {version!r}"
+            f"instruction version must be one of {INSTRUCTION_VERSIONS} or an "
+            f"InstructionTemplate, got {version!r}"
         )
     if interact is None:
         interact = category in INTERACT_CATEGORIES
-    noun = category.replace("_", " ")
-    return f"Find the {noun} and sit on it." if interact else f"Find the {noun}."
+    return template.render(category, bool(interact))
+
+
+def reference_yaw_to_ours(init_yaw_deg: float) -> float:
+    """Our ``start_yaw_rad`` of the reference release's ``init_yaw``.
+
+    The reference's ``init_yaw`` (degrees) is the heading of the Habitat forward vector
+    (the agent's local -Z rotated by ``start_rotation``), ``atan2(f_x, f_z)``, minus 180
+    degrees, wrapped to (-180, 180]. Our yaw is that heading itself (yaw 0 faces +Z), so
+    ``yaw = radians(init_yaw) + pi``, wrapped to ``[-pi, pi)``: ``init_yaw = 0`` is our yaw
+    ``-pi`` (facing -Z) and ``init_yaw = 90`` our ``-pi/2`` (facing -X).
+    """
+    try:
+        value = float(init_yaw_deg)
+    except (TypeError, ValueError):
+        raise EpisodeFormatError(f"init_yaw must be a number, got {init_yaw_deg!r}") from None
+    if not math.isfinite(value):
+        raise EpisodeFormatError(f"init_yaw must be a finite number, got {init_yaw_deg!r}")
+    return _wrap(math.radians(value) + math.pi)
+
+
+@dataclass(frozen=True)
+class ReferenceRecord:
+    """The original record of an episode imported from the reference release, kept whole.
+
+    Attributes:
+        json: canonical JSON of ``{"episode": <the shard's episode record, every field as
+            written>, "view_points": {<goal object id>: [<view point>, ...]},
+            "scene_dataset_config": <path or null>}``.
+    """
+
+    json: str
+
+    @classmethod
+    def build(
+        cls,
+        episode: Mapping[str, Any],
+        view_points: Mapping[str, Sequence[Any]],
+        scene_dataset_config: str | None,
+    ) -> ReferenceRecord:
+        doc = {
+            "episode": dict(episode),
+            "view_points": {str(k): list(v) for k, v in view_points.items()},
+            "scene_dataset_config": scene_dataset_config,
+        }
+        try:
+            text = json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise EpisodeFormatError(f"reference record is not plain JSON: {exc}") from None
+        return cls(text)
+
+    @cached_property
+    def data(self) -> dict[str, Any]:
+        return json.loads(self.json)
+
+    @property
+    def episode(self) -> dict[str, Any]:
+        """The shard's episode record as written."""
+        return self.data["episode"]
+
+    @property
+    def episode_id(self) -> str:
+        """The reference's own (per-scene) episode id."""
+        return str(self.episode.get("episode_id"))
+
+    @property
+    def init_offset(self) -> tuple[float, ...]:
+        """``init_offset`` as written, or the reference's default ``(-x, z, 0)`` of
+        ``start_position`` (its motion runner's frame) when the record has none."""
+        raw = self.episode.get("init_offset")
+        if raw is None:
+            x, _, z = (float(v) for v in self.episode["start_position"])
+            return (-x, z, 0.0)
+        return tuple(float(v) for v in raw)
+
+    @property
+    def init_yaw_deg(self) -> float | None:
+        """``init_yaw`` as written (degrees), or None when the record has none."""
+        raw = self.episode.get("init_yaw")
+        return None if raw is None else float(raw)
+
+    @property
+    def view_points(self) -> dict[str, list[Any]]:
+        """The goals' view points by goal object id, as written."""
+        return self.data["view_points"]
+
+    @property
+    def scene_dataset_config(self) -> str | None:
+        return self.data["scene_dataset_config"]
 
 
 def yaw_to_quat_xyzw(yaw_rad: float) -> tuple[float, float, float, float]:
@@ -103,6 +263,17 @@ def _opt_float(value: Any, where: str) -> float | None:
     return out
 
 
+def _reference(value: Any, where: str) -> ReferenceRecord | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not isinstance(value.get("episode"), Mapping):
+        raise EpisodeFormatError(f"{where}: field 'reference' must be an object with 'episode'")
+    view_points = value.get("view_points") or {}
+    if not isinstance(view_points, Mapping):
+        raise EpisodeFormatError(f"{where}: field 'reference.view_points' must be an object")
+    return ReferenceRecord.build(value["episode"], view_points, value.get("scene_dataset_config"))
+
+
 def _require(d: Mapping[str, Any], key: str, where: str) -> Any:
     if not isinstance(d, Mapping):
         raise EpisodeFormatError(f"{where} must be a JSON object, got {type(d).__name__}")
@@ -126,6 +297,13 @@ class Goal:
         seat_height_m: world height of the seat top for sittable objects.
         approach_pose: ``(x_m, z_m, yaw_rad)`` where to stand before sitting, facing away
             from the seat (None for non-sittables).
+        approach_points: world ``[x, y, z]`` floor points (y = floor height) from which a
+            standing body can touch the object: nothing fixed between body and box and a
+            clear line of sight from the eyes (see
+            :meth:`~humanclaw_gym.scenes.navgrid.NavGrid.goal_region`). Our episodes store a
+            sample of them at least 0.25 m apart, nearest to the object first, all reachable
+            from the start; upstream shards map their goals' ``view_points`` here. None when
+            unknown (version 1 shards, upstream goals without view points).
     """
 
     object_id: int | str
@@ -136,6 +314,7 @@ class Goal:
     aabb_max: tuple[float, float, float] | None = None
     seat_height_m: float | None = None
     approach_pose: tuple[float, float, float] | None = None
+    approach_points: tuple[tuple[float, float, float], ...] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.object_id, bool) or not isinstance(self.object_id, (int, str)):
@@ -155,6 +334,21 @@ class Goal:
         object.__setattr__(
             self, "seat_height_m", _opt_float(self.seat_height_m, "Goal.seat_height_m")
         )
+        if self.approach_points is not None:
+            if isinstance(self.approach_points, (str, bytes)) or not hasattr(
+                self.approach_points, "__iter__"
+            ):
+                raise EpisodeFormatError(
+                    f"Goal.approach_points must be a list of [x, y, z] points or null, got {self.approach_points!r}"
+                )
+            object.__setattr__(
+                self,
+                "approach_points",
+                tuple(
+                    _vec(p, 3, f"Goal.approach_points[{i}]")  # type: ignore[misc]
+                    for i, p in enumerate(self.approach_points)
+                ),
+            )
         if (self.aabb_min is None) != (self.aabb_max is None):
             raise EpisodeFormatError(
                 "Goal.aabb_min and Goal.aabb_max must both be given or both be null"
@@ -176,6 +370,9 @@ class Goal:
             "aabb_max": None if self.aabb_max is None else list(self.aabb_max),
             "seat_height_m": self.seat_height_m,
             "approach_pose": None if self.approach_pose is None else list(self.approach_pose),
+            "approach_points": None
+            if self.approach_points is None
+            else [list(p) for p in self.approach_points],
         }
 
     @classmethod
@@ -190,6 +387,7 @@ class Goal:
                 aabb_max=d.get("aabb_max"),
                 seat_height_m=d.get("seat_height_m"),
                 approach_pose=d.get("approach_pose"),
+                approach_points=d.get("approach_points"),
             )
         except EpisodeFormatError as exc:
             raise EpisodeFormatError(f"{where}: {exc}") from None
@@ -201,10 +399,11 @@ class EpisodeInfo:
 
     Attributes:
         geodesic_distance: shortest collision-free route from the start to the nearest
-            target's goal region (free cells within ``clearance + 0.25 m`` of its AABB,
-            where a body can stop next to it), metres.
-        euclidean_distance: straight x/z distance from the start to the nearest cell of the
-            same goal regions, metres (so ``euclidean <= geodesic``).
+            approach point of a target (free cells within ``clearance + 0.25 m`` of its
+            AABB from which a standing body can touch and see it, never through a wall),
+            metres.
+        euclidean_distance: straight x/z distance from the start to the nearest approach
+            point of the same targets, metres (so ``euclidean <= geodesic``).
         difficulty: ``"easy"``, ``"medium"`` or ``"hard"`` (see
             :mod:`humanclaw_gym.episodes.difficulty`).
         choice_points: turns of the simplified route plus rooms entered.
@@ -294,6 +493,8 @@ class Episode:
         max_steps: decision-step limit (100).
         interact: True when the episode ends with sitting on the target (bed, couch, toilet).
         instruction: the task text (see :func:`instruction_for`).
+        reference: the original record of an episode imported from the reference release
+            (None for ours); written to and read from shards under ``"reference"``.
     """
 
     episode_id: str
@@ -307,6 +508,7 @@ class Episode:
     max_steps: int = DEFAULT_MAX_STEPS
     interact: bool = False
     instruction: str = ""
+    reference: ReferenceRecord | None = None
 
     def __post_init__(self) -> None:
         for name in ("episode_id", "scene_id", "object_category"):
@@ -355,6 +557,8 @@ class Episode:
             )
         if not isinstance(self.interact, bool):
             raise EpisodeFormatError(f"Episode.interact must be a bool, got {self.interact!r}")
+        if self.reference is not None and not isinstance(self.reference, ReferenceRecord):
+            raise EpisodeFormatError("Episode.reference must be a ReferenceRecord or None")
         if not self.instruction:
             object.__setattr__(
                 self, "instruction", instruction_for(self.object_category, self.interact)
@@ -387,6 +591,7 @@ class Episode:
             "max_steps": self.max_steps,
             "interact": self.interact,
             "instruction": self.instruction,
+            **({} if self.reference is None else {"reference": self.reference.data}),
         }
 
     @classmethod
@@ -413,6 +618,7 @@ class Episode:
                 max_steps=_require(d, "max_steps", here),
                 interact=_require(d, "interact", here),
                 instruction=_require(d, "instruction", here),
+                reference=_reference(d.get("reference"), here),
             )
         except EpisodeFormatError as exc:
             msg = str(exc)

@@ -1,8 +1,13 @@
 """What ``--episodes`` selects: the one rule shared by ``humanclaw run`` and the server.
 
 A selection is ``"one"`` (the first ``val100`` episode), ``"val100"``, ``"val"``, a split
-directory, or a ``.json`` file listing episode ids (``["id", ...]`` or
-``[{"episode_id": ..., ...}, ...]``, resolved against ``val``).
+directory (ours, or the reference release's episode folder ``episodes/val`` /
+``episodes/val/content`` of Habitat shards), or a ``.json`` file: a list of episode ids
+(``["id", ...]`` or ``[{"episode_id": ..., ...}, ...]``, resolved against ``val``), one of
+our subset files (``humanclaw_subset_v1``) or the reference release's subset file
+(``humanclaw_episode_subset_v1``, e.g. its ``val100.json``: ``scene_id`` + per-scene
+``episode_id`` rows, read as ids ``<scene>_<n>`` and resolved against the episode folder
+next to it).
 """
 
 from __future__ import annotations
@@ -33,8 +38,17 @@ def select_episodes(selection: str) -> list[tuple[str, Any]]:
             items = json.loads(path.read_text())
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+        if isinstance(items, dict) and "schema" in items:
+            from humanclaw_gym.episodes.schema import EpisodeFormatError
+
+            try:
+                return [(str(path), ep) for ep in load_split(path)]
+            except EpisodeFormatError as exc:
+                raise ValueError(str(exc)) from None
         if not isinstance(items, list) or not items:
-            raise ValueError(f"{path}: expected a non-empty JSON list of episode ids")
+            raise ValueError(
+                f"{path}: expected a non-empty JSON list of episode ids or a subset file"
+            )
         by_id = {ep.episode_id: ep for ep in load_split("val")}
         out = []
         for i, item in enumerate(items):
@@ -44,5 +58,6 @@ def select_episodes(selection: str) -> list[tuple[str, Any]]:
             out.append(("val", by_id[str(eid)]))
         return out
     raise ValueError(
-        f"--episodes must be one, val100, val, a split directory or a .json list, got {selection!r}"
+        "--episodes must be one, val100, val, a split directory, an episode folder, a .json "
+        f"list of episode ids or a subset file, got {selection!r}"
     )

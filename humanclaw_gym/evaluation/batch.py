@@ -16,6 +16,10 @@ Outputs go to a deterministic directory per episode::
 
 ``--resume`` skips an episode only when every artifact the current flags require exists
 and verifies (replay hashes, metrics schema); anything else is run again from scratch.
+``<output>/run_fingerprint.json`` records what defines the results (agent, model config
+without secrets, seed, max steps, episodes, backends, metric rules, package version; see
+:mod:`humanclaw_gym.evaluation.fingerprint`): a run whose settings differ from the
+recorded ones is refused before any episode runs, naming the differing fields.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import InitVar, asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -61,6 +65,7 @@ _BACKEND_SHORTHANDS = (
     "motion_options",
     "body_model_dir",
     "body_model_gender",
+    "scene_dataset",
 )
 
 
@@ -77,6 +82,7 @@ class RunConfig:
     output: str = "outputs/run"
     model_config: str | None = None
     metrics: bool = False
+    metric_rules: str = "paper"
     video: bool = False
     seed: int = 0
     max_steps: int | None = None
@@ -90,6 +96,7 @@ class RunConfig:
     motion_options: InitVar[Any] = None
     body_model_dir: InitVar[str | None] = None
     body_model_gender: InitVar[str | None] = None
+    scene_dataset: InitVar[str | None] = None
 
     def __post_init__(self, *shorthands: Any) -> None:
         changes = {
@@ -97,6 +104,9 @@ class RunConfig:
             for name, value in zip(_BACKEND_SHORTHANDS, shorthands, strict=True)
             if value is not None
         }
+        from humanclaw_gym.metrics.rules import check_rules
+
+        check_rules(self.metric_rules, "metric_rules")
         if not isinstance(self.backend, BackendConfig):
             raise ValueError(f"backend must be a BackendConfig, got {type(self.backend).__name__}")
         if changes:
@@ -281,7 +291,7 @@ def _wrap(env: Any, out: Path, config: RunConfig) -> tuple[Any, list[Any]]:
     wrapped = TrajectoryWrapper(env, out, episode_dir_fn=flat_dir)
     wrappers = [wrapped]
     if config.metrics:
-        wrapped = MetricsWrapper(wrapped, out)
+        wrapped = MetricsWrapper(wrapped, out, episode_dir_fn=flat_dir, rules=config.metric_rules)
         wrappers.append(wrapped)
     if config.video:
         wrapped = VideoWrapper(wrapped, out, episode_dir_fn=flat_dir)
@@ -441,6 +451,11 @@ def check_run_config(config: RunConfig) -> None:
 
     check_policy_spec(config.agent)
     if config.via_server:
+        if config.metrics and config.metric_rules != "paper":
+            raise ValueError(
+                "--metric-rules: a benchmark server scores episodes by the paper rules; "
+                f"{config.metric_rules!r} is only available for local runs"
+            )
         return  # the server owns the simulator
     config.backend.check()
 
@@ -454,8 +469,36 @@ def run_batch(
     executor: str = "local",
     ray_address: str | None = None,
     progress: bool = True,
+    episodes: Mapping[str, Any] | None = None,
 ) -> BatchSummary:
-    """Run many episodes; see the module docstring."""
+    """Run many episodes; see the module docstring.
+
+    Before any episode runs, the run's fingerprint (:mod:`.fingerprint`) is compared with
+    the one the output directory records, or recorded there.
+
+    Args:
+        specs: the episodes to run.
+        config: the run's settings.
+        workers: worker processes (local) or concurrent tasks (Ray).
+        resume: skip episodes whose requested artifacts are complete and verified.
+        executor: ``"local"`` or ``"ray"``.
+        ray_address: an existing Ray cluster (default: start a local one).
+        progress: show a progress bar.
+        episodes: the fingerprint's ``episodes`` setting
+            (:func:`~humanclaw_gym.evaluation.fingerprint.episodes_record` of the selection
+            before any limit); default: the list ``specs`` itself.
+
+    Raises:
+        ValueError: bad arguments or config, an episode listed twice.
+        RunFingerprintError: the output directory holds results of other settings (the
+            message lists the differing fields); nothing has run.
+    """
+    from humanclaw_gym.evaluation.fingerprint import (
+        check_fingerprint,
+        episodes_record,
+        run_fingerprint,
+    )
+
     specs = list(specs)
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
@@ -469,7 +512,10 @@ def run_batch(
         seen.add(key)
     config = replace(config, output=str(Path(config.output)))
     check_run_config(config)
-    Path(config.output).mkdir(parents=True, exist_ok=True)
+    if episodes is None:
+        episodes = episodes_record(None, ((s.split, s.scene_id, s.episode_id) for s in specs))
+    fingerprint = run_fingerprint(config, episodes)
+    check_fingerprint(config.output, fingerprint, resume=resume)
     summary = BatchSummary()
     t0 = time.perf_counter()
     todo = []
@@ -526,11 +572,15 @@ def run_batch(
         from humanclaw_gym.metrics import aggregate_metric_files
 
         try:
-            summary.metrics_summary = aggregate_metric_files(Path(config.output))
-        except (FileNotFoundError, ValueError):
+            summary.metrics_summary = aggregate_metric_files(
+                Path(config.output), rules=config.metric_rules
+            )
+        except FileNotFoundError:  # no episode finished: nothing to summarise
             summary.metrics_summary = None
         if summary.metrics_summary is not None:
             from humanclaw_gym.evaluation.episode import write_json_atomic
+            from humanclaw_gym.provenance import run_environment
 
+            summary.metrics_summary["environment"] = run_environment()
             write_json_atomic(Path(config.output) / "metrics_summary.json", summary.metrics_summary)
     return summary

@@ -1,78 +1,88 @@
 """Reduce per-episode metrics.json files to the paper's summary table.
 
-Averaging rules (all percentages are 0-100):
+The columns are declared by the metric parts (:data:`~humanclaw_gym.metrics.episode.
+METRIC_SPECS`, each :class:`~humanclaw_gym.metrics.fields.Column` with its
+:class:`~humanclaw_gym.metrics.fields.Reduce`); the paper's rules (all percentages are
+0-100):
 
 * FindSR, GeoFindSR, NavSR@20cm, GeoNavSR@20cm, NavSR@1m: share of *all* episodes.
 * InteractSR, GeoInteractSR: share of the *interact* episodes only (``None`` without any).
 * Coll.: mean over episodes of each episode's collision rate (colliding motion steps /
-  motion steps); episodes without any motion step have no rate, are left out of this mean
-  and counted in ``counts.episodes_without_motion``. The body-group columns use the same
-  episodes.
+  motion steps). An episode without any motion step scores 0.0 and stays in the mean under
+  ``paper`` rules; under ``strict`` rules it has no rate and is left out (counted in
+  ``counts.episodes_without_motion`` either way). The body-group columns follow the same
+  rule.
 * #Dtb/ep: mean number of affected objects per episode (all episodes).
 * dDtb(m): pooled over objects: total path length of every affected object / number of
   affected objects with a measured path (not a mean of episode means).
 * Motion Jerk: mean over the episodes that have a score.
 * avg steps: mean decision steps per episode; in/out tok/step: token totals / total steps.
+
+Every episode in one summary must have been scored by the same metric rules, and an
+episode (``episode_id`` with ``rollout_index``) may appear only once: a run directory
+copied twice is refused instead of counted twice. Files of the reference release's layout
+are read as well as ours (see :mod:`humanclaw_gym.metrics.formats`).
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from humanclaw_gym.body.skeleton import BODY_GROUPS
-from humanclaw_gym.metrics.episode import MetricsFileError, validate_metrics
+from humanclaw_gym.metrics.episode import METRIC_SPECS, MetricsFileError
+from humanclaw_gym.metrics.fields import Column, Reduce
+from humanclaw_gym.metrics.formats import read_metrics_record
+from humanclaw_gym.metrics.rules import check_rules
 from humanclaw_gym.metrics.usage import combine_token_sources
 
 __all__ = [
     "BREAKDOWN_COLUMNS",
+    "EXTRA_COLUMNS",
     "MAIN_COLUMNS",
     "SUMMARY_SCHEMA",
     "VARIANT_COLUMNS",
     "aggregate",
     "aggregate_metric_files",
+    "declared_columns",
     "find_metric_files",
     "format_tables",
+    "read_metric_files",
 ]
 
 #: Schema tag of metrics_summary.json.
-SUMMARY_SCHEMA = "humanclaw_metrics_summary_v1"
+SUMMARY_SCHEMA = "humanclaw_metrics_summary_v2"
+
+
+def declared_columns(table: str) -> tuple[Column, ...]:
+    """The declared columns of one summary table, in order."""
+    cols = [c for spec in METRIC_SPECS for c in spec.columns if c.table == table]
+    return tuple(sorted(cols, key=lambda c: c.order))
+
+
+def _triples(columns: Sequence[Column]) -> tuple[tuple[str, str, str], ...]:
+    return tuple((c.label, c.key, c.fmt) for c in columns)
+
 
 #: (column label, key in ``summary["main"]``, number format) in the paper's order.
-MAIN_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("FindSR", "find_sr_pct", ".1f"),
-    ("NavSR@20cm", "nav_sr_20cm_pct", ".1f"),
-    ("InteractSR", "interact_sr_pct", ".1f"),
-    ("Coll.", "collision_pct", ".1f"),
-    ("#Dtb/ep", "disturbed_objects_per_episode", ".2f"),
-    ("dDtb(m)", "disturbed_path_m", ".3f"),
-    ("Motion Jerk", "motion_jerk_m_s3", ".2f"),
-    ("avg steps", "avg_steps", ".1f"),
-    ("in tok/step", "input_tokens_per_step", ".1f"),
-    ("out tok/step", "output_tokens_per_step", ".1f"),
-)
+MAIN_COLUMNS: tuple[tuple[str, str, str], ...] = _triples(declared_columns("main"))
 
 #: Success variants, in the paper's order.
-VARIANT_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("GeoFindSR", "geo_find_sr_pct", ".1f"),
-    ("GeoNavSR@20cm", "geo_nav_sr_20cm_pct", ".1f"),
-    ("NavSR@1m", "nav_sr_1m_pct", ".1f"),
-    ("GeoInteractSR", "geo_interact_sr_pct", ".1f"),
+VARIANT_COLUMNS: tuple[tuple[str, str, str], ...] = _triples(declared_columns("variants"))
+
+#: Columns that trackers beyond the paper's table add (``summary["extra"]``).
+EXTRA_COLUMNS: tuple[tuple[str, str, str], ...] = _triples(declared_columns("extra"))
+
+_BREAKDOWN = tuple(
+    c for table in ("main", "variants", "extra") for c in declared_columns(table) if c.breakdown
 )
 
 #: Columns of the by-category and by-difficulty breakdowns.
 BREAKDOWN_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("episodes", "episodes", "d"),
-    ("FindSR", "find_sr_pct", ".1f"),
-    ("NavSR@20cm", "nav_sr_20cm_pct", ".1f"),
-    ("InteractSR", "interact_sr_pct", ".1f"),
-    ("GeoFindSR", "geo_find_sr_pct", ".1f"),
-    ("GeoNavSR@20cm", "geo_nav_sr_20cm_pct", ".1f"),
-    ("NavSR@1m", "nav_sr_1m_pct", ".1f"),
-    ("GeoInteractSR", "geo_interact_sr_pct", ".1f"),
+    *_triples(_BREAKDOWN),
 )
 
 _CATEGORY_ORDER = ("chair", "bed", "potted_plant", "toilet", "tv", "couch")
@@ -81,32 +91,21 @@ _UNLABELLED = "unlabelled"
 _METRICS_NAME = "metrics.json"
 
 
-def _mean(values: Iterable[float]) -> float | None:
-    values = list(values)
-    return math.fsum(values) / len(values) if values else None
-
-
-def _pct(rows: Sequence[Mapping[str, Any]], key: str) -> float | None:
-    return 100.0 * sum(bool(row[key]) for row in rows) / len(rows) if rows else None
-
-
-def _success_block(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    interact = [row for row in rows if row["interact"]]
-    return {
+def _success_block(rows: Sequence[Mapping[str, Any]], rules: str) -> dict[str, Any]:
+    block: dict[str, Any] = {
         "episodes": len(rows),
-        "interact_episodes": len(interact),
-        "find_sr_pct": _pct(rows, "find_success"),
-        "nav_sr_20cm_pct": _pct(rows, "nav_success_20cm"),
-        "interact_sr_pct": _pct(interact, "interact_success"),
-        "geo_find_sr_pct": _pct(rows, "geo_find_success"),
-        "geo_nav_sr_20cm_pct": _pct(rows, "geo_nav_success_20cm"),
-        "nav_sr_1m_pct": _pct(rows, "nav_success_1m"),
-        "geo_interact_sr_pct": _pct(interact, "geo_interact_success"),
+        "interact_episodes": sum(bool(row["interact"]) for row in rows),
     }
+    for column in _BREAKDOWN:
+        block[column.key] = column.reduce.apply(rows, rules)
+    return block
 
 
 def _ordered_groups(
-    rows: Sequence[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], str], order: Sequence[str]
+    rows: Sequence[Mapping[str, Any]],
+    key: Callable[[Mapping[str, Any]], str],
+    order: Sequence[str],
+    rules: str,
 ) -> dict[str, dict[str, Any]]:
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
@@ -117,95 +116,135 @@ def _ordered_groups(
             return (0, order.index(name), name)
         return (2 if name == _UNLABELLED else 1, 0, name)
 
-    return {name: _success_block(groups[name]) for name in sorted(groups, key=rank)}
+    return {name: _success_block(groups[name], rules) for name in sorted(groups, key=rank)}
 
 
-def aggregate(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Summarise per-episode metrics dicts (each a ``humanclaw_metrics_v1`` metrics.json).
+def _common_rules(
+    rows: Sequence[Mapping[str, Any]], names: Sequence[str], rules: str | None
+) -> str:
+    """The one rule set of every row (checked against ``rules`` when given)."""
+    by_rules: dict[str, list[str]] = {}
+    for row, name in zip(rows, names, strict=True):
+        by_rules.setdefault(row["rules"], []).append(name)
+    if rules is not None:
+        rules = check_rules(rules)
+        others = {r: n for r, n in by_rules.items() if r != rules}
+        if others:
+            other, where = next(iter(others.items()))
+            raise MetricsFileError(
+                f"{where[0]}: scored by {other!r} metric rules, but {rules!r} were asked for "
+                f"({len(where)} such episode(s)); per-episode scores cannot be re-scored from "
+                f"metrics.json: aggregate them with rules={other!r} or run them again with "
+                f"--metric-rules {rules}"
+            )
+        return rules
+    if len(by_rules) > 1:
+        detail = "; ".join(
+            f"{r}: {len(n)} episode(s), e.g. {n[0]}" for r, n in sorted(by_rules.items())
+        )
+        raise MetricsFileError(
+            f"episodes scored by different metric rules cannot be averaged together ({detail})"
+        )
+    return next(iter(by_rules))
+
+
+def _check_unique(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> None:
+    seen: dict[tuple[str, int], str] = {}
+    for row, name in zip(rows, names, strict=True):
+        key = (row["episode_id"], row["rollout_index"])
+        if key in seen:
+            raise MetricsFileError(
+                f"episode {key[0]!r} (rollout {key[1]}) appears twice: {seen[key]} and {name}; "
+                "each episode may be counted once (was a run directory copied?)"
+            )
+        seen[key] = name
+
+
+def aggregate(
+    metrics: Sequence[Mapping[str, Any]],
+    rules: str | None = None,
+    names: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Summarise per-episode metrics dicts (our layout or the reference's).
+
+    Args:
+        metrics: parsed metrics.json contents, one per episode.
+        rules: the metric rules the episodes must have been scored by; ``None``: whatever
+            they were scored by, as long as it is the same for all.
+        names: what to call each entry in errors (file paths); default ``metrics[i]``.
 
     Returns:
-        The summary (``"schema": "humanclaw_metrics_summary_v1"``) with ``main``,
-        ``variants``, ``collision_by_group_pct``, ``counts``, ``tokens``, ``by_category``
-        and ``by_difficulty``; see the module docstring for the averaging rules. Values
-        without a denominator are ``None``.
+        The summary (``"schema": "humanclaw_metrics_summary_v2"``) with ``rules``, ``main``,
+        ``variants``, ``extra``, ``collision_by_group_pct``, ``counts``, ``tokens``,
+        ``by_category`` and ``by_difficulty``; see the module docstring for the averaging
+        rules. Values without a denominator are ``None``.
 
     Raises:
-        ValueError: for an empty list; :class:`MetricsFileError` for an invalid entry.
+        ValueError: for an empty list; :class:`MetricsFileError` for an invalid entry,
+        a rule mismatch, or an episode that appears twice.
     """
     if not metrics:
         raise ValueError("aggregate needs at least one episode's metrics")
-    rows = [validate_metrics(dict(row), f"metrics[{i}]") for i, row in enumerate(metrics)]
+    names = [f"metrics[{i}]" for i in range(len(metrics))] if names is None else list(names)
+    if len(names) != len(metrics):
+        raise ValueError(f"names must have {len(metrics)} entries, got {len(names)}")
+    rows = [read_metrics_record(dict(row), name) for row, name in zip(metrics, names, strict=True)]
+    rules = _common_rules(rows, names, rules)
+    _check_unique(rows, names)
     n = len(rows)
-    success = _success_block(rows)
 
-    with_motion = [row for row in rows if row["collision_rate"] is not None]
-    collision_pct = _mean(100.0 * row["collision_rate"] for row in with_motion)
-    by_group: dict[str, float | None] = {}
-    for group in BODY_GROUPS:
-        by_group[group] = _mean(
-            100.0 * row["collision_rate_by_group"][group] for row in with_motion
+    def table(name: str) -> dict[str, Any]:
+        return {c.key: c.reduce.apply(rows, rules) for c in declared_columns(name)}
+
+    with_motion = sum(row["motion_steps"] > 0 for row in rows)
+    by_group = {
+        group: Reduce("collision", f"collision_rate_by_group.{group}", scale=100.0).apply(
+            rows, rules
         )
-
-    affected = sum(row["affected_object_count"] for row in rows)
-    with_path = sum(row["affected_objects_with_path"] for row in rows)
-    path_sum = math.fsum(row["affected_path_length_sum_m"] for row in rows)
-    jerks = [row["motion_jerk_m_s3"] for row in rows if row["motion_jerk_m_s3"] is not None]
+        for group in BODY_GROUPS
+    }
+    jerks = sum(row["motion_jerk_m_s3"] is not None for row in rows)
     total_steps = sum(row["steps"] for row in rows)
-    tok_in = sum(row["tokens"]["input_tokens"] for row in rows)
-    tok_out = sum(row["tokens"]["output_tokens"] for row in rows)
     tok_reason = sum(row["tokens"]["reasoning_tokens"] for row in rows)
     episodes_by_source: dict[str, int] = {}
     for row in rows:
         label = row["tokens"]["source"]
         episodes_by_source[label] = episodes_by_source.get(label, 0) + 1
-
-    def per_step(total: int) -> float | None:
-        return total / total_steps if total_steps else None
-
+    success = _success_block(rows, rules)
     return {
         "schema": SUMMARY_SCHEMA,
-        "main": {
-            "find_sr_pct": success["find_sr_pct"],
-            "nav_sr_20cm_pct": success["nav_sr_20cm_pct"],
-            "interact_sr_pct": success["interact_sr_pct"],
-            "collision_pct": collision_pct,
-            "disturbed_objects_per_episode": affected / n,
-            "disturbed_path_m": path_sum / with_path if with_path else None,
-            "motion_jerk_m_s3": _mean(jerks),
-            "avg_steps": total_steps / n,
-            "input_tokens_per_step": per_step(tok_in),
-            "output_tokens_per_step": per_step(tok_out),
-        },
-        "variants": {
-            "geo_find_sr_pct": success["geo_find_sr_pct"],
-            "geo_nav_sr_20cm_pct": success["geo_nav_sr_20cm_pct"],
-            "nav_sr_1m_pct": success["nav_sr_1m_pct"],
-            "geo_interact_sr_pct": success["geo_interact_sr_pct"],
-        },
+        "rules": rules,
+        "main": table("main"),
+        "variants": table("variants"),
+        "extra": table("extra"),
         "collision_by_group_pct": by_group,
         "counts": {
             "episodes": n,
             "interact_episodes": success["interact_episodes"],
-            "episodes_with_motion": len(with_motion),
-            "episodes_without_motion": n - len(with_motion),
-            "episodes_with_jerk": len(jerks),
-            "affected_objects": affected,
-            "affected_objects_with_path": with_path,
+            "episodes_with_motion": with_motion,
+            "episodes_without_motion": n - with_motion,
+            "episodes_with_jerk": jerks,
+            "motion_anomaly_frames": sum(r.get("motion_anomaly") or 0 for r in rows),
+            "episodes_with_motion_anomaly": sum((r.get("motion_anomaly") or 0) > 0 for r in rows),
+            "episodes_without_anomaly_count": sum(r.get("motion_anomaly") is None for r in rows),
+            "affected_objects": sum(row["affected_object_count"] for row in rows),
+            "affected_objects_with_path": sum(row["affected_objects_with_path"] for row in rows),
             "active_stops": sum(row["active_stop"] for row in rows),
             "total_steps": total_steps,
             "initial_penetration_flagged": sum(row["initial_penetration_flag"] for row in rows),
+            "imported_episodes": sum(row.get("imported_from") is not None for row in rows),
         },
         "tokens": {
-            "input_tokens": tok_in,
-            "output_tokens": tok_out,
+            "input_tokens": sum(row["tokens"]["input_tokens"] for row in rows),
+            "output_tokens": sum(row["tokens"]["output_tokens"] for row in rows),
             "reasoning_tokens": tok_reason,
-            "reasoning_tokens_per_step": per_step(tok_reason),
+            "reasoning_tokens_per_step": tok_reason / total_steps if total_steps else None,
             "source": combine_token_sources(episodes_by_source),
             "episodes_by_source": dict(sorted(episodes_by_source.items())),
         },
-        "by_category": _ordered_groups(rows, lambda r: r["category"], _CATEGORY_ORDER),
+        "by_category": _ordered_groups(rows, lambda r: r["category"], _CATEGORY_ORDER, rules),
         "by_difficulty": _ordered_groups(
-            rows, lambda r: r["difficulty"] or _UNLABELLED, _DIFFICULTY_ORDER
+            rows, lambda r: r["difficulty"] or _UNLABELLED, _DIFFICULTY_ORDER, rules
         ),
     }
 
@@ -218,8 +257,11 @@ def find_metric_files(root: str | Path) -> list[Path]:
     return sorted(p for p in root.rglob(_METRICS_NAME) if p.is_file())
 
 
-def aggregate_metric_files(root: str | Path) -> dict[str, Any]:
-    """Find, validate and aggregate every ``metrics.json`` under ``root`` (any depth).
+def read_metric_files(root: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Parse and validate every ``metrics.json`` under ``root`` (either layout).
+
+    Returns:
+        ``(rows of our layout, file paths)`` in path order.
 
     Raises:
         FileNotFoundError: when ``root`` is missing or holds no metrics.json.
@@ -234,9 +276,26 @@ def aggregate_metric_files(root: str | Path) -> dict[str, Any]:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise MetricsFileError(f"{path}: cannot read metrics JSON ({exc})") from exc
-        rows.append(validate_metrics(data, str(path)))
-    summary = aggregate(rows)
-    summary["source"] = {"root": str(Path(root)), "files": len(paths)}
+        rows.append(read_metrics_record(data, str(path)))
+    return rows, [str(p) for p in paths]
+
+
+def aggregate_metric_files(root: str | Path, rules: str | None = None) -> dict[str, Any]:
+    """Find, validate and aggregate every ``metrics.json`` under ``root`` (any depth, either
+    layout, mixed directories too).
+
+    Args:
+        root: a run directory or a parent of several.
+        rules: see :func:`aggregate`.
+
+    Raises:
+        FileNotFoundError: when ``root`` is missing or holds no metrics.json.
+        MetricsFileError: naming the first unreadable or invalid file, the files of a
+            duplicated episode, or a file scored by other rules.
+    """
+    rows, names = read_metric_files(root)
+    summary = aggregate(rows, rules=rules, names=names)
+    summary["source"] = {"root": str(Path(root)), "files": len(names)}
     return summary
 
 
@@ -297,15 +356,20 @@ def format_tables(summary: Mapping[str, Any]) -> str:
         ("with motion", "episodes_with_motion", "d"),
         ("without motion", "episodes_without_motion", "d"),
         ("with jerk score", "episodes_with_jerk", "d"),
+        ("anomaly frames", "motion_anomaly_frames", "d"),
+        ("eps. with anomaly", "episodes_with_motion_anomaly", "d"),
         ("affected objects", "affected_objects", "d"),
         ("with path", "affected_objects_with_path", "d"),
         ("total steps", "total_steps", "d"),
         ("penetration flagged", "initial_penetration_flagged", "d"),
     )
     sections = [
-        ("Main table (success in %, Coll. in % of motion steps, Motion Jerk in m/s^3)",
+        (f"Main table ({summary['rules']} metric rules; success in %, Coll. in % of motion "
+         "steps, Motion Jerk in m/s^3)",
          _row_table(MAIN_COLUMNS, summary["main"])),
         ("Success variants (%)", _row_table(VARIANT_COLUMNS, summary["variants"])),
+        *([("Other metrics", _row_table(EXTRA_COLUMNS, summary["extra"]))]
+          if EXTRA_COLUMNS else []),
         ("Collision by body group (% of motion steps)",
          _row_table(group_columns, summary["collision_by_group_pct"])),
         ("Denominators", _row_table(denominators, counts)),

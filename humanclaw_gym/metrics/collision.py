@@ -5,13 +5,21 @@ CONTACT_DTYPE`) that the physics backend produces for the realized, post-physics
 30 Hz; nothing is re-simulated or interpolated.
 
 * The *floor* of an episode is measured once at spawn: of the surfaces hit by a downward
-  ray, the highest one that is not above the standing body's lowest point + 5 cm.
-* A *collision contact* is a humanoid contact with a non-dynamic scene object whose contact
-  point on the object lies more than 0.0205 m above that floor (so standing, stepping and
-  shuffling on the floor never count, climbing onto a stair or bumping into furniture does).
+  ray, the highest one that is not above the standing body's lowest point + 5 cm. When no
+  hit qualifies, ``paper`` rules fall back to the body's lowest point and ``strict`` rules
+  refuse the episode.
+* A *collision contact* is a humanoid contact with fixed geometry whose contact point on the
+  other body lies more than 0.0205 m above that floor (so standing, stepping and shuffling
+  on the floor never count, climbing onto a stair or bumping into furniture does). Fixed
+  geometry is any body that is not a movable object under ``paper`` rules (unknown bodies,
+  id < 1, included, as the reference counts stage and unknown bodies), and only scene
+  objects (id >= 1) that are not movable under ``strict`` rules.
 * A motion decision step *collides* when any of its frames has a collision contact.
   ``collision_rate = colliding motion steps / motion steps``; the same step sets are kept
-  per body group (arm/hand, torso, leg/foot, head) of the touching humanoid link.
+  per body group (arm/hand, torso, leg/foot, head) of the touching humanoid link
+  (:func:`collision_body_group`: the collars are arm/hand and the neck is torso under
+  ``paper`` rules, torso and head under ``strict`` rules). Without any motion step the rates
+  are 0.0 under ``paper`` rules and ``None`` under ``strict`` rules.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from humanclaw_gym.body.skeleton import BODY_GROUPS, NUM_JOINTS, joint_body_group
+from humanclaw_gym.body.skeleton import BODY_GROUPS, JOINT_NAMES, NUM_JOINTS, joint_body_group
 from humanclaw_gym.metrics._checks import (
     as_contacts,
     as_finite_float,
@@ -29,16 +37,42 @@ from humanclaw_gym.metrics._checks import (
     as_int,
     check_human_links,
 )
+from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
+from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
 from humanclaw_gym.metrics.thresholds import COLLISION_MIN_HEIGHT_M, FLOOR_SELECT_EPSILON_M
 from humanclaw_gym.physics.types import HUMAN_ID
 
 __all__ = [
+    "COLLISION_SPEC",
+    "FLOOR_SOURCES",
     "CollisionTracker",
+    "collision_body_group",
     "collision_contact_mask",
+    "episode_floor",
     "initial_penetration",
     "is_collision_contact",
     "spawn_floor_height",
 ]
+
+#: Where an episode's floor came from: the spawn ray, or (``paper`` rules only) the body's
+#: lowest point because no ray hit qualified.
+FLOOR_SOURCES: tuple[str, ...] = ("spawn_raycast", "body_lowest_point_fallback")
+
+# The reference release groups the collars with the arm and the neck with the torso.
+_PAPER_GROUP_OVERRIDES = {"left_collar": "arm/hand", "right_collar": "arm/hand", "neck": "torso"}
+
+
+def collision_body_group(joint: int | str, rules: str = DEFAULT_METRIC_RULES) -> str:
+    """The collision body group (a key of ``BODY_GROUPS``) of a humanoid joint.
+
+    ``strict`` uses :data:`humanclaw_gym.body.skeleton.BODY_GROUPS` as it is; ``paper``
+    moves the collars to ``arm/hand`` and the neck to ``torso`` as the reference does.
+    """
+    group = joint_body_group(joint)
+    if check_rules(rules) == "paper":
+        name = JOINT_NAMES[int(joint)] if not isinstance(joint, str) else joint
+        return _PAPER_GROUP_OVERRIDES.get(name, group)
+    return group
 
 
 def collision_contact_mask(
@@ -46,29 +80,35 @@ def collision_contact_mask(
     dynamic_ids: Iterable[int],
     floor_height_m: float,
     min_height_m: float = COLLISION_MIN_HEIGHT_M,
+    rules: str = DEFAULT_METRIC_RULES,
 ) -> np.ndarray:
     """Which contact rows are fixed-geometry collisions.
 
-    A row qualifies when the humanoid is body ``a``, body ``b`` is a scene object (id >= 1)
-    that is not dynamic, and ``pos_b[1] - floor_height_m > min_height_m`` (the height of
-    the contact point on the object above the floor, metres).
+    A row qualifies when the humanoid is body ``a``, body ``b`` is fixed geometry and
+    ``pos_b[1] - floor_height_m > min_height_m`` (the height of the contact point on the
+    other body above the floor, metres). Fixed geometry: any ``b`` that is not dynamic
+    (``paper``), or a scene object (id >= 1) that is not dynamic (``strict``).
 
     Args:
         contacts: ``CONTACT_DTYPE (N,)`` rows of one frame.
         dynamic_ids: ids of the scene's movable (dynamic) objects.
         floor_height_m: the episode floor (world y, metres), see :func:`spawn_floor_height`.
         min_height_m: height threshold above the floor (m).
+        rules: ``"paper"`` or ``"strict"``.
 
     Returns:
         ``bool (N,)``.
     """
+    rules = check_rules(rules)
     rows = as_contacts(contacts)
     floor = as_finite_float(floor_height_m, "floor_height_m")
     dynamic = np.fromiter(as_id_set(dynamic_ids, "dynamic_ids"), dtype=np.int64)
     if rows.size == 0:
         return np.zeros(0, dtype=bool)
     human = rows["a"] == HUMAN_ID
-    fixed = (rows["b"] >= 1) & ~np.isin(rows["b"], dynamic)
+    fixed = ~np.isin(rows["b"], dynamic)
+    if rules == "strict":
+        fixed &= rows["b"] >= 1
     high = (rows["pos_b"][:, 1] - floor) > float(min_height_m)
     return human & fixed & high
 
@@ -78,11 +118,12 @@ def is_collision_contact(
     dynamic_ids: Iterable[int],
     floor_height_m: float,
     min_height_m: float = COLLISION_MIN_HEIGHT_M,
+    rules: str = DEFAULT_METRIC_RULES,
 ) -> bool:
     """Whether one contact row is a fixed-geometry collision (see :func:`collision_contact_mask`)."""
     return bool(
         collision_contact_mask(
-            np.asarray(contact).reshape(1), dynamic_ids, floor_height_m, min_height_m
+            np.asarray(contact).reshape(1), dynamic_ids, floor_height_m, min_height_m, rules
         )[0]
     )
 
@@ -118,6 +159,36 @@ def spawn_floor_height(
     return max(eligible)
 
 
+def episode_floor(
+    ray_floor_y: float | None, body_lowest_y: float, rules: str = DEFAULT_METRIC_RULES
+) -> tuple[float, str]:
+    """The episode floor from the spawn ray's result, with the rules' fallback.
+
+    Args:
+        ray_floor_y: the floor chosen by the spawn ray rule (see :func:`spawn_floor_height`),
+            or ``None`` when no ray hit qualified.
+        body_lowest_y: world y (m) of the standing body's lowest point at spawn.
+        rules: ``"paper"`` falls back to ``body_lowest_y``; ``"strict"`` raises.
+
+    Returns:
+        ``(floor height in metres, source)`` with ``source`` one of :data:`FLOOR_SOURCES`.
+
+    Raises:
+        ValueError: under ``strict`` rules when ``ray_floor_y`` is ``None``.
+    """
+    rules = check_rules(rules)
+    lowest = as_finite_float(body_lowest_y, "body_lowest_y")
+    if ray_floor_y is not None:
+        return as_finite_float(ray_floor_y, "ray_floor_y"), "spawn_raycast"
+    if rules == "strict":
+        raise ValueError(
+            f"no floor under the spawn: the downward ray found no surface at or below the "
+            f"body's lowest point {lowest} + {FLOOR_SELECT_EPSILON_M} m (strict metric rules "
+            "refuse the episode; paper rules fall back to the body's lowest point)"
+        )
+    return lowest, "body_lowest_point_fallback"
+
+
 def initial_penetration(contacts: np.ndarray) -> float:
     """Deepest penetration (m, >= 0) among the humanoid's contacts of one query.
 
@@ -141,9 +212,24 @@ class CollisionTracker:
     Args:
         dynamic_ids: ids of the movable objects (never collisions; they are disturbance).
         floor_height_m: the episode floor, world y in metres.
+        rules: the metric rules (fixed geometry, body groups, rates without motion).
+        floor_source: where the floor came from, one of :data:`FLOOR_SOURCES` (see
+            :func:`episode_floor`).
     """
 
-    def __init__(self, dynamic_ids: Iterable[int], floor_height_m: float) -> None:
+    def __init__(
+        self,
+        dynamic_ids: Iterable[int],
+        floor_height_m: float,
+        rules: str = DEFAULT_METRIC_RULES,
+        floor_source: str = "spawn_raycast",
+    ) -> None:
+        self.rules = check_rules(rules)
+        if floor_source not in FLOOR_SOURCES:
+            raise ValueError(f"floor_source must be one of {FLOOR_SOURCES}, got {floor_source!r}")
+        if floor_source != "spawn_raycast" and self.rules == "strict":
+            raise ValueError("floor_source: strict metric rules allow only 'spawn_raycast'")
+        self.floor_source = floor_source
         self._dynamic_ids = as_id_set(dynamic_ids, "dynamic_ids")
         self.floor_height_m = as_finite_float(floor_height_m, "floor_height_m")
         self._motion_steps: set[int] = set()
@@ -160,9 +246,12 @@ class CollisionTracker:
         rows = as_contacts(contacts)
         check_human_links(rows, NUM_JOINTS)
         self._motion_steps.add(step)
-        hits = rows[collision_contact_mask(rows, self._dynamic_ids, self.floor_height_m)]
+        mask = collision_contact_mask(
+            rows, self._dynamic_ids, self.floor_height_m, rules=self.rules
+        )
+        hits = rows[mask]
         for link in hits["link_a"]:
-            self._group_steps[joint_body_group(int(link))].add(step)
+            self._group_steps[collision_body_group(int(link), self.rules)].add(step)
         if hits.size:
             self._collision_steps.add(step)
         return bool(hits.size)
@@ -176,15 +265,80 @@ class CollisionTracker:
         return len(self._collision_steps)
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready collision fields; rates are ``None`` when there was no motion step."""
+        """JSON-ready collision fields. Without any motion step the rates are 0.0 under
+        ``paper`` rules and ``None`` under ``strict`` rules."""
         n = len(self._motion_steps)
+        empty = 0.0 if self.rules == "paper" else None
         return {
             "motion_steps": n,
             "collision_steps": len(self._collision_steps),
-            "collision_rate": len(self._collision_steps) / n if n else None,
+            "collision_rate": len(self._collision_steps) / n if n else empty,
             "collision_steps_by_group": {g: len(s) for g, s in self._group_steps.items()},
             "collision_rate_by_group": {
-                g: (len(s) / n if n else None) for g, s in self._group_steps.items()
+                g: (len(s) / n if n else empty) for g, s in self._group_steps.items()
             },
             "floor_height_m": self.floor_height_m,
+            "floor_source": self.floor_source,
         }
+
+
+def _group_fields() -> tuple[MetricField, ...]:
+    return (
+        MetricField(
+            "collision_steps_by_group",
+            "int_map",
+            "colliding motion steps per body group (keys: BODY_GROUPS)",
+            unit="steps",
+            minimum=0,
+            imported=False,
+        ),
+        MetricField(
+            "collision_rate_by_group",
+            "number_map",
+            "collision rate per body group (keys: BODY_GROUPS)",
+            minimum=0.0,
+            maximum=1.0,
+            nullable=True,
+            aggregate="like Coll., per group",
+        ),
+    )
+
+
+#: Declared output of the collision metric (see :mod:`humanclaw_gym.metrics.fields`).
+COLLISION_SPEC = MetricSpec(
+    name="collision",
+    fields=(
+        MetricField("motion_steps", "int", "decision steps with motion", unit="steps", minimum=0),
+        MetricField(
+            "collision_steps",
+            "int",
+            "motion steps with a fixed-geometry collision",
+            unit="steps",
+            minimum=0,
+            at_most="motion_steps",
+        ),
+        MetricField(
+            "collision_rate",
+            "number",
+            "collision_steps / motion_steps (without motion: 0.0 under paper, null under strict)",
+            minimum=0.0,
+            maximum=1.0,
+            nullable=True,
+            aggregate="Coll.: mean over episodes (paper: no-motion episodes count 0; strict: "
+            "left out)",
+        ),
+        *_group_fields(),
+        MetricField("floor_height_m", "number", "the episode floor, world y", unit="m"),
+        MetricField("floor_source", "str", "where the floor came from", choices=FLOOR_SOURCES),
+    ),
+    columns=(
+        Column(
+            "Coll.",
+            "collision_pct",
+            "main",
+            ".1f",
+            Reduce("collision", "collision_rate", scale=100.0),
+            3,
+        ),
+    ),
+)

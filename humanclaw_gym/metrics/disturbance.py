@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 
 from humanclaw_gym.metrics._checks import as_contacts, as_id_set, as_int
+from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
 from humanclaw_gym.physics.types import HUMAN_ID
 
-__all__ = ["DisturbanceTracker"]
+__all__ = ["DISTURBANCE_SPEC", "DisturbanceTracker"]
 
 
 class DisturbanceTracker:
@@ -135,3 +136,72 @@ class DisturbanceTracker:
             "affected_objects_with_path": len(measured),
             "affected_path_length_sum_m": float(sum(measured)),
         }
+
+
+#: Declared output of the disturbance metric (see :mod:`humanclaw_gym.metrics.fields`).
+DISTURBANCE_SPEC = MetricSpec(
+    name="disturbance",
+    fields=(
+        MetricField(
+            "affected_object_count",
+            "int",
+            "movable objects set in motion (directly or through other objects)",
+            minimum=0,
+            aggregate="#Dtb/ep: mean over all episodes",
+        ),
+        MetricField(
+            "direct_affected_object_count",
+            "int",
+            "movable objects the humanoid touched itself",
+            minimum=0,
+            at_most="affected_object_count",
+        ),
+        MetricField(
+            "affected_object_first_frame",
+            "object",
+            "first affected frame per object id",
+            imported=False,
+        ),
+        MetricField(
+            "affected_object_path_length_m",
+            "object",
+            "path length after being affected per object id (null: never measured)",
+            unit="m",
+            imported=False,
+        ),
+        MetricField(
+            "affected_objects_with_path",
+            "int",
+            "affected objects with a measured path",
+            minimum=0,
+            at_most="affected_object_count",
+            aggregate="dDtb denominator (summed)",
+        ),
+        MetricField(
+            "affected_path_length_sum_m",
+            "number",
+            "summed path length of the affected objects",
+            unit="m",
+            minimum=0.0,
+            aggregate="dDtb: summed over episodes / summed affected_objects_with_path",
+        ),
+    ),
+    columns=(
+        Column(
+            "#Dtb/ep",
+            "disturbed_objects_per_episode",
+            "main",
+            ".2f",
+            Reduce("mean", "affected_object_count"),
+            4,
+        ),
+        Column(
+            "dDtb(m)",
+            "disturbed_path_m",
+            "main",
+            ".3f",
+            Reduce("pooled", "affected_path_length_sum_m", "affected_objects_with_path"),
+            5,
+        ),
+    ),
+)

@@ -15,6 +15,11 @@ runs and produces one JSON-ready dict at the end. Event order for one episode::
 
 Contact rows are consumed immediately and never stored; the recorder keeps only small
 counters, step sets, per-object positions and the generated frames (for Motion Jerk).
+
+The content of metrics.json is declared field by field by :data:`METRIC_SPECS` (one
+:class:`~humanclaw_gym.metrics.fields.MetricSpec` per metric part); :func:`validate_metrics`
+checks a file against those declarations. A new tracker adds its spec to that tuple and its
+summary to :meth:`EpisodeMetricRecorder.finalize`.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from humanclaw_gym.body.skeleton import BODY_GROUPS, FRAME_DIM, NUM_JOINTS
+from humanclaw_gym.episodes.schema import DIFFICULTY_LABELS
 from humanclaw_gym.metrics._checks import (
     as_contacts,
     as_finite_float,
@@ -39,12 +45,21 @@ from humanclaw_gym.metrics._checks import (
     check_human_links,
     check_object_positions,
 )
-from humanclaw_gym.metrics.collision import CollisionTracker
-from humanclaw_gym.metrics.disturbance import DisturbanceTracker
-from humanclaw_gym.metrics.find import FindTracker
+from humanclaw_gym.metrics.collision import COLLISION_SPEC, CollisionTracker
+from humanclaw_gym.metrics.disturbance import DISTURBANCE_SPEC, DisturbanceTracker
+from humanclaw_gym.metrics.fields import (
+    Column,
+    MetricField,
+    MetricSpec,
+    Reduce,
+    check_field,
+    field_value,
+)
+from humanclaw_gym.metrics.find import FIND_SPEC, FindTracker
 from humanclaw_gym.metrics.geometry import body_to_target_aabb_distance
-from humanclaw_gym.metrics.interact import InteractTracker
-from humanclaw_gym.metrics.jerk import motion_jerk
+from humanclaw_gym.metrics.interact import INTERACT_SPEC, InteractTracker
+from humanclaw_gym.metrics.jerk import JERK_SPEC, motion_jerk
+from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, METRIC_RULES, check_rules
 from humanclaw_gym.metrics.thresholds import (
     COLLISION_MIN_HEIGHT_M,
     FIND_PIXEL_THRESHOLD,
@@ -52,10 +67,13 @@ from humanclaw_gym.metrics.thresholds import (
     JERK_FPS,
     JERK_STRIDE,
     JERK_WINDOW,
+    MOTION_ANOMALY_BOUND_DEG,
     NAV_DISTANCE_M,
     NAV_RELAXED_DISTANCE_M,
 )
-from humanclaw_gym.metrics.usage import TOKEN_SOURCE_LABELS, UsageTracker
+from humanclaw_gym.metrics.tracking import ANOMALY_SPEC, MotionAnomalyTracker
+from humanclaw_gym.metrics.usage import USAGE_SPEC, UsageTracker
+from humanclaw_gym.scenes.spec import TARGET_CATEGORIES
 from humanclaw_gym.skills import Skill
 
 if TYPE_CHECKING:
@@ -64,21 +82,28 @@ if TYPE_CHECKING:
 __all__ = [
     "ENDED_BY",
     "METRICS_SCHEMA",
+    "METRICS_SCHEMAS",
+    "METRIC_SPECS",
     "EpisodeMetricRecorder",
     "MetricsFileError",
     "validate_metrics",
     "write_metrics_json",
 ]
 
-#: Schema tag of every per-episode metrics.json.
-METRICS_SCHEMA = "humanclaw_metrics_v1"
+#: Schema tag of every per-episode metrics.json we write.
+METRICS_SCHEMA = "humanclaw_metrics_v2"
+
+#: Schema tags of our layout that are read: v1 files (before the rules setting) were scored
+#: by what are now the ``strict`` rules and are read as such.
+METRICS_SCHEMAS: tuple[str, ...] = ("humanclaw_metrics_v1", METRICS_SCHEMA)
 
 #: How an episode can end: the policy's Stop, the step limit, or an error.
 ENDED_BY: tuple[str, ...] = ("stop", "truncated", "error")
 
 
 class MetricsFileError(ValueError):
-    """A metrics dict or file does not follow the ``humanclaw_metrics_v1`` schema."""
+    """A metrics dict or file does not follow the ``humanclaw_metrics_v2`` schema (or a
+    layout that is read, see :mod:`humanclaw_gym.metrics.formats`)."""
 
 
 def write_metrics_json(path: str | os.PathLike[str], metrics: Mapping[str, Any]) -> Path:
@@ -126,6 +151,12 @@ class EpisodeMetricRecorder:
         initial_penetration_m: deepest humanoid penetration of the reset-time contact query,
             metres (see :func:`~humanclaw_gym.metrics.collision.initial_penetration`).
         difficulty: the episode's difficulty label, if any.
+        rules: the metric rules, ``"paper"`` (default) or ``"strict"`` (see
+            :mod:`humanclaw_gym.metrics.rules`); recorded in the result.
+        floor_source: where ``floor_height_m`` came from (see
+            :func:`~humanclaw_gym.metrics.collision.episode_floor`).
+        rollout_index: how many times this episode ran before in the same output (0 for
+            the first rollout); with ``episode_id`` it identifies the rollout.
     """
 
     def __init__(
@@ -140,7 +171,12 @@ class EpisodeMetricRecorder:
         floor_height_m: float,
         initial_penetration_m: float,
         difficulty: str | None = None,
+        rules: str = DEFAULT_METRIC_RULES,
+        floor_source: str = "spawn_raycast",
+        rollout_index: int = 0,
     ) -> None:
+        rules = check_rules(rules)
+        rollout_index = as_int(rollout_index, "rollout_index", 0)
         for name, value in (
             ("episode_id", episode_id),
             ("scene_id", scene_id),
@@ -148,8 +184,12 @@ class EpisodeMetricRecorder:
         ):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-        if difficulty is not None and not isinstance(difficulty, str):
-            raise ValueError(f"difficulty must be a string or None, got {difficulty!r}")
+        if category not in TARGET_CATEGORIES:
+            raise ValueError(f"category must be one of {TARGET_CATEGORIES}, got {category!r}")
+        if difficulty is not None and difficulty not in DIFFICULTY_LABELS:
+            raise ValueError(
+                f"difficulty must be one of {DIFFICULTY_LABELS} or None, got {difficulty!r}"
+            )
         if not isinstance(interact, (bool, np.bool_)):
             raise ValueError(f"interact must be a bool, got {interact!r}")
         ids = [as_int(v, f"target_ids[{i}]", 1) for i, v in enumerate(target_ids)]
@@ -166,6 +206,8 @@ class EpisodeMetricRecorder:
         if penetration < 0:
             raise ValueError(f"initial_penetration_m must be >= 0, got {initial_penetration_m!r}")
 
+        self.rules = rules
+        self.rollout_index = rollout_index
         self.episode_id = episode_id
         self.scene_id = scene_id
         self.category = category
@@ -176,11 +218,14 @@ class EpisodeMetricRecorder:
         self.dynamic_ids = tuple(sorted(as_id_set(dynamic_ids, "dynamic_ids")))
         self.initial_penetration_m = penetration
 
-        self._find = FindTracker([category])
-        self._collision = CollisionTracker(self.dynamic_ids, floor_height_m)
+        self._find = FindTracker([category], rules=rules)
+        self._collision = CollisionTracker(
+            self.dynamic_ids, floor_height_m, rules=rules, floor_source=floor_source
+        )
         self._disturbance = DisturbanceTracker(self.dynamic_ids)
         self._interact = InteractTracker(self.target_ids)
-        self._usage = UsageTracker()
+        self._usage = UsageTracker(rules=rules)
+        self._anomaly = MotionAnomalyTracker()
 
         self._steps = 0
         self._last_step: int | None = None
@@ -285,6 +330,7 @@ class EpisodeMetricRecorder:
         contacts: np.ndarray,
         object_ids: Sequence[int],
         object_positions: np.ndarray,
+        realized_75: np.ndarray,
     ) -> None:
         """Record one realized (post-physics) 30 Hz frame of the current motion decision.
 
@@ -296,6 +342,9 @@ class EpisodeMetricRecorder:
             contacts: ``CONTACT_DTYPE`` rows of this frame's shared contact query.
             object_ids: ids of the dynamic objects whose positions follow.
             object_positions: ``(M, 3)`` world positions of those objects, metres.
+            realized_75: ``(75,)`` the realized pose after this frame; compared with row
+                ``frame_index`` of the step's generated chunk for ``motion_anomaly`` (so
+                :meth:`record_generated_chunk` must come first).
         """
         self._check_open()
         step = self._check_motion_step(step, "record_frame")
@@ -316,6 +365,22 @@ class EpisodeMetricRecorder:
         check_human_links(rows, NUM_JOINTS)
         object_ids = list(object_ids)
         check_object_positions(object_ids, object_positions)
+        if step not in self._chunk_steps:
+            raise ValueError(
+                f"record_frame: step {step} has no generated chunk (call record_generated_chunk "
+                "before its frames)"
+            )
+        chunk = self._chunks[-1]
+        if index >= len(chunk):
+            raise ValueError(
+                f"frame_index must be < {len(chunk)} (the generated chunk's length), got {index}"
+            )
+        realized = np.asarray(realized_75, dtype=np.float64)
+        if realized.shape != (FRAME_DIM,) or not np.all(np.isfinite(realized)):
+            raise ValueError(
+                f"realized_75 must be a finite ({FRAME_DIM},) frame, got shape {realized.shape}"
+            )
+        self._anomaly.record_frame(chunk[index], realized)
         self._collision.record_frame(step, rows)
         self._disturbance.record_frame(rows, object_ids, object_positions)
         self._interact.record_frame(step, skill, rows, bool(last_in_chunk))
@@ -335,7 +400,8 @@ class EpisodeMetricRecorder:
                 Only ``"stop"`` is an active stop.
 
         Returns:
-            JSON-ready dict with ``"schema": "humanclaw_metrics_v1"``.
+            JSON-ready dict with ``"schema": "humanclaw_metrics_v2"``; its fields are declared
+            by :data:`METRIC_SPECS`.
         """
         self._check_open()
         if ended_by not in ENDED_BY:
@@ -353,8 +419,10 @@ class EpisodeMetricRecorder:
         steps = self._steps
         result: dict[str, Any] = {
             "schema": METRICS_SCHEMA,
+            "rules": self.rules,
             "episode_id": self.episode_id,
             "scene_id": self.scene_id,
+            "rollout_index": self.rollout_index,
             "category": self.category,
             "difficulty": self.difficulty,
             "interact": self.interact,
@@ -371,6 +439,7 @@ class EpisodeMetricRecorder:
             **collision,
             **self._disturbance.summary(),
             "motion_jerk_m_s3": jerk,
+            **self._anomaly.summary(),
             "generated_frames": int(len(generated)),
             "initial_penetration_m": self.initial_penetration_m,
             "initial_penetration_flag": bool(
@@ -390,54 +459,193 @@ class EpisodeMetricRecorder:
                 "jerk_fps": JERK_FPS,
                 "jerk_stride": JERK_STRIDE,
                 "jerk_window": JERK_WINDOW,
+                "motion_anomaly_bound_deg": MOTION_ANOMALY_BOUND_DEG,
             },
         }
         self._result = result
         return result
 
 
-# -- schema check ----------------------------------------------------------------------------
+# -- declared fields and the schema check ------------------------------------------------
 
-_BOOL_KEYS = (
-    "interact",
-    "active_stop",
-    "find_success",
-    "geo_find_success",
-    "nav_success_20cm",
-    "geo_nav_success_20cm",
-    "nav_success_1m",
-    "initial_penetration_flag",
+#: Identity and outcome of the episode.
+EPISODE_SPEC = MetricSpec(
+    name="episode",
+    fields=(
+        MetricField("schema", "str", "layout version", choices=METRICS_SCHEMAS),
+        MetricField(
+            "rules", "str", "metric rules the episode was scored with", choices=METRIC_RULES
+        ),
+        MetricField("episode_id", "str", "the episode"),
+        MetricField("scene_id", "str", "its scene"),
+        MetricField(
+            "rollout_index",
+            "int",
+            "earlier rollouts of this episode in the same output; (episode_id, rollout_index) "
+            "is unique in an aggregation",
+            minimum=0,
+        ),
+        MetricField(
+            "category", "str", "target category", choices=TARGET_CATEGORIES, aggregate="breakdown"
+        ),
+        MetricField(
+            "difficulty",
+            "str",
+            "difficulty label",
+            choices=DIFFICULTY_LABELS,
+            nullable=True,
+            imported=False,
+            aggregate="breakdown (null: unlabelled)",
+        ),
+        MetricField("interact", "bool", "the episode ends with sitting on the target"),
+        MetricField("target_ids", "int_list", "object ids of the target instances", imported=False),
+        MetricField("ended_by", "str", "how the episode ended", choices=ENDED_BY),
+        MetricField("active_stop", "bool", "the policy chose Stop (ended_by is stop)"),
+        MetricField(
+            "steps",
+            "int",
+            "decision steps including the Stop",
+            unit="steps",
+            minimum=0,
+            aggregate="avg steps: mean over episodes; the tokens-per-step denominator",
+        ),
+    ),
+    columns=(Column("avg steps", "avg_steps", "main", ".1f", Reduce("mean", "steps"), 7),),
 )
-_INT_KEYS = (
-    "steps",
-    "motion_steps",
-    "collision_steps",
-    "affected_object_count",
-    "affected_objects_with_path",
+
+#: Final distance and the Nav flags.
+NAV_SPEC = MetricSpec(
+    name="nav",
+    fields=(
+        MetricField(
+            "final_distance_m",
+            "number",
+            "final body-to-target-box distance",
+            unit="m",
+            minimum=0.0,
+        ),
+        MetricField(
+            "nav_success_20cm",
+            "bool",
+            "NavSR@20cm: active stop within 0.2 m",
+            aggregate="NavSR@20cm: share of all episodes",
+        ),
+        MetricField(
+            "geo_nav_success_20cm",
+            "bool",
+            "GeoNavSR@20cm: within 0.2 m however it ended",
+            aggregate="GeoNavSR@20cm: share of all episodes",
+        ),
+        MetricField(
+            "nav_success_1m",
+            "bool",
+            "NavSR@1m: active stop closer than 1 m",
+            aggregate="NavSR@1m: share of all episodes",
+        ),
+    ),
+    columns=(
+        Column(
+            "NavSR@20cm",
+            "nav_sr_20cm_pct",
+            "main",
+            ".1f",
+            Reduce("share", "nav_success_20cm", scale=100.0),
+            1,
+            True,
+        ),
+        Column(
+            "GeoNavSR@20cm",
+            "geo_nav_sr_20cm_pct",
+            "variants",
+            ".1f",
+            Reduce("share", "geo_nav_success_20cm", scale=100.0),
+            1,
+            True,
+        ),
+        Column(
+            "NavSR@1m",
+            "nav_sr_1m_pct",
+            "variants",
+            ".1f",
+            Reduce("share", "nav_success_1m", scale=100.0),
+            2,
+            True,
+        ),
+    ),
 )
-_NUMBER_KEYS = ("final_distance_m", "affected_path_length_sum_m", "initial_penetration_m")
-_OPTIONAL_NUMBER_KEYS = ("collision_rate", "motion_jerk_m_s3")
-_TOKEN_INT_KEYS = ("input_tokens", "output_tokens", "reasoning_tokens")
+
+#: The reset-time penetration diagnostic.
+PENETRATION_SPEC = MetricSpec(
+    name="penetration",
+    fields=(
+        MetricField(
+            "initial_penetration_m",
+            "number",
+            "deepest humanoid penetration at reset",
+            unit="m",
+            minimum=0.0,
+        ),
+        MetricField(
+            "initial_penetration_flag",
+            "bool",
+            "initial penetration above 0.01 m (diagnostic only)",
+            aggregate="counted",
+        ),
+        MetricField("thresholds", "object", "the constants used", imported=False),
+    ),
+)
+
+#: Every declared part of metrics.json, in the order of the paper's table. A new tracker
+#: appends its :class:`~humanclaw_gym.metrics.fields.MetricSpec` here.
+METRIC_SPECS: tuple[MetricSpec, ...] = (
+    EPISODE_SPEC,
+    FIND_SPEC,
+    NAV_SPEC,
+    INTERACT_SPEC,
+    COLLISION_SPEC,
+    DISTURBANCE_SPEC,
+    JERK_SPEC,
+    ANOMALY_SPEC,
+    PENETRATION_SPEC,
+    USAGE_SPEC,
+)
+
+# Fields added by humanclaw_metrics_v2, with the value a v1 file (strict rules) stands for.
+_V1_DEFAULTS: dict[str, Any] = {
+    "rules": "strict",
+    "rollout_index": 0,
+    "floor_source": "spawn_raycast",
+    "motion_anomaly": None,
+    "max_joint_tracking_error_deg": None,
+}
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
+def _upgrade_v1(metrics: dict[str, Any]) -> dict[str, Any]:
+    out = {**_V1_DEFAULTS, **metrics}
+    tokens = out.get("tokens")
+    if isinstance(tokens, dict) and "failed_calls" not in tokens:
+        out["tokens"] = {**tokens, "failed_calls": 0}
+    return out
 
 
 def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
-    """Check that ``metrics`` follows ``humanclaw_metrics_v1``; return it as a dict.
+    """Check a per-episode metrics dict of our layout against :data:`METRIC_SPECS`.
+
+    Types, ranges (e.g. ``collision_rate`` in [0, 1], ``motion_jerk_m_s3 >= 0``), choices
+    (category, difficulty, ended_by, rules, token source) and the cross-field rules
+    (``active_stop`` iff ``ended_by == "stop"``, counts not above their totals, FindSR
+    implies GeoFindSR, body-group keys) are checked. A ``humanclaw_metrics_v1`` file is
+    read as scored by the ``strict`` rules (its missing v2 fields get their v1 meaning).
+    A dict with ``"imported_from"`` (a row read from the reference layout, see
+    :mod:`humanclaw_gym.metrics.formats`) may have ``null`` in the fields that layout does
+    not record.
 
     Args:
         metrics: a parsed metrics.json.
         where: what to name in errors (usually the file path).
+
+    Returns:
+        The metrics as a v2 dict (a new dict for a v1 file).
 
     Raises:
         MetricsFileError: naming ``where`` and the offending field.
@@ -448,49 +656,57 @@ def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
 
     if not isinstance(metrics, dict):
         raise fail(f"expected a JSON object, got {type(metrics).__name__}")
-    if metrics.get("schema") != METRICS_SCHEMA:
-        raise fail(f"schema must be {METRICS_SCHEMA!r}, got {metrics.get('schema')!r}")
-    for key in ("episode_id", "scene_id", "category"):
-        if not isinstance(metrics.get(key), str):
-            raise fail(f"{key} must be a string, got {metrics.get(key)!r}")
-    if metrics.get("difficulty") is not None and not isinstance(metrics["difficulty"], str):
-        raise fail(f"difficulty must be a string or null, got {metrics['difficulty']!r}")
-    for key in _BOOL_KEYS:
-        if not isinstance(metrics.get(key), bool):
-            raise fail(f"{key} must be a boolean, got {metrics.get(key)!r}")
-    for key in _INT_KEYS:
-        if not _is_int(metrics.get(key)) or metrics[key] < 0:
-            raise fail(f"{key} must be a non-negative integer, got {metrics.get(key)!r}")
-    for key in _NUMBER_KEYS:
-        if not _is_number(metrics.get(key)):
-            raise fail(f"{key} must be a finite number, got {metrics.get(key)!r}")
-    for key in _OPTIONAL_NUMBER_KEYS:
-        if key not in metrics or not (metrics[key] is None or _is_number(metrics[key])):
-            raise fail(f"{key} must be a finite number or null, got {metrics.get(key)!r}")
-    for key in ("interact_success", "geo_interact_success"):
-        value = metrics.get(key, "missing")
-        ok = isinstance(value, bool) if metrics["interact"] else value is None
-        if not ok:
-            want = "a boolean" if metrics["interact"] else "null (not an interact episode)"
-            raise fail(f"{key} must be {want}, got {value!r}")
-    groups = metrics.get("collision_rate_by_group")
-    if not isinstance(groups, dict) or set(groups) != set(BODY_GROUPS):
-        raise fail(f"collision_rate_by_group must map exactly {tuple(BODY_GROUPS)}, got {groups!r}")
-    for group, value in groups.items():
-        if not (value is None or _is_number(value)):
-            raise fail(
-                f"collision_rate_by_group[{group!r}] must be a number or null, got {value!r}"
+    if metrics.get("schema") not in METRICS_SCHEMAS:
+        raise fail(f"schema must be one of {METRICS_SCHEMAS}, got {metrics.get('schema')!r}")
+    legacy = metrics["schema"] != METRICS_SCHEMA
+    if legacy:
+        metrics = _upgrade_v1(metrics)
+    imported = metrics.get("imported_from") is not None
+    for spec in METRIC_SPECS:
+        for item in spec.fields:
+            unrecorded = (imported and not item.imported) or (
+                legacy and item.name in _V1_DEFAULTS and _V1_DEFAULTS[item.name] is None
             )
-    tokens = metrics.get("tokens")
-    if not isinstance(tokens, dict):
-        raise fail(f"tokens must be an object, got {tokens!r}")
-    for key in _TOKEN_INT_KEYS:
-        if not _is_int(tokens.get(key)) or tokens[key] < 0:
-            raise fail(f"tokens.{key} must be a non-negative integer, got {tokens.get(key)!r}")
-    if tokens.get("source") not in TOKEN_SOURCE_LABELS:
+            problem = check_field(item, metrics, allow_null=unrecorded)
+            if problem is not None:
+                raise fail(problem)
+    for key in ("episode_id", "scene_id"):
+        if not metrics[key]:
+            raise fail(f"{key} must be a non-empty string")
+    if metrics["active_stop"] != (metrics["ended_by"] == "stop"):
         raise fail(
-            f"tokens.source must be one of {TOKEN_SOURCE_LABELS}, got {tokens.get('source')!r}"
+            f"active_stop ({metrics['active_stop']}) must be true exactly when ended_by is "
+            f"'stop' (ended_by={metrics['ended_by']!r})"
         )
-    if metrics["affected_objects_with_path"] > metrics["affected_object_count"]:
-        raise fail("affected_objects_with_path exceeds affected_object_count")
+    for flag, needs in (
+        ("find_success", "geo_find_success"),
+        ("nav_success_20cm", "active_stop"),
+        ("nav_success_1m", "active_stop"),
+        ("interact_success", "active_stop"),
+    ):
+        if metrics.get(flag) and not metrics[needs]:
+            raise fail(f"{flag} is true but {needs} is false")
+    for name in ("collision_rate_by_group", "collision_steps_by_group"):
+        groups = field_value(metrics, name)
+        if groups is not None and set(groups) != set(BODY_GROUPS):
+            raise fail(f"{name} must map exactly {tuple(BODY_GROUPS)}, got {sorted(groups)}")
+    if metrics["motion_steps"] > 0 and metrics["collision_rate"] is None:
+        raise fail("collision_rate must be a number when motion_steps > 0, got null")
+    if metrics["motion_steps"] > 0 and not math.isclose(
+        metrics["collision_rate"], metrics["collision_steps"] / metrics["motion_steps"]
+    ):
+        raise fail(
+            f"collision_rate {metrics['collision_rate']!r} is not collision_steps / "
+            f"motion_steps = {metrics['collision_steps']} / {metrics['motion_steps']}"
+        )
+    if metrics["motion_steps"] == 0 and metrics["rules"] == "paper":
+        if metrics["collision_rate"] != 0.0:
+            raise fail(
+                "collision_rate must be 0.0 without motion under paper rules, "
+                f"got {metrics['collision_rate']!r}"
+            )
+    if (metrics.get("motion_anomaly") or 0) > 0 and metrics["max_joint_tracking_error_deg"] is None:
+        raise fail("motion_anomaly > 0 needs a max_joint_tracking_error_deg")
+    if metrics["floor_source"] != "spawn_raycast" and metrics["rules"] == "strict":
+        raise fail(f"floor_source {metrics['floor_source']!r} is not allowed under strict rules")
     return metrics

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 
 from humanclaw_gym.metrics._checks import as_contacts, as_id_set, as_int, as_skill
+from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
 from humanclaw_gym.physics.types import HUMAN_ID
 from humanclaw_gym.skills import Skill
 
-__all__ = ["InteractTracker", "pelvis_target_contact"]
+__all__ = ["INTERACT_SPEC", "InteractTracker", "pelvis_target_contact"]
 
 _PELVIS_LINK = 0
 
@@ -83,3 +84,60 @@ class InteractTracker:
             "sit_chunks_with_target_contact": self.sit_chunks_with_contact,
             "last_chunk_pelvis_target_contact": self.last_chunk_contact,
         }
+
+
+#: Declared output of the Interact metrics (see :mod:`humanclaw_gym.metrics.fields`).
+INTERACT_SPEC = MetricSpec(
+    name="interact",
+    fields=(
+        MetricField(
+            "interact_success",
+            "bool",
+            "InteractSR: a Sit ran, active Stop, pelvis on the target at the last chunk's end",
+            null_unless="interact",
+            aggregate="InteractSR: share of the interact episodes",
+        ),
+        MetricField(
+            "geo_interact_success",
+            "bool",
+            "GeoInteractSR: some Sit chunk ended with the pelvis on the target",
+            null_unless="interact",
+            aggregate="GeoInteractSR: share of the interact episodes",
+        ),
+        MetricField("sit_chunks", "int", "Sit chunks executed", minimum=0),
+        MetricField(
+            "sit_chunks_with_target_contact",
+            "int",
+            "Sit chunks whose last frame had pelvis-target contact",
+            minimum=0,
+            at_most="sit_chunks",
+            imported=False,
+        ),
+        MetricField(
+            "last_chunk_pelvis_target_contact",
+            "bool",
+            "the last motion chunk ended with pelvis-target contact",
+            imported=False,
+        ),
+    ),
+    columns=(
+        Column(
+            "InteractSR",
+            "interact_sr_pct",
+            "main",
+            ".1f",
+            Reduce("share_interact", "interact_success", scale=100.0),
+            2,
+            True,
+        ),
+        Column(
+            "GeoInteractSR",
+            "geo_interact_sr_pct",
+            "variants",
+            ".1f",
+            Reduce("share_interact", "geo_interact_success", scale=100.0),
+            3,
+            True,
+        ),
+    ),
+)

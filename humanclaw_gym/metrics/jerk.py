@@ -22,9 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from humanclaw_gym.body.skeleton import FRAME_DIM, neutral_body22_m
+from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
 from humanclaw_gym.metrics.thresholds import JERK_FPS, JERK_STRIDE, JERK_WINDOW
 
-__all__ = ["motion_jerk", "moving_average", "root_rigid_joint_positions"]
+__all__ = ["JERK_SPEC", "motion_jerk", "moving_average", "root_rigid_joint_positions"]
 
 
 def _rotation_matrices(rotvec: np.ndarray) -> np.ndarray:
@@ -117,3 +118,33 @@ def motion_jerk(
     third = joints[3 * s :] - 3.0 * joints[2 * s : 2 * s + n] + 3.0 * joints[s : s + n] - joints[:n]
     jerk = third / (s / float(fps)) ** 3
     return float(np.linalg.norm(jerk, axis=-1).mean())
+
+
+#: Declared output of Motion Jerk (see :mod:`humanclaw_gym.metrics.fields`).
+JERK_SPEC = MetricSpec(
+    name="jerk",
+    fields=(
+        MetricField(
+            "motion_jerk_m_s3",
+            "number",
+            "root-rigid jerk of the generated motion (null: fewer than 25 frames)",
+            unit="m/s^3",
+            minimum=0.0,
+            nullable=True,
+            aggregate="Motion Jerk: mean over the episodes with a score",
+        ),
+        MetricField(
+            "generated_frames",
+            "int",
+            "generated frames scored",
+            unit="frames",
+            minimum=0,
+            imported=False,
+        ),
+    ),
+    columns=(
+        Column(
+            "Motion Jerk", "motion_jerk_m_s3", "main", ".2f", Reduce("mean", "motion_jerk_m_s3"), 6
+        ),
+    ),
+)

@@ -15,6 +15,7 @@ __all__ = [
     "JERK_FPS",
     "JERK_STRIDE",
     "JERK_WINDOW",
+    "MOTION_ANOMALY_BOUND_DEG",
     "NAV_DISTANCE_M",
     "NAV_RELAXED_DISTANCE_M",
 ]
@@ -43,6 +44,11 @@ INITIAL_PENETRATION_FLAG_M: float = 0.01
 JERK_FPS: float = 30.0
 JERK_STRIDE: int = 8
 JERK_WINDOW: int = 3
+
+#: motion_anomaly: a realized frame is an anomaly when some joint's local rotation differs
+#: from the generated (commanded) one by more than this (degrees, strictly >). It equals the
+#: half-physics drive cap of one frame: a joint further off cannot catch up within a frame.
+MOTION_ANOMALY_BOUND_DEG: float = 30.0
 
 #: Categories whose episodes carry the final "sit on it" goal and are scored by InteractSR.
 INTERACT_CATEGORIES: tuple[str, ...] = ("bed", "couch", "toilet")

@@ -5,6 +5,11 @@ apart. The episode's ``source`` label says whether the numbers are provider-repo
 (``"provider"``), all estimated as characters / 4 (``"estimated_chars_div_4"``), a mix of
 both (``"mixed"``), or absent (``"none"``: no model call reported any tokens, e.g. a
 scripted policy).
+
+A call that raised reports no numbers (``source="none"``) but carries the length of the
+prompt it sent (``Usage.prompt_chars``). The ``paper`` rules charge it
+``ceil(prompt_chars / 4)`` input tokens and count it as an estimated call, as the reference
+release does; the ``strict`` rules charge nothing and count it as ``none``.
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from humanclaw_gym.metrics._checks import as_int
+from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
+from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
 
 if TYPE_CHECKING:
     from humanclaw_gym.policy import Usage
 
-__all__ = ["TOKEN_SOURCE_LABELS", "UsageTracker", "combine_token_sources"]
+__all__ = ["USAGE_SPEC", "TOKEN_SOURCE_LABELS", "UsageTracker", "combine_token_sources"]
 
 #: Every label an episode (or a whole run) can carry.
 TOKEN_SOURCE_LABELS: tuple[str, ...] = ("provider", "estimated_chars_div_4", "mixed", "none")
@@ -39,10 +46,20 @@ def combine_token_sources(labels: Iterable[str]) -> str:
     return "mixed"
 
 
-class UsageTracker:
-    """Sums :class:`~humanclaw_gym.policy.Usage` records of one episode."""
+def _chars_div_4(chars: int) -> int:
+    return -(-chars // 4)
 
-    def __init__(self) -> None:
+
+class UsageTracker:
+    """Sums :class:`~humanclaw_gym.policy.Usage` records of one episode.
+
+    Args:
+        rules: the metric rules (how a failed call is charged, see the module docstring).
+    """
+
+    def __init__(self, rules: str = DEFAULT_METRIC_RULES) -> None:
+        self.rules = check_rules(rules)
+        self.failed_calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
         self.reasoning_tokens = 0
@@ -66,8 +83,16 @@ class UsageTracker:
                 as_int(getattr(item, key, None), f"usage[{i}].{key}", 0)
                 for key in ("input_tokens", "output_tokens", "reasoning_tokens")
             )
-            items.append((source, counts))
-        for source, (tok_in, tok_out, tok_reason) in items:
+            chars = getattr(item, "prompt_chars", None)
+            if chars is not None:
+                chars = as_int(chars, f"usage[{i}].prompt_chars", 0)
+            failed = source == "none" and chars is not None
+            if failed and self.rules == "paper":
+                source = "estimated_chars_div_4"
+                counts = (counts[0] + _chars_div_4(chars), counts[1], counts[2])
+            items.append((source, counts, failed))
+        for source, (tok_in, tok_out, tok_reason), failed in items:
+            self.failed_calls += int(failed)
             self.input_tokens += tok_in
             self.output_tokens += tok_out
             self.reasoning_tokens += tok_reason
@@ -86,6 +111,57 @@ class UsageTracker:
             "output_tokens": self.output_tokens,
             "reasoning_tokens": self.reasoning_tokens,
             "calls": self.calls,
+            "failed_calls": self.failed_calls,
             "calls_by_source": dict(sorted(self._sources.items())),
             "source": self.source,
         }
+
+
+def _token_field(name: str, meaning: str, **kwargs: Any) -> MetricField:
+    return MetricField(f"tokens.{name}", "int", meaning, unit="tokens", minimum=0, **kwargs)
+
+
+#: Declared output of the cost metrics (see :mod:`humanclaw_gym.metrics.fields`).
+USAGE_SPEC = MetricSpec(
+    name="usage",
+    fields=(
+        MetricField("tokens", "object", "token totals of every real model call"),
+        _token_field("input_tokens", "prompt tokens, retries included", aggregate="summed"),
+        _token_field("output_tokens", "visible completion tokens", aggregate="summed"),
+        _token_field("reasoning_tokens", "hidden reasoning tokens", aggregate="summed"),
+        MetricField("tokens.calls", "int", "real model calls", minimum=0),
+        MetricField(
+            "tokens.failed_calls",
+            "int",
+            "calls that raised",
+            minimum=0,
+            at_most="tokens.calls",
+            imported=False,
+        ),
+        MetricField(
+            "tokens.source",
+            "str",
+            "where the counts came from",
+            choices=TOKEN_SOURCE_LABELS,
+            aggregate="combined over episodes, ignoring none",
+        ),
+    ),
+    columns=(
+        Column(
+            "in tok/step",
+            "input_tokens_per_step",
+            "main",
+            ".1f",
+            Reduce("pooled", "tokens.input_tokens", "steps"),
+            8,
+        ),
+        Column(
+            "out tok/step",
+            "output_tokens_per_step",
+            "main",
+            ".1f",
+            Reduce("pooled", "tokens.output_tokens", "steps"),
+            9,
+        ),
+    ),
+)

@@ -13,12 +13,13 @@ same angle so that the toe box stays flat on the ground.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from humanclaw_gym.body.skeleton import JOINT_INDEX, REST_JOINTS_M
+from humanclaw_gym.body.skeleton import JOINT_INDEX, REST_JOINTS_M, link_shapes
 from humanclaw_gym.motion.canonical import foot_corner_offsets
 from humanclaw_gym.motion.rotations import rot_x, rot_y
 
@@ -29,6 +30,8 @@ TOE = (JOINT_INDEX["left_foot"], JOINT_INDEX["right_foot"])
 
 #: Deepest knee flexion the solver produces (rad).
 MAX_KNEE_FLEX_RAD = np.radians(160.0)
+#: Radius of the thigh's collision capsule (m).
+THIGH_RADIUS_M = float(link_shapes()[HIP[0]].radius)
 
 
 @dataclass(frozen=True)
@@ -219,3 +222,40 @@ def solve_leg(
     g_knee = g_hip @ r_knee
     ankle_local = g_knee.T @ foot_rot
     return hip_local, r_knee, ankle_local
+
+
+def thigh_bottom_y(
+    hip: np.ndarray, knee: np.ndarray, pelvis: np.ndarray, yaw_rad: float, ahead_m: float
+) -> float:
+    """Height of the underside of a thigh capsule ``ahead_m`` in front of the pelvis joint.
+
+    The thigh runs from ``hip`` to ``knee`` (world points); "in front" is measured along the
+    heading ``yaw_rad`` from ``pelvis``, and clamped to the thigh's extent.
+    """
+    heading = rot_y(-float(yaw_rad))
+    f_hip = float((heading @ (np.asarray(hip) - pelvis))[2])
+    f_knee = float((heading @ (np.asarray(knee) - pelvis))[2])
+    run = max(f_knee - f_hip, 1e-6)
+    u = float(np.clip((ahead_m - f_hip) / run, 0.0, 1.0))
+    axis_y = float(hip[1] + u * (knee[1] - hip[1]))
+    slope = float(np.arctan2(hip[1] - knee[1], run))
+    return axis_y - THIGH_RADIUS_M / max(float(np.cos(slope)), 0.5)
+
+
+def smallest_raise(lift: Callable[[float], float], max_rad: float) -> float | None:
+    """Smallest angle in ``[0, max_rad]`` with ``lift(angle) >= 0``, for a ``lift`` that grows
+    with the angle: sampled every degree, the crossing linearly interpolated between the two
+    samples around it (so the result moves continuously with the inputs). None if even
+    ``max_rad`` is not enough."""
+    thetas = np.radians(np.arange(0.0, np.degrees(max_rad) + 1e-9, 1.0))
+    if thetas[-1] < max_rad:
+        thetas = np.append(thetas, max_rad)
+    prev_t, prev_v = None, None
+    for theta in thetas:
+        value = float(lift(float(theta)))
+        if value >= 0.0:
+            if prev_t is None:
+                return 0.0
+            return float(prev_t + (theta - prev_t) * (-prev_v) / (value - prev_v))
+        prev_t, prev_v = float(theta), value
+    return None

@@ -15,15 +15,26 @@ each changed frame with an analytic two-bone IK: the knee bends about its own fl
 to set the hip-ankle distance, the hip swings the leg onto the target, and the ankle keeps
 the foot's world orientation of the original frame. The root and every other joint are
 untouched. Pure numpy; frames are ``(T, 75)`` world frames (Y up, metres, radians).
+
+:func:`raise_heels_for_seat` applies the procedural synthesizer's seat rule to a generated
+Sit down chunk: on a seat above knee height, planted feet roll onto their toes (knees up)
+until the thighs clear the seat's front edge (see ``procedural.SEAT_EDGE_AHEAD_M``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from humanclaw_gym.body.skeleton import FRAME_DIM, JOINT_INDEX, PARENTS, forward_kinematics
+from humanclaw_gym.body.skeleton import (
+    FRAME_DIM,
+    JOINT_INDEX,
+    PARENTS,
+    REST_JOINTS_M,
+    forward_kinematics,
+    heading_yaw,
+)
 from humanclaw_gym.motion.canonical import sole_heights
-from humanclaw_gym.motion.rotations import matrix_from_rotvec, rotvec_from_matrix
+from humanclaw_gym.motion.rotations import matrix_from_rotvec, rot_x, rotvec_from_matrix
 
 __all__ = [
     "PLANTED_HEIGHT_M",
@@ -31,6 +42,7 @@ __all__ = [
     "RELEASE_FRAMES",
     "lock_planted_feet",
     "planted_mask",
+    "raise_heels_for_seat",
 ]
 
 #: A foot counts as planted when its lowest sole point is at most this far above the support.
@@ -44,6 +56,7 @@ _LEGS = (
     (JOINT_INDEX["left_hip"], JOINT_INDEX["left_knee"], JOINT_INDEX["left_ankle"]),
     (JOINT_INDEX["right_hip"], JOINT_INDEX["right_knee"], JOINT_INDEX["right_ankle"]),
 )
+_TOES = (JOINT_INDEX["left_foot"], JOINT_INDEX["right_foot"])
 _MIN_CORRECTION_M = 1e-4
 
 
@@ -188,3 +201,81 @@ def lock_planted_feet(
                 _solve_leg(out[t], pos[t], rot[t], leg, targets[t, side])
                 # the hip rotation of this leg does not move the other leg: FK stays valid
     return out[1:]
+
+
+def _heel_raised(frame: np.ndarray, side: int, theta_rad: float) -> np.ndarray:
+    """A copy of ``frame`` with one foot rolled onto its toes by ``theta_rad``: the toe joint
+    stays where it is, the toe box keeps its world orientation, the leg is re-solved."""
+    out = frame.copy()
+    pos, rot = forward_kinematics(frame)
+    leg, toe = _LEGS[side], _TOES[side]
+    ankle = leg[2]
+    r_ankle = rot[ankle] @ rot_x(float(theta_rad))  # plantar flexion: heel up
+    target = pos[toe] - r_ankle @ (REST_JOINTS_M[toe] - REST_JOINTS_M[ankle])
+    rot_new = rot.copy()
+    rot_new[ankle] = r_ankle
+    _solve_leg(out, pos, rot_new, leg, target)
+    out[6 + 3 * (toe - 1) : 9 + 3 * (toe - 1)] = rotvec_from_matrix(r_ankle.T @ rot[toe])
+    return out
+
+
+def raise_heels_for_seat(frames: np.ndarray, support_y: float, seat_height_m: float) -> np.ndarray:
+    """Roll planted feet of a Sit down chunk onto their toes where the seat needs it.
+
+    The procedural synthesizer's rule (``procedural._seated_heel_raise``): in the chunk's last
+    frame, the underside of each thigh ``SEAT_EDGE_AHEAD_M`` in front of the pelvis must be at
+    least ``THIGH_SEAT_CLEARANCE_M`` above the seated pelvis's lowest point
+    (``support_y + seat_height_m - SEAT_SINK_M``); a foot on the support whose thigh is lower
+    rolls onto its toes by the smallest angle that lifts it enough, growing in with the
+    pelvis's descent over the chunk (minimum-jerk from 5 % to 100 % of it). A foot that would
+    need more than ``SEATED_MAX_HEEL_RAISE_RAD`` (the procedural synthesizer lets such feet
+    hang; a learned chunk decides that itself) and feet off the support are left as generated.
+
+    Args:
+        frames: ``(T, 75)`` world frames of a Sit down chunk.
+        support_y: world height of the floor under the feet, metres.
+        seat_height_m: the seat's height above that floor, metres.
+
+    Returns:
+        ``float64 (T, 75)``: a corrected copy (only leg and toe joints change).
+    """
+    from humanclaw_gym.motion import _legs
+    from humanclaw_gym.motion.procedural import (
+        SEAT_EDGE_AHEAD_M,
+        SEAT_SINK_M,
+        SEATED_MAX_HEEL_RAISE_RAD,
+        THIGH_SEAT_CLEARANCE_M,
+    )
+
+    frames = np.array(frames, dtype=np.float64)
+    if frames.ndim != 2 or frames.shape[1] != FRAME_DIM or len(frames) < 1:
+        raise ValueError(f"frames must have shape (T, {FRAME_DIM}) with T >= 1, got {frames.shape}")
+    if not (np.all(np.isfinite(frames)) and np.isfinite(support_y) and np.isfinite(seat_height_m)):
+        raise ValueError("raise_heels_for_seat: frames, support_y, seat_height_m must be finite")
+    last = frames[-1]
+    need = float(support_y) + float(seat_height_m) - SEAT_SINK_M + THIGH_SEAT_CLEARANCE_M
+    yaw = float(heading_yaw(last[3:6]))
+    on_floor = planted_mask(last[None], support_y, None)[0]
+    raises = [0.0, 0.0]
+    for side, leg in enumerate(_LEGS):
+        if not on_floor[side]:
+            continue
+
+        def lift(theta: float, side: int = side, leg: tuple = leg) -> float:
+            pos, _ = forward_kinematics(_heel_raised(last, side, theta) if theta > 0 else last)
+            bottom = _legs.thigh_bottom_y(pos[leg[0]], pos[leg[1]], pos[0], yaw, SEAT_EDGE_AHEAD_M)
+            return bottom - need
+
+        theta = _legs.smallest_raise(lift, SEATED_MAX_HEEL_RAISE_RAD)
+        raises[side] = 0.0 if theta is None else theta  # out of reach: left as generated
+    if not any(raises):
+        return frames
+    n = len(frames)
+    u = np.clip((np.arange(1, n + 1) / n - 0.05) / 0.95, 0.0, 1.0)
+    ramp = u**3 * (10.0 - 15.0 * u + 6.0 * u * u)
+    out = frames.copy()
+    for t in range(n):
+        for side in (0, 1):
+            if raises[side] > 0.0 and ramp[t] > 0.0:
+                out[t] = _heel_raised(out[t], side, raises[side] * ramp[t])
+    return out

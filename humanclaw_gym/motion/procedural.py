@@ -85,9 +85,13 @@ from humanclaw_gym.scenes.spec import STAIR_RISE_M, STAIR_RUN_M
 from humanclaw_gym.skills import Skill, SkillCall, skill_specs
 
 __all__ = [
+    "SEATED_MAX_HEEL_RAISE_RAD",
     "SEATED_PELVIS_ABOVE_SURFACE_M",
     "SEATED_PELVIS_TILT_RAD",
+    "SEAT_EDGE_AHEAD_M",
+    "SEAT_SINK_M",
     "SIT_BACK_DISTANCE_M",
+    "THIGH_SEAT_CLEARANCE_M",
     "ProceduralMotionGenerator",
     "seated_pelvis_height",
 ]
@@ -95,7 +99,9 @@ __all__ = [
 _J = JOINT_INDEX
 
 # ---- seat geometry --------------------------------------------------------------------
-_SEAT_SINK_M = 0.035  # how far the pelvis target sinks into the seat (margins + feet contact lift the body ~1.5 cm)
+#: How far the seated pelvis target sinks into the seat (m): collision margins and the feet's
+#: contact lift the body about 1.5 cm.
+SEAT_SINK_M = 0.035
 #: Forward (anterior) tilt of the seated pelvis; the spine takes it back so the torso is
 #: upright. It brings the hips to about 80 degrees of flexion on a 0.45 m seat.
 SEATED_PELVIS_TILT_RAD: float = float(np.radians(10.0))
@@ -115,7 +121,7 @@ def _pelvis_bottom_below_joint_m(tilt_rad: float) -> float:
 #: Seated pelvis joint height above the seat surface (m): the lowest point of the (tilted)
 #: pelvis capsule below the joint, minus a 3.5 cm sink so that the pelvis really presses on the seat.
 SEATED_PELVIS_ABOVE_SURFACE_M: float = (
-    _pelvis_bottom_below_joint_m(SEATED_PELVIS_TILT_RAD) - _SEAT_SINK_M
+    _pelvis_bottom_below_joint_m(SEATED_PELVIS_TILT_RAD) - SEAT_SINK_M
 )
 
 #: How far the pelvis moves backwards (away from the facing direction) while sitting down.
@@ -142,6 +148,8 @@ _SEATED_HIP_FLEX_RAD = np.radians(35.0)
 _TURN_TWO_STEP_MAX_RAD = np.radians(60.0)  # larger turns take three steps
 _STAGGERED_M = 0.2  # feet farther apart than this along the heading count as staggered
 _TIPTOE_BEHIND_RAD = np.radians(30.0)
+#: Largest heel raise of a seated body's planted feet (rad).
+SEATED_MAX_HEEL_RAISE_RAD = float(_TIPTOE_BEHIND_RAD)
 _TIPTOE_AHEAD_RAD = np.radians(8.0)
 _HEEL_RISE_S = 5.0 / 30.0  # after a landing, the allowed heel raise grows over this time
 _PRE_SWING_S = 3.0 / 30.0  # the heel rises to the toe-off angle over this time before a lift
@@ -149,6 +157,17 @@ _HANG_DROP_M = 0.58  # seated feet stay on the floor while the ankle is this clo
 _HANG_BELOW_HIP_M = 0.42  # hanging feet: ankle below and ahead of the hip (knee bent, shin
 _HANG_FORWARD_M = 0.30  # about vertical)
 _HANG_PITCH_RAD = np.radians(15.0)
+#: Seats above knee height: the thighs of a seated body with planted feet slope down to the
+#: knees, so at the seat's front edge they would sink into the seat deeper than the pelvis
+#: and carry the body there (the pelvis then hovers and never touches the seat). A body that
+#: is about to sit stands 0.17 m in front of the seat (the approach offset of the episodes)
+#: and its pelvis moves back SIT_BACK_DISTANCE_M, so the edge is this far ahead of the
+#: seated pelvis joint (m).
+SEAT_EDGE_AHEAD_M = 0.15
+#: At the edge the thigh must stay this much shallower in the seat than the pelvis (m);
+#: planted feet roll onto their toes (raising the knees) as far as that needs, up to
+#: SEATED_MAX_HEEL_RAISE_RAD, and hang when even that is not enough.
+THIGH_SEAT_CLEARANCE_M = 0.01
 
 _ARM_DOWN_DEG = (74.0, 80.0)  # style range: shoulder lowered from the T-pose
 _ELBOW_DEG = (8.0, 16.0)  # style range: relaxed elbow flexion
@@ -232,6 +251,9 @@ class _Plan:
     spine_lean: np.ndarray
     steps: list[_Step] = field(default_factory=list)
     tiptoe_max: float | None = None  # override of the per-foot heel-raise limit
+    # per foot: (final heel raise in rad, window start, window end as chunk fractions) of a
+    # planted foot that rolls onto its toes while sitting (None: no such raise)
+    heel_raise: tuple[tuple[float, float, float] | None, ...] = (None, None)
     ground_change_m: float = 0.0
     hold: bool = False
 
@@ -713,6 +735,16 @@ class ProceduralMotionGenerator:
         ]
         drop = np.mean([hips[side][1] - start.feet[side].flat[1] for side in (0, 1)])
         hang = drop > _HANG_DROP_M
+        if not hang and all(f.planted for f in start.feet):
+            end_pose = (np.array([plan.x[-1], y_seat, plan.z[-1]]), yaw_end, float(tilt[-1]))
+            raises = [
+                self._seated_heel_raise(start.feet[side], side, end_pose, height_m - SEAT_SINK_M)
+                for side in (0, 1)
+            ]
+            if any(r is None for r in raises):
+                hang = True  # even on tiptoe the thighs would land on the seat edge first
+            else:
+                plan.heel_raise = tuple((float(r), 0.05, 1.0) if r > 0.0 else None for r in raises)
         for side in (0, 1):
             hip = hips[side]
             foot = start.feet[side]
@@ -733,6 +765,32 @@ class ProceduralMotionGenerator:
                     )
                 )
         return plan
+
+    def _seated_heel_raise(
+        self,
+        foot: _FootState,
+        side: int,
+        end_pose: tuple[np.ndarray, float, float],
+        pelvis_bottom_y: float,
+    ) -> float | None:
+        """Smallest heel raise (rad) of a planted foot that keeps the seated thigh at the
+        expected seat edge at least ``_THIGH_SEAT_CLEARANCE_M`` above the pelvis's lowest
+        point ``pelvis_bottom_y``; None if even the largest allowed raise does not."""
+        pelvis, yaw, pitch = end_pose
+        leg = self._legs[side]
+        root = rot_y(yaw) @ rot_x(pitch)
+        hip = pelvis + root @ leg.hip_offset
+        need = pelvis_bottom_y + THIGH_SEAT_CLEARANCE_M
+        hinge = rot_y(yaw + 0.5 * float(wrap_angle(foot.yaw - yaw))) @ np.array([1.0, 0, 0])
+
+        def lift(theta: float) -> float:
+            ankle = _legs.tiptoe_ankle(leg, foot.flat, foot.yaw, np.array([theta]))[0]
+            foot_rot = rot_y(foot.yaw) @ rot_x(theta)
+            r_hip, _, _ = _legs.solve_leg(leg, hip, root, ankle, foot_rot, hinge)
+            knee = hip + root @ r_hip @ leg.thigh
+            return _legs.thigh_bottom_y(hip, knee, pelvis, yaw, SEAT_EDGE_AHEAD_M) - need
+
+        return _legs.smallest_raise(lift, SEATED_MAX_HEEL_RAISE_RAD)
 
     def _plan_stand_up(self, start: _StartState) -> _Plan:
         s = self._s()
@@ -928,6 +986,10 @@ class ProceduralMotionGenerator:
                     else:
                         th_min, since = 0.0, t - t_land
                     th_min = max(th_min, self._pre_swing_heel_raise(plan, side, t))
+                    raise_plan = plan.heel_raise[side]
+                    if raise_plan is not None:
+                        theta_end, a, b = raise_plan
+                        th_min = max(th_min, theta_end * float(_mj_window(t / n, a, b)))
                     limit = self._tiptoe_limit(plan, flat, hip, yaw_f, since)
                     theta = _legs.solve_tiptoe(leg, hip, flat, yaw_f, th_min, limit)
                     ankle = _legs.tiptoe_ankle(leg, flat, yaw_f, np.array([theta]))[0]

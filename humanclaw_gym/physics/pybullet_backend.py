@@ -6,6 +6,8 @@ code implements. One generated 30 Hz frame (:meth:`PybulletHalfPhysics.step_fram
 1. Drives are computed from the previous generated frame, the new generated frame and the
    realized state: root x/z velocity, root angular velocity and one spherical-motor target
    per joint, each rotation taken along the shortest arc and capped at 30 degrees per frame.
+   Every joint's velocity is set, once before substep 0, to the rate that reaches its motor
+   target in one frame (the joint velocity drive); the motors then hold that target.
 2. Four Bullet substeps of 1/120 s. The root x/z velocity is written before substeps 0 and 2,
    the root angular velocity before substep 0 only; gravity and contacts act on every
    substep (vertical root motion is never written).
@@ -49,6 +51,7 @@ __all__ = [
     "HUMAN_FRICTION",
     "MAX_DRIVE_PER_FRAME_RAD",
     "PJSC_GAINS",
+    "REFERENCE_PJSC_GAINS",
     "RESTITUTION",
     "ROOT_ANGULAR_SUBSTEP",
     "ROOT_VELOCITY_SUBSTEPS",
@@ -85,8 +88,11 @@ SCENE_FRICTION = 1.0
 RESTITUTION = 0.0
 #: Collision margin set on every created body, metres.
 COLLISION_MARGIN_M = 0.01
-#: PJSC gains that differ from the default 1.0 (SMPL "shoulder" = upper-arm joint).
-PJSC_GAINS: dict[str, float] = {
+#: PJSC gains of the reference contract that differ from its default 1.0 (SMPL "shoulder" =
+#: upper-arm joint). Not this backend's default: in it they keep a rotation lost in a contact
+#: for seconds (docs/physics.md, "Where this backend differs from the reference contract");
+#: pass ``pjsc_gains=REFERENCE_PJSC_GAINS`` to run with them.
+REFERENCE_PJSC_GAINS: dict[str, float] = {
     "left_shoulder": 0.03,
     "right_shoulder": 0.03,
     "left_wrist": 0.1,
@@ -94,6 +100,9 @@ PJSC_GAINS: dict[str, float] = {
     "left_ankle": 0.1,
     "right_ankle": 0.1,
 }
+#: This backend's default PJSC gains that differ from 1.0: none (every joint recovers a lost
+#: rotation at up to the 30-degree drive cap per frame).
+PJSC_GAINS: dict[str, float] = {}
 
 _NUM_BODY_JOINTS = NUM_JOINTS - 1
 _LINKS = list(range(_NUM_BODY_JOINTS))
@@ -106,6 +115,8 @@ _ALL_FILTER = -1
 _RAY_MASK = _ALL_FILTER & ~_HUMAN_FILTER_GROUP
 # pybullet cylinders run along local +Z; scene cylinders along +Y: rotate -90 deg about X.
 _CYLINDER_Z_TO_Y = (-math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))
+# Triangles per concave mesh shape (pybullet refuses shapes of about 180k triangles).
+_MESH_CHUNK_FACES = 60000
 # Where the humanoid waits between build() and the first reset() (far below any scene).
 _PARK_POSITION = (0.0, -1000.0, 0.0)
 
@@ -163,6 +174,8 @@ def contract_summary() -> dict[str, Any]:
         "restitution": RESTITUTION,
         "collision_margin_m": COLLISION_MARGIN_M,
         "pjsc_gains": {name: PJSC_GAINS.get(name, 1.0) for name in JOINT_NAMES[1:]},
+        "reference_pjsc_gains": dict(REFERENCE_PJSC_GAINS),
+        "joint_velocity_drive": "written before substep 0, capped like the drive",
         "motor_position_gain": _MOTOR_POSITION_GAIN,
         "contact_erp": _CONTACT_ERP,
         "motor_max_torque_nm": dict(_MOTOR_MAX_TORQUE_NM),
@@ -223,12 +236,15 @@ class PybulletHalfPhysics:
             angular drive (the same blend as PJSC). 1.0 (default) makes the root orientation
             track the generated one, so contact-induced tilt is undone at up to 30 degrees
             per frame; 0.0 replays only the generated per-frame rotation delta.
-        pjsc_gains: per-joint PJSC gain overrides by joint name (default :data:`PJSC_GAINS`,
-            1.0 elsewhere), each in ``[0, 1]``.
+        pjsc_gains: per-joint PJSC gain overrides by joint name, each in ``[0, 1]``
+            (default :data:`PJSC_GAINS`: 1.0 for every joint; the reference contract's
+            values are :data:`REFERENCE_PJSC_GAINS`).
         motor_torque_scale: multiplies every joint motor's maximum torque (> 0).
     """
 
-    capabilities = PhysicsCapabilities(name="pybullet")
+    capabilities = PhysicsCapabilities(
+        name="pybullet", part_shapes=frozenset({"box", "cylinder", "sphere", "mesh"})
+    )
 
     def __init__(
         self,
@@ -407,6 +423,15 @@ class PybulletHalfPhysics:
             # Dynamic objects get their centre of mass at the volume-weighted centroid of
             # their parts; pybullet's base frame is the inertial frame, so shapes are shifted.
             com_local = _parts_centroid(obj) if obj.dynamic else np.zeros(3)
+            if any(part.shape == "mesh" for part in obj.parts):
+                body = self._create_mesh_object(obj, com_local)
+                if obj.dynamic:
+                    dyn_ids.append(obj.object_id)
+                    dyn_bodies.append(body)
+                    dyn_com.append(com_local)
+                self._object_bodies[obj.object_id] = body
+                self._objects[obj.object_id] = obj
+                continue
             types, radii, halves, lengths, positions, orientations = [], [], [], [], [], []
             for part in obj.parts:
                 if part.shape == "box":
@@ -471,6 +496,97 @@ class PybulletHalfPhysics:
         self._dynamic_bodies = dyn_bodies
         self._dynamic_body_set = frozenset(dyn_bodies)
         self._dynamic_com_local = np.array(dyn_com, dtype=np.float64).reshape(-1, 3)
+
+    def _create_mesh_object(self, obj: SceneObject, com_local: np.ndarray) -> int:
+        """Bodies of an object made of mesh parts; returns its (first) body.
+
+        Static objects: every part's collision mesh as a concave triangle mesh (Bullet BVH),
+        split into static bodies of at most ``_MESH_CHUNK_FACES`` triangles (pybullet's
+        per-shape limit), all mapped to the object. Dynamic objects: exactly one mesh part,
+        collided as the convex hull of its collision mesh, with the object's mass. Vertices
+        are placed in the object frame (scale, rotation and origin of the part's MeshRef).
+        """
+        from humanclaw_gym.scenes.meshes import load_part_mesh, place_vertices
+
+        if obj.dynamic and (len(obj.parts) != 1 or obj.parts[0].shape != "mesh"):
+            raise ValueError(
+                f"object {obj.name!r}: a dynamic object with a mesh must have exactly one "
+                "part (the mesh)"
+            )
+        if not obj.dynamic and any(part.shape != "mesh" for part in obj.parts):
+            raise ValueError(
+                f"object {obj.name!r}: mixing mesh and primitive parts is not supported"
+            )
+        bodies: list[int] = []
+        for part in obj.parts:
+            ref = part.mesh
+            assert ref is not None
+            asset = load_part_mesh(ref, collision=True)
+            vertices, faces = asset.triangles()
+            local = place_vertices(vertices, ref)
+            if obj.dynamic:
+                from scipy.spatial import ConvexHull
+
+                try:
+                    hull = local[ConvexHull(local).vertices]
+                except Exception as exc:  # noqa: BLE001 - qhull: flat or degenerate
+                    raise ValueError(
+                        f"object {obj.name!r}: the convex hull of {ref.collision_asset or ref.asset} "
+                        f"cannot be built ({exc})"
+                    ) from None
+                shape = self._call(
+                    "createCollisionShape",
+                    self._p.GEOM_MESH,
+                    vertices=(hull - com_local).tolist(),
+                )
+                chunks = [shape]
+            else:
+                # lists, not numpy arrays: pybullet reads lists faster (measured, 20k
+                # triangles: 54 ms with the conversion vs 73 ms for arrays, median of 10)
+                pieces = [(local, faces)]
+                if len(faces) > _MESH_CHUNK_FACES:
+                    pieces = []
+                    for start in range(0, len(faces), _MESH_CHUNK_FACES):
+                        used, remap = np.unique(
+                            faces[start : start + _MESH_CHUNK_FACES], return_inverse=True
+                        )
+                        pieces.append((local[used], remap.reshape(-1, 3)))
+                chunks = [
+                    self._call(
+                        "createCollisionShape",
+                        self._p.GEOM_MESH,
+                        vertices=np.asarray(v, dtype=np.float64).tolist(),
+                        indices=np.asarray(f, dtype=np.int64).ravel().tolist(),
+                    )
+                    for v, f in pieces
+                ]
+            if any(c < 0 for c in chunks):
+                raise RuntimeError(f"pybullet refused the mesh collision shape of {obj.name!r}")
+            com_world = np.asarray(obj.position) + obj.rotation() @ com_local
+            for shape in chunks:
+                body = self._call(
+                    "createMultiBody",
+                    baseMass=float(obj.mass_kg) if obj.dynamic else 0.0,
+                    baseCollisionShapeIndex=shape,
+                    baseVisualShapeIndex=-1,
+                    basePosition=com_world.tolist(),
+                    baseOrientation=list(obj.quat_xyzw()),
+                )
+                if body < 0:
+                    raise RuntimeError(f"pybullet refused the body of object {obj.name!r}")
+                self._call("changeDynamics", body, -1, lateralFriction=SCENE_FRICTION)
+                self._call("changeDynamics", body, -1, restitution=RESTITUTION)
+                self._call("changeDynamics", body, -1, collisionMargin=COLLISION_MARGIN_M)
+                if obj.dynamic:
+                    self._call(
+                        "changeDynamics",
+                        body,
+                        -1,
+                        activationState=self._p.ACTIVATION_STATE_DISABLE_SLEEPING,
+                    )
+                self._body_to_object[body] = obj.object_id
+                bodies.append(body)
+        return bodies[0]
 
     def _create_humanoid(self) -> None:
         p = self._p
@@ -629,6 +745,19 @@ class PybulletHalfPhysics:
         )
         self._command = quat_mul(real_joint, quat_exp(lead))
         self._apply_motors()
+        # -- Joint velocity drive: every joint starts the frame moving at the (capped) rate
+        # that carries its realized rotation onto the command in one frame, written once
+        # before substep 0 (pybullet's spherical joint velocity is the child-frame angular
+        # velocity). The motors then only correct what gravity and contacts change within
+        # the frame; without this the 23 coupled motor rows are left to converge in the
+        # solver's iterations and every joint lags (docs/physics.md, "Joint velocity drive").
+        self._call(
+            "resetJointStatesMultiDof",
+            self._human,
+            _LINKS,
+            real_joint.tolist(),
+            targetVelocities=(lead * FRAME_RATE_HZ).tolist(),
+        )
 
         # -- Four substeps. x/z velocity before substeps 0 and 2 (contacts may change it in
         # substeps 1 and 3), angular velocity before substep 0 only.
@@ -881,7 +1010,7 @@ def _parts_centroid(obj: SceneObject) -> np.ndarray:
     total = 0.0
     acc = np.zeros(3)
     for part in obj.parts:
-        if part.shape == "box":
+        if part.shape in ("box", "mesh"):  # a mesh: its bounding box
             volume = 8.0 * part.size[0] * part.size[1] * part.size[2]
         elif part.shape == "cylinder":
             volume = math.pi * part.size[0] ** 2 * 2.0 * part.size[1]
@@ -889,12 +1018,15 @@ def _parts_centroid(obj: SceneObject) -> np.ndarray:
             volume = 4.0 / 3.0 * math.pi * part.size[0] ** 3
         total += volume
         acc += volume * np.asarray(part.offset)
+    if total <= 0.0:  # flat meshes only
+        return np.mean([part.offset for part in obj.parts], axis=0)
     return acc / total
 
 
 def _part_distance(shape: str, size: tuple[float, float, float], p: np.ndarray) -> float:
-    """Unsigned distance from a point (part frame) to a part's surface."""
-    if shape == "box":
+    """Unsigned distance from a point (part frame) to a part's surface (a mesh: to its
+    bounding box, unturned; only used to tell the parts of one object apart)."""
+    if shape in ("box", "mesh"):
         q = np.abs(p) - np.asarray(size)
         outside = float(np.linalg.norm(np.maximum(q, 0.0)))
         return outside if outside > 0.0 else float(-np.max(q))

@@ -303,7 +303,10 @@ class ModernglRenderer:
     """
 
     capabilities = RenderCapabilities(
-        name="moderngl", modes=frozenset({"rgb", "instance", "depth"}), body_mesh=True
+        name="moderngl",
+        modes=frozenset({"rgb", "instance", "depth"}),
+        part_shapes=frozenset({"box", "cylinder", "sphere", "capsule", "mesh"}),
+        body_mesh=True,
     )
 
     def __init__(
@@ -333,6 +336,7 @@ class ModernglRenderer:
         self._body_visible = False
         self._mesh: _BodyMesh | None = None
         self._mesh_instance: Any = None
+        self._mesh_layer: Any = None  # scene "mesh" parts (render/mesh_layer.py)
 
         apply_mesa_defaults()
         if _THREADED_GL_PID is not None and _THREADED_GL_PID != os.getpid():
@@ -479,6 +483,8 @@ class ModernglRenderer:
             if obj.dynamic:
                 dyn_ids.append(obj.object_id)
             for part in obj.parts:
+                if part.shape == "mesh":  # drawn by the mesh layer
+                    continue
                 scale = part.local_half_extents()
                 flags = self._material_flags(part.material)
                 if obj.category not in UNCUT_CATEGORIES:
@@ -535,10 +541,24 @@ class ModernglRenderer:
             )
             self._dyn_rows[kind] = (index, offsets)
             self._upload("dynamic", kind, rows)
+        self._build_mesh_layer(scene)
         self._scene = scene
         self._body_visible = False
         self._drop_mesh()
         self._write_dynamic()
+
+    def _build_mesh_layer(self, scene: SceneSpec) -> None:
+        """Hand the scene's mesh parts to the mesh layer (created on first need)."""
+        has_meshes = any(part.shape == "mesh" for obj in scene.objects for part in obj.parts)
+        if not has_meshes:
+            if self._mesh_layer is not None:
+                self._mesh_layer.release_scene()
+            return
+        if self._mesh_layer is None:
+            from humanclaw_gym.render.mesh_layer import MeshLayer
+
+            self._mesh_layer = MeshLayer(self._ctx, _KEY_DIR, _FILL_DIR)
+        self._mesh_layer.build(scene)
 
     def _prepare_body(self) -> None:
         """Split the 24 link shapes into mesh instances (link index, local pose, scale)."""
@@ -674,6 +694,8 @@ class ModernglRenderer:
         for row, oid in enumerate(ids):
             self._dyn_poses[self._dyn_row_of[oid]] = arr[row]
         self._write_dynamic()
+        if self._mesh_layer is not None:
+            self._mesh_layer.set_poses(ids, arr)
 
     def _write_dynamic(self) -> None:
         if not self._dyn_rows:
@@ -734,6 +756,8 @@ class ModernglRenderer:
                 if inst is None or (group == "body" and not self._body_visible):
                     continue
                 inst.vao.render(mgl.TRIANGLES, instances=len(inst.rows))
+        if self._mesh_layer is not None:
+            self._mesh_layer.render(view_proj, _NO_CUT if plane is None else tuple(plane.tolist()))
         rgb_bytes = target.read(components=3, attachment=0, alignment=1, dtype="f1")
         rgb = np.frombuffer(rgb_bytes, dtype=np.uint8).reshape(h, w, 3)[::-1].copy()
         ids = None
@@ -762,6 +786,9 @@ class ModernglRenderer:
 
     def _release_objects(self) -> None:
         self._drop_mesh()
+        if self._mesh_layer is not None:
+            self._mesh_layer.release()
+            self._mesh_layer = None
         if self._mesh_instance is not None:
             self._mesh_instance.release()
             self._mesh_instance = None

@@ -7,6 +7,9 @@ massless multibody (no collision shape), moved with ``resetBasePositionAndOrient
 The camera uses the very same view and projection matrices as the moderngl renderer
 (:mod:`humanclaw_gym.render.transforms`), so both backends show the same view of a scene.
 
+Scene ``"mesh"`` parts (imported homes) become visual meshes, one per primitive, each in
+its material's mean colour (textures are not drawn).
+
 Instance ids come from TinyRenderer's segmentation mask (pybullet body uid per pixel,
 -1 where nothing was drawn), mapped through a lookup table to scene object ids (0 for the
 humanoid). Materials are drawn as plain colours; the background is replaced by the same
@@ -65,6 +68,8 @@ _LIGHT_AMBIENT = 0.6
 _LIGHT_DIFFUSE = 0.4
 #: Fragments (candidate pixels) rasterised per batch: bounds the memory of a close-up mesh.
 _FRAGMENT_BATCH = 2_000_000
+#: Triangles per visual mesh shape (pybullet's per-shape limits).
+_MESH_CHUNK_FACES = 60000
 #: Mesh vertices used as extra sight-line targets of the cutaway.
 _MESH_SIGHT_POINTS = 64
 
@@ -149,7 +154,10 @@ class TinyRenderer:
     """
 
     capabilities = RenderCapabilities(
-        name="tiny", modes=frozenset({"rgb", "instance", "depth"}), body_mesh=True
+        name="tiny",
+        modes=frozenset({"rgb", "instance", "depth"}),
+        part_shapes=frozenset({"box", "cylinder", "sphere", "capsule", "mesh"}),
+        body_mesh=True,
     )
 
     def __init__(self, body_color: tuple[float, float, float] = DEFAULT_BODY_COLOR) -> None:
@@ -273,6 +281,14 @@ class TinyRenderer:
             quat = list(obj.quat_xyzw())
             uids = []
             for part in obj.parts:
+                if part.shape == "mesh":
+                    for uid in self._mesh_bodies(obj, part, quat):
+                        uid_to_id[uid] = obj.object_id
+                        uids.append(uid)
+                        self._part_pose[uid] = (list(obj.position), quat)
+                        if obj.dynamic:  # vertices are in the object frame: no offset
+                            self._dyn_parts.setdefault(obj.object_id, []).append((uid, np.zeros(3)))
+                    continue
                 kwargs, frame_quat = self._part_shape(part)
                 centre = obj.part_world_center(part)
                 uid = self._visual_body(kwargs, part.color, (0, 0, 0), frame_quat, centre, quat)
@@ -283,8 +299,8 @@ class TinyRenderer:
                     self._dyn_parts.setdefault(obj.object_id, []).append(
                         (uid, np.asarray(part.offset, dtype=np.float64))
                     )
-            if obj.category in UNCUT_CATEGORIES:
-                continue
+            if obj.category in UNCUT_CATEGORIES or obj.category == "stage":
+                continue  # a stage holds the floors: hiding it whole would drop them
             if obj.dynamic:
                 offsets = np.array([p.offset for p in obj.parts])
                 halves = np.array([p.local_half_extents() for p in obj.parts])
@@ -315,6 +331,50 @@ class TinyRenderer:
             lut[uid] = oid
         self._lut = lut
         self._scene = scene
+
+    def _mesh_bodies(self, obj: Any, part: Any, quat: list[float]) -> list[int]:
+        """Visual bodies of a ``"mesh"`` part: one per primitive (split into pieces of at
+        most ``_MESH_CHUNK_FACES`` triangles), object-frame vertices, each drawn in its
+        primitive's mean colour (TinyRenderer takes no per-vertex colours; a texture
+        counts as its mean colour)."""
+        from humanclaw_gym.scenes.meshes import (
+            _primitive_mean_color,
+            load_part_mesh,
+            place_vertices,
+        )
+
+        pb, cid = self._pb, self._client
+        ref = part.mesh
+        asset = load_part_mesh(ref)
+        normal_m = ref.rotation_matrix() @ np.diag(1.0 / np.asarray(ref.scale))
+        uids = []
+        for prim in asset.primitives:
+            local = place_vertices(prim.positions, ref)
+            normals = prim.normals.astype(np.float64) @ normal_m.T
+            normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-12)
+            color = [*(float(c) for c in _primitive_mean_color(prim)), 1.0]
+            for start in range(0, len(prim.indices), _MESH_CHUNK_FACES):
+                faces = prim.indices[start : start + _MESH_CHUNK_FACES]
+                used, remap = np.unique(faces, return_inverse=True)
+                visual = pb.createVisualShape(  # lists: pybullet reads them faster
+                    shapeType=pb.GEOM_MESH,
+                    vertices=local[used].tolist(),
+                    indices=np.asarray(remap, dtype=np.int64).ravel().tolist(),
+                    normals=normals[used].tolist(),
+                    rgbaColor=color,
+                    physicsClientId=cid,
+                )
+                uids.append(
+                    pb.createMultiBody(
+                        baseMass=0.0,
+                        baseCollisionShapeIndex=-1,
+                        baseVisualShapeIndex=visual,
+                        basePosition=[float(v) for v in obj.position],
+                        baseOrientation=quat,
+                        physicsClientId=cid,
+                    )
+                )
+        return uids
 
     def set_body_pose(self, link_poses: np.ndarray) -> None:
         """Place the humanoid from ``(24, 7)`` world link poses (and make it visible).

@@ -363,6 +363,94 @@ def _check_arrays(before: Mapping[str, Any], after: Mapping[str, Any], where: st
         )
 
 
+def _manifest_int(manifest: Mapping[str, Any], key: str, where: str) -> int:
+    value = manifest.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ReplayBundleError(f"{where}: field {key!r}={value!r} must be an integer >= 0")
+    return value
+
+
+def _check_manifest(
+    manifest: Mapping[str, Any],
+    before: Mapping[str, np.ndarray],
+    after: Mapping[str, np.ndarray],
+    where: str,
+) -> None:
+    """Check the manifest's counts, ending and identity against the arrays (see the
+    manifest table of docs/replay.md); the arrays' shapes are already consistent."""
+    for key in ("episode_id", "scene_id"):
+        if not isinstance(manifest.get(key), str):
+            raise ReplayBundleError(f"{where}: field {key!r} must be a string")
+    episode = manifest.get("episode")
+    if not isinstance(episode, Mapping):
+        raise ReplayBundleError(f"{where}: field 'episode' must be the episode record (an object)")
+    for key in ("episode_id", "scene_id"):
+        if key in episode and str(episode[key]) != manifest[key]:
+            raise ReplayBundleError(
+                f"{where}: episode.{key}={episode[key]!r} differs from {key}={manifest[key]!r}"
+            )
+    if "episode_id" not in episode:
+        raise ReplayBundleError(f"{where}: episode.episode_id is missing")
+    n_generated = int(before["generated"].shape[0])
+    n_realized = int(after["realized"].shape[0])
+    n_motion = int(before["step_start_frame"].shape[0])
+    expected = {
+        "frames": n_realized,
+        "generated_frames": n_generated,
+        "video_frames": 1 + n_realized,
+        "motion_steps": n_motion,
+    }
+    for key, actual in expected.items():
+        value = _manifest_int(manifest, key, where)
+        if value != actual:
+            raise ReplayBundleError(
+                f"{where}: field {key!r}={value} but the trajectories hold {actual}"
+            )
+    ended_by = manifest.get("ended_by")
+    if ended_by not in ENDED_BY:
+        raise ReplayBundleError(
+            f"{where}: field 'ended_by'={ended_by!r} is invalid: allowed one of {ENDED_BY}"
+        )
+    complete = manifest.get("complete")
+    if not isinstance(complete, bool):
+        raise ReplayBundleError(f"{where}: field 'complete'={complete!r} must be true or false")
+    should_be = ended_by in ("stop", "truncated") and n_realized == n_generated
+    if complete != should_be:
+        raise ReplayBundleError(
+            f"{where}: field 'complete'={complete} contradicts the bundle: ended_by="
+            f"{ended_by!r} with {n_realized} of {n_generated} generated frames realized "
+            "(complete means Stop or the step limit with every generated frame realized)"
+        )
+    # Every decision but a final Stop makes one motion step; a native error may strike
+    # after the failing decision's motion was generated and before the step was counted.
+    steps = _manifest_int(manifest, "steps", where)
+    allowed_steps = {
+        "stop": (n_motion + 1,),
+        "truncated": (n_motion,),
+        "abandoned": (n_motion,),
+        "error": (max(n_motion - 1, 0), n_motion),
+    }[ended_by]
+    if steps not in allowed_steps:
+        raise ReplayBundleError(
+            f"{where}: field 'steps'={steps} does not fit {n_motion} motion step(s) of an "
+            f"episode ended by {ended_by!r}: allowed {' or '.join(map(str, allowed_steps))}"
+        )
+    step_index = before["step_index"]
+    if n_motion and (
+        step_index[0] < 0 or np.any(np.diff(step_index) <= 0) or step_index[-1] > steps
+    ):
+        raise ReplayBundleError(
+            f"{where}: step_index must increase strictly within 0..{steps}, got "
+            f"{step_index.tolist()[:20]}"
+        )
+    if n_realized:
+        owner = np.searchsorted(before["step_start_frame"], np.arange(n_realized), side="right")
+        if owner[0] < 1 or not np.array_equal(after["frame_step"], step_index[owner - 1]):
+            raise ReplayBundleError(
+                f"{where}: frame_step does not match the motion steps the frames belong to"
+            )
+
+
 def load_bundle(directory: str | os.PathLike[str], verify: bool = True) -> ReplayBundle:
     """Load and verify the replay bundle in ``directory``.
 
@@ -375,8 +463,11 @@ def load_bundle(directory: str | os.PathLike[str], verify: bool = True) -> Repla
         The bundle.
 
     Raises:
-        ReplayBundleError: a missing file, unknown schema, unreadable NPZ or an array of
-            the wrong shape (the message names the file and the array).
+        ReplayBundleError: a missing file, unknown schema, unreadable NPZ, an array of the
+            wrong shape (the message names the file and the array), or a manifest whose
+            counts (``frames``, ``generated_frames``, ``video_frames``, ``motion_steps``,
+            ``steps``), ``ended_by``, ``complete`` or ``episode.episode_id`` contradict the
+            arrays or each other (the message names the field).
         ReplayIntegrityError: an NPZ file's SHA-256 differs from the manifest's.
     """
     directory = Path(directory)
@@ -414,6 +505,7 @@ def load_bundle(directory: str | os.PathLike[str], verify: bool = True) -> Repla
     before = _load_npz(directory / BEFORE_FILE, BEFORE_KEYS)
     after = _load_npz(directory / AFTER_FILE, AFTER_KEYS)
     _check_arrays(before, after, where=str(directory))
+    _check_manifest(manifest, before, after, where=str(manifest_path))
     return ReplayBundle(
         directory=directory,
         manifest=manifest,

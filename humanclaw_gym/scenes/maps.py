@@ -1,5 +1,5 @@
 """Top-down maps of a home (PIL): rooms, walls, furniture by category, an episode's
-targets (with their approach poses), start pose and shortest path, and optionally the path
+targets with their approach points, start pose and shortest path, and optionally the path
 an agent actually walked.
 
 Image axes: +x to the right, +z downwards (the view from above, looking down -Y), the same
@@ -63,8 +63,9 @@ ROOM_COLORS: dict[str, tuple[int, int, int]] = {
     "hallway": (240, 240, 236),
 }
 _TARGET_OUTLINE = (220, 20, 60)
+_APPROACH_POINT = (255, 140, 0)
 _PATH_COLOR = (30, 110, 230)
-_AGENT_PATH_COLOR = (235, 120, 20)
+_AGENT_PATH_COLOR = (200, 0, 200)
 _START_COLOR = (20, 150, 60)
 _MARGIN_PX = 24
 _LINTEL_BOTTOM_M = 1.9
@@ -119,11 +120,12 @@ def render_map(
         grid: navigation grid (built on demand when an episode needs a path); with
             ``show_clearance`` its clearance margin is tinted.
         episode: optional :class:`~humanclaw_gym.episodes.Episode`: its target instances are
-            outlined (each target's approach pose as a dot), its start pose drawn as an
-            arrow and, with ``shortest_path``, the simplified shortest path to the nearest
-            target drawn (blue, "shortest path").
+            outlined (seat approach poses as red dots), the recorded approach points of
+            every target drawn as small orange dots, its start pose drawn as an arrow and,
+            with ``shortest_path``, the simplified shortest path to the nearest target's
+            approach points drawn (blue, "shortest path").
         path_xz: optional ``(K, 2)`` world x/z polyline of the path an agent walked, drawn in
-            orange ("agent path") with its end point marked.
+            magenta ("agent path") with its end point circled.
         shortest_path: draw the episode's shortest path (needs ``episode``).
         px_per_m: scale.
         show_clearance: tint cells that are inside the body clearance of obstacles.
@@ -214,7 +216,7 @@ def render_map(
 
     # episode overlays
     route_xz = None
-    has_approach = False
+    has_approach = has_points = False
     if episode is not None:
         for goal in episode.goals:
             if goal.object_id in {o.object_id for o in scene.objects}:
@@ -230,6 +232,14 @@ def render_map(
                 ax, ay = to_px(goal.approach_pose[0], goal.approach_pose[1])
                 draw.ellipse((ax - 3, ay - 3, ax + 3, ay + 3), fill=_TARGET_OUTLINE)
                 has_approach = True
+            for px_, _py, pz_ in goal.approach_points or ():
+                ax, ay = to_px(px_, pz_)
+                draw.ellipse(
+                    (ax - 2.5, ay - 2.5, ax + 2.5, ay + 2.5),
+                    fill=_APPROACH_POINT,
+                    outline=_shade(_APPROACH_POINT, 0.6),
+                )
+                has_points = True
         if shortest_path and grid is not None:
             ids = {int(g.object_id) for g in episode.goals if isinstance(g.object_id, int)}
             objs = [o for o in scene.objects if o.object_id in ids]
@@ -280,7 +290,9 @@ def render_map(
         if episode is not None:
             rows.append(("target", _TARGET_OUTLINE, "outline"))
             if has_approach:
-                rows.append(("approach pose", _TARGET_OUTLINE, "dot"))
+                rows.append(("seat approach pose", _TARGET_OUTLINE, "dot"))
+            if has_points:
+                rows.append(("approach points", _APPROACH_POINT, "dot"))
             rows.append(("start (facing)", _START_COLOR, "fill"))
             if route_xz is not None:
                 rows.append(("shortest path", _PATH_COLOR, "line"))
@@ -303,7 +315,9 @@ def render_map(
             elif style == "outline":
                 draw.rectangle((lx, ly, lx + 14, ly + 12), outline=color, width=3)
             elif style == "dot":
-                draw.ellipse((lx + 4, ly + 3, lx + 10, ly + 9), fill=color)
+                draw.ellipse(
+                    (lx + 4, ly + 3, lx + 10, ly + 9), fill=color, outline=_shade(color, 0.6)
+                )
             else:
                 draw.line((lx, ly + 6, lx + 14, ly + 6), fill=color, width=3)
             draw.text((lx + 22, ly - 1), label, fill=(40, 40, 40), font=font_small)

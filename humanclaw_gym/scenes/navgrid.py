@@ -11,6 +11,14 @@ The grid is the planner's view of a home with all static furniture present:
 * ``free`` cells are those whose centre is at least ``clearance_m`` (the humanoid's
   radius) plus half a cell away from any blocked cell centre: a body centred in a free
   cell does not touch furniture.
+* The *goal region* of a target object is its set of **approach points**: free cells from
+  which a standing body can touch the object, i.e. whose x/z distance to the object's AABB
+  is at most ``clearance_m + GOAL_MARGIN_M`` (body radius plus reach), with nothing fixed
+  between body and box (the x/z segment from the cell centre to the nearest point of the
+  box crosses no footprint of a fixed part in the body band) and a clear line of sight
+  from the eyes (``EYE_HEIGHT_M`` above the cell centre) to the box (the nearest point, the
+  centre or the top centre of the AABB is visible past every fixed part). A target behind a
+  wall therefore has no goal region on the wall's other side, however close.
 
 Paths are shortest paths on the 8-connected graph of free cells (edge cost = centre
 distance, ``sqrt(2) * cell_m`` on diagonals; a diagonal move needs both side cells free).
@@ -34,11 +42,13 @@ from scipy import ndimage
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
+from humanclaw_gym.scenes.solids import Solids
 from humanclaw_gym.scenes.spec import SceneObject, SceneSpec
 
 __all__ = [
     "APPROACH_OFFSET_M",
     "BLOCK_BAND_M",
+    "EYE_HEIGHT_M",
     "GOAL_MARGIN_M",
     "NavGrid",
     "NavGridError",
@@ -49,8 +59,11 @@ __all__ = [
 
 #: Vertical band (metres above the floor) in which geometry blocks the body.
 BLOCK_BAND_M: tuple[float, float] = (0.03, 1.9)
-#: A goal region reaches ``clearance_m + GOAL_MARGIN_M`` from the object's x/z AABB.
+#: A goal region reaches ``clearance_m + GOAL_MARGIN_M`` from the object's x/z AABB: the
+#: body's radius plus the reach of a hand or a foot.
 GOAL_MARGIN_M = 0.25
+#: Eye height of the standing body above the floor, metres (line-of-sight checks).
+EYE_HEIGHT_M = 1.6
 #: The approach pose of a seat stands this far in front of the seat's front edge.
 APPROACH_OFFSET_M = 0.17
 
@@ -129,6 +142,8 @@ class NavGrid:
         room_index: ``int16 (nz, nx)``, index into ``rooms`` of the room a cell lies in,
             -1 outside every room.
         rooms: the scene's rooms.
+        floor_y: world height of the lowest room floor, metres.
+        band_m: the blocking band above ``floor_y`` (see ``BLOCK_BAND_M``).
     """
 
     def __init__(
@@ -140,6 +155,7 @@ class NavGrid:
         clearance_m: float,
         blocked: np.ndarray,
         room_index: np.ndarray,
+        band_m: tuple[float, float] = BLOCK_BAND_M,
     ) -> None:
         self.scene = scene
         self.scene_id = scene.scene_id
@@ -162,6 +178,12 @@ class NavGrid:
         self._nearest_free_idx: np.ndarray | None = None
         self._blocked_integral: np.ndarray | None = None
         self._fields: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        # scenes without rooms (imported meshes) set their floor themselves (scenes.meshgrid)
+        self.floor_y = float(min((r.floor_y for r in scene.rooms), default=0.0))
+        self.band_m = (float(band_m[0]), float(band_m[1]))
+        self._body_solids: Solids | None = None
+        self._sight_solids: Solids | None = None
+        self._approach: dict[tuple[int, float], np.ndarray] = {}
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -249,6 +271,7 @@ class NavGrid:
             clearance_m=float(clearance_m),
             blocked=blocked,
             room_index=room_index,
+            band_m=band_m,
         )
 
     # -- coordinates -------------------------------------------------------------------
@@ -374,7 +397,13 @@ class NavGrid:
     def goal_region(
         self, obj: SceneObject | int | Iterable[SceneObject | int], radius_m: float | None = None
     ) -> np.ndarray:
-        """Free cells from which a body can stop next to the object(s).
+        """The approach points of the object(s): free cells from which a body can touch it.
+
+        A free cell qualifies when its x/z distance to the object's AABB is at most
+        ``radius_m``, the x/z segment from its centre to the nearest point of the AABB
+        crosses no fixed part in the body band, and the eyes (``EYE_HEIGHT_M`` above the
+        cell) see the AABB's nearest point, centre or top centre past every fixed part (see
+        the module docstring). The target's own parts never block.
 
         Args:
             obj: one object (or id), or several (their regions are united).
@@ -382,16 +411,72 @@ class NavGrid:
                 ``clearance_m + GOAL_MARGIN_M``.
 
         Returns:
-            ``bool (nz, nx)`` mask.
+            ``bool (nz, nx)`` mask (a read-only array when one object is given).
         """
         radius = self.clearance_m + GOAL_MARGIN_M if radius_m is None else float(radius_m)
         objs = [obj] if isinstance(obj, (SceneObject, int, np.integer)) else list(obj)
         if not objs:
             raise NavGridError("goal_region needs at least one object")
+        if len(objs) == 1:
+            return self._approach_mask(self._as_object(objs[0]), radius)
         mask = np.zeros(self.shape, dtype=bool)
         for o in objs:
-            mask |= self.aabb_distance_map(o) <= radius + _EPS
-        return mask & self.free
+            mask |= self._approach_mask(self._as_object(o), radius)
+        return mask
+
+    def approach_cells(self, obj: SceneObject | int, radius_m: float | None = None) -> np.ndarray:
+        """``(K, 2)`` cells ``(iz, ix)`` of :meth:`goal_region` of one object, row-major."""
+        return np.argwhere(self.goal_region(self._as_object(obj), radius_m))
+
+    def _solids(self) -> tuple[Solids, Solids]:
+        """(fixed parts in the body band, fixed parts above the floor covering height)."""
+        if self._body_solids is None or self._sight_solids is None:
+            band_lo, band_hi = self.floor_y + self.band_m[0], self.floor_y + self.band_m[1]
+            static = Solids.from_scene(self.scene, keep=lambda o: not o.dynamic)
+            above = static.y1 > band_lo
+            self._sight_solids = static.subset(above)
+            self._body_solids = static.subset(above & (static.y0 < band_hi))
+        return self._body_solids, self._sight_solids
+
+    def _approach_mask(self, obj: SceneObject, radius: float) -> np.ndarray:
+        key = (obj.object_id, round(radius, 9))
+        hit = self._approach.get(key)
+        if hit is not None:
+            return hit
+        lo, hi = obj.aabb()
+        cand = self.free & (self.aabb_distance_map(obj) <= radius + _EPS)
+        cells = np.argwhere(cand)
+        mask = np.zeros(self.shape, dtype=bool)
+        if len(cells):
+            xz = self.cells_to_xz(cells)
+            body, sight = self._solids()
+            lo_xz, hi_xz = lo[[0, 2]], hi[[0, 2]]
+            body = body.near_xz(lo_xz, hi_xz, radius + self.cell_m)
+            body = body.subset(body.object_id != obj.object_id)
+            q = np.clip(xz, lo_xz, hi_xz)
+            ok = ~body.segments_cross_footprints(xz, q)
+            if ok.any():
+                sight = sight.near_xz(lo_xz, hi_xz, radius + self.cell_m)
+                sight = sight.subset(sight.object_id != obj.object_id)
+                eye = np.column_stack(
+                    [xz[ok, 0], np.full(int(ok.sum()), self.floor_y + EYE_HEIGHT_M), xz[ok, 1]]
+                )
+                centre = 0.5 * (lo + hi)
+                seen = np.zeros(len(eye), dtype=bool)
+                for target in (
+                    np.clip(eye, lo, hi),
+                    np.broadcast_to(centre, eye.shape),
+                    np.broadcast_to([centre[0], hi[1], centre[2]], eye.shape),
+                ):
+                    todo = ~seen
+                    if not todo.any():
+                        break
+                    seen[todo] = ~sight.segments_hit(eye[todo], target[todo])
+                idx = np.flatnonzero(ok)[seen]
+                mask[cells[idx, 0], cells[idx, 1]] = True
+        mask.setflags(write=False)
+        self._approach[key] = mask
+        return mask
 
     def _goal_mask(self, goals: GoalSpec) -> np.ndarray:
         if isinstance(goals, np.ndarray) and goals.dtype == bool:

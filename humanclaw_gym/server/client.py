@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import io
 import itertools
 import json
@@ -157,14 +158,23 @@ class ServerClient:
             cls = ServerUnauthorizedError if exc.code == 401 else ServerError
             raise cls(
                 int(error.get("code", -32603)),
-                str(error.get("message", f"HTTP {exc.code}")),
+                self._redact(str(error.get("message", f"HTTP {exc.code}"))),
                 error.get("data") or {"error": f"http_{exc.code}"},
             ) from None
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        except (urllib.error.URLError, OSError, TimeoutError, http.client.HTTPException) as exc:
             raise ServerConnectionError(
-                f"{method}: no complete answer from {self.url} ({exc}); the server may or may "
-                "not have executed it: do not retry blindly, check describe.active_episode"
-            ) from exc
+                f"{method}: no complete answer from {self.url} ({self._redact(str(exc))}); "
+                "the server may or may not have executed it: do not retry blindly, check "
+                "describe.active_episode"
+            ) from None
+        except ValueError as exc:
+            # http.client quotes a header value it refuses, and the Authorization header
+            # carries the token: never pass such a message on.
+            raise ServerConnectionError(
+                f"{method}: the HTTP layer refused the request to {self.url} "
+                f"({type(exc).__name__}; details withheld, they may quote the token); if it "
+                "was sent, the server may or may not have executed it"
+            ) from None
         reply = _decode(raw)
         if reply is None or reply.get("id") != request_id:
             raise ServerConnectionError(
@@ -173,9 +183,15 @@ class ServerClient:
         if "error" in reply:
             error = reply["error"] or {}
             raise ServerError(
-                int(error.get("code", -32603)), str(error.get("message", "")), error.get("data")
+                int(error.get("code", -32603)),
+                self._redact(str(error.get("message", ""))),
+                error.get("data"),
             )
         return reply.get("result")
+
+    def _redact(self, text: str) -> str:
+        """``text`` with the token replaced (a message must never carry it)."""
+        return text.replace(self._token, "<token>")
 
     # -- methods -------------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:

@@ -7,7 +7,8 @@ together in split order so that a scene is built once), optionally cut to the fi
 *before* the simulator is touched, and an entry once claimed is never handed out again,
 whatever happens to it afterwards (a failed or abandoned episode stays recorded as such).
 
-Files in the server's output directory (both private to the evaluator side):
+Files in the server's output directory (both private to the evaluator side, mode ``0600``:
+they reveal the plan):
 
 * ``plan.json``: the declared plan (written once at start);
 * ``claims.json``: the ledger, rewritten atomically on every change.
@@ -92,7 +93,7 @@ class EpisodePlan:
             )
         self.output_dir.mkdir(parents=True, exist_ok=True)
         plan_path = self.output_dir / "plan.json"
-        write_json_record(plan_path, self._plan_record())
+        write_json_record(plan_path, self._plan_record(), private=True)
         self._save()
 
     @classmethod
@@ -218,14 +219,12 @@ class EpisodePlan:
         }
 
     def _save(self) -> None:
-        write_json_record(
-            self.output_dir / "claims.json",
-            {
-                "schema": LEDGER_SCHEMA,
-                "digest_sha256": self.digest,
-                "claims": [
-                    {"index": e.index, "episode_id": e.episode_id, **self._ledger[e.index]}
-                    for e in self.entries
-                ],
-            },
-        )
+        ledger = {
+            "schema": LEDGER_SCHEMA,
+            "digest_sha256": self.digest,
+            "claims": [
+                {"index": e.index, "episode_id": e.episode_id, **self._ledger[e.index]}
+                for e in self.entries
+            ],
+        }
+        write_json_record(self.output_dir / "claims.json", ledger, private=True)

@@ -87,6 +87,8 @@ ERROR_CODES: dict[str, int] = {
     "internal_error": -32603,
     # application codes
     "unauthorized": -32001,
+    "request_timeout": -32002,
+    "server_busy": -32003,
     "no_active_episode": -32010,
     "episode_active": -32011,
     "plan_exhausted": -32012,

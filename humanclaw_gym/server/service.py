@@ -50,7 +50,15 @@ _MAX_ID_CHARS = 128
 _MAX_ABANDON_REASON_CHARS = 2000
 _MAX_ARTIFACT_BYTES = 256 << 20
 _MAX_SEQUENCE = 2**53 - 1
-_USAGE_KEYS = ("stage", "attempt", "input_tokens", "output_tokens", "reasoning_tokens", "source")
+_USAGE_KEYS = (
+    "stage",
+    "attempt",
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "source",
+    "prompt_chars",
+)
 _CLIENT_COUNT_KEYS = ("decision_calls", "acknowledged_steps")
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 

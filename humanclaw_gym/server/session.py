@@ -109,7 +109,7 @@ class EpisodeSession:
         self._counter_handle: int | None = None
         trajectory = TrajectoryWrapper(env, self.directory, episode_dir_fn=flat_dir)
         try:
-            metrics_wrapper = MetricsWrapper(trajectory, self.directory)
+            metrics_wrapper = MetricsWrapper(trajectory, self.directory, episode_dir_fn=flat_dir)
         except BaseException:
             trajectory.detach()  # leave no observer behind on the shared env
             raise

@@ -1,18 +1,31 @@
-"""HTTP transport of the benchmark server: loopback only, bearer token, bounded bodies.
+"""HTTP transport of the benchmark server: loopback only, bearer token, bounded requests.
 
 Only the standard library is used (:class:`http.server.ThreadingHTTPServer`). Requests are
 read and authenticated in their own threads; the service runs one request at a time under
 its lock, so the simulation never sees two calls at once.
 
+Bounds (all enforced here, before the service sees anything):
+
+* at most :data:`MAX_CONNECTIONS` connections are served at once (one thread each); a
+  connection beyond that gets HTTP 503 (``server_busy``) at once and is closed;
+* receiving a request (request line, headers and body) must finish within
+  :data:`REQUEST_TIMEOUT_S` of the connection's acceptance, however slowly the bytes
+  trickle in (HTTP 408, ``request_timeout``); the service's own time is not counted;
+* writing the answer must finish within :data:`RESPONSE_TIMEOUT_S`;
+* one request per connection (HTTP/1.0), body at most
+  :data:`~humanclaw_gym.server.protocol.MAX_REQUEST_BYTES`.
+
 Per request, in this order:
 
-1. path must be ``/rpc`` (404) and method ``POST`` (405);
-2. ``Authorization: Bearer <token>`` must match, compared with
+1. a well-formed request line and headers (else 400, 414 or 431, as JSON like every
+   refusal: nothing of the request is echoed);
+2. path must be ``/rpc`` (404) and method ``POST`` (405);
+3. ``Authorization: Bearer <token>`` must match, compared with
    :func:`hmac.compare_digest` (401, JSON-RPC code ``-32001``; the body is not parsed);
-3. ``Content-Length`` must be present (411), a plain decimal (400) and at most
+4. ``Content-Length`` must be present (411), one plain ASCII decimal (400) and at most
    :data:`~humanclaw_gym.server.protocol.MAX_REQUEST_BYTES` (413); no chunked bodies;
-4. the body must be UTF-8 JSON (``-32700`` parse error, HTTP 200);
-5. :meth:`BenchService.handle` answers (HTTP 200 with ``result`` or ``error``).
+5. the body must be UTF-8 JSON (``-32700`` parse error, HTTP 200);
+6. :meth:`BenchService.handle` answers (HTTP 200 with ``result`` or ``error``).
 
 The log gets one line per request with the method name (only a known name, never raw
 input), the HTTP status and the outcome; never the token, headers, bodies or images.
@@ -21,11 +34,14 @@ input), the HTTP status and the outcome; never the token, headers, bodies or ima
 from __future__ import annotations
 
 import hmac
+import io
 import json
 import logging
+import math
 import os
 import re
 import socket
+import threading
 import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,6 +52,9 @@ from humanclaw_gym.server.protocol import JSONRPC_VERSION, MAX_REQUEST_BYTES, Rp
 __all__ = [
     "BIND_ADDRESS",
     "LOOPBACK_HOSTS",
+    "MAX_CONNECTIONS",
+    "REQUEST_TIMEOUT_S",
+    "RESPONSE_TIMEOUT_S",
     "TOKEN_ENV",
     "TokenError",
     "check_bind_host",
@@ -51,12 +70,30 @@ BIND_ADDRESS = "127.0.0.1"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
 """Accepted ``--host`` values; both bind ``127.0.0.1``."""
 
-_TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{32,256}$")
+MAX_CONNECTIONS = 16
+"""Connections served at once; one more is answered 503 and closed."""
+
+REQUEST_TIMEOUT_S = 30.0
+"""Time from accepting a connection to having read its whole request (line, headers, body)."""
+
+RESPONSE_TIMEOUT_S = 60.0
+"""Time to write one answer (an artifact can be a few hundred MiB of base64)."""
+
+_TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{32,256}")  # used with fullmatch (no newline slips by)
+_LENGTH_RE = re.compile(r"[0-9]{1,12}")  # ASCII digits only: str.isdigit() accepts '²'
 _LOG = logging.getLogger("humanclaw_gym.server")
 _RPC_PATH = "/rpc"
-_SOCKET_TIMEOUT_S = 30.0
 _LINGER_S = 2.0
 _LINGER_BYTES = 8 * MAX_REQUEST_BYTES
+_MAX_REQUEST_LINE = 8192
+_BUSY_DRAIN_BYTES = 1 << 16
+_HTTP_REFUSALS = {
+    400: "malformed HTTP request line or headers",
+    408: "the request was not received in time",
+    414: "the request line is too long",
+    431: "the request headers are too long or too many",
+    501: f"only POST {_RPC_PATH} is served",
+}
 
 
 class TokenError(ValueError):
@@ -64,14 +101,15 @@ class TokenError(ValueError):
 
 
 def validate_token(token: Any) -> str:
-    """Check a bearer token: 32..256 URL-safe characters (``A-Z a-z 0-9 - _``).
+    """Check a bearer token: the whole value is 32..256 URL-safe characters
+    (``A-Z a-z 0-9 - _``); a trailing newline or space is refused, never stripped.
 
     Raises:
         TokenError: describing the problem without echoing the token.
     """
     if not isinstance(token, str) or not token:
         raise TokenError(f"no bearer token: set {TOKEN_ENV} to 32..256 URL-safe characters")
-    if not _TOKEN_RE.match(token):
+    if not _TOKEN_RE.fullmatch(token):
         raise TokenError(
             f"{TOKEN_ENV} is malformed (length {len(token)}): it must have 32..256 URL-safe "
             "characters A-Z a-z 0-9 - _ (e.g. python -c 'import secrets; "
@@ -108,11 +146,107 @@ def check_bind_host(host: str) -> str:
 class _RpcHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 64
 
-    def __init__(self, address: tuple[str, int], service: Any, token: str) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        service: Any,
+        token: str,
+        *,
+        max_connections: int = MAX_CONNECTIONS,
+        request_timeout_s: float = REQUEST_TIMEOUT_S,
+        response_timeout_s: float = RESPONSE_TIMEOUT_S,
+    ) -> None:
         self.service = service
         self.token_bytes = token.encode("ascii")
+        self.max_connections = max_connections
+        self.request_timeout_s = request_timeout_s
+        self.response_timeout_s = response_timeout_s
+        self._slots = threading.BoundedSemaphore(max_connections)
         super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve the connection in its own thread if a slot is free; else answer 503."""
+        if not self._slots.acquire(blocking=False):
+            try:
+                self._refuse_busy(request)
+            finally:
+                self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def _refuse_busy(self, sock: socket.socket) -> None:
+        """Answer 503 from the accepting thread without reading the request (bounded)."""
+        error = RpcError(
+            "server_busy",
+            f"the server is serving {self.max_connections} connections already; retry later",
+        )
+        body = json.dumps(
+            {"jsonrpc": JSONRPC_VERSION, "id": None, "error": error.to_dict()},
+            separators=(",", ":"),
+        ).encode("utf-8")
+        head = (
+            "HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nCache-Control: no-store\r\nRetry-After: 1\r\n"
+            "Connection: close\r\n\r\n"
+        ).encode("ascii")
+        self.service.count_outcome("server_busy")
+        _LOG.info("rpc method=? http=503 outcome=server_busy")
+        try:
+            sock.settimeout(1.0)
+            sock.sendall(head + body)
+            sock.shutdown(socket.SHUT_WR)
+            # Read what already arrived, so that closing does not reset the connection
+            # (which could discard the answer on the client's side); never wait for more.
+            sock.setblocking(False)
+            drained = 0
+            while drained < _BUSY_DRAIN_BYTES:
+                chunk = sock.recv(_BUSY_DRAIN_BYTES)
+                if not chunk:
+                    break
+                drained += len(chunk)
+        except OSError:  # includes BlockingIOError (nothing more to read) and timeouts
+            pass
+
+
+class _DeadlineReader(io.RawIOBase):
+    """Socket reads that all end by one deadline (a slow sender cannot stretch a request).
+
+    Each ``recv`` gets the time left as its timeout; once the deadline has passed, reading
+    raises :class:`TimeoutError` without touching the socket.
+    """
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self.deadline = deadline
+        self.timed_out = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            self.timed_out = True
+            raise TimeoutError("the request deadline has passed")
+        self._sock.settimeout(left)
+        try:
+            return self._sock.recv_into(buffer)
+        except TimeoutError:
+            self.timed_out = True
+            raise
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -120,9 +254,55 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "humanclaw-serve"
     sys_version = ""
     protocol_version = "HTTP/1.0"
-    timeout = _SOCKET_TIMEOUT_S
 
     # -- plumbing ---------------------------------------------------------------------------
+    def setup(self) -> None:
+        super().setup()
+        self._body_consumed = True
+        self._responded = False
+        self.rfile.close()
+        self._reader = _DeadlineReader(
+            self.connection, time.monotonic() + self.server.request_timeout_s
+        )
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        """Read the request line and headers (bounded), then dispatch to ``do_<VERB>``.
+
+        Every refusal, including a malformed request line or headers, is answered through
+        :meth:`send_error` as JSON; a request not received in time gets 408.
+        """
+        self.close_connection = True  # HTTP/1.0: one request per connection
+        self.command = self.request_version = self.requestline = ""
+        try:
+            self.raw_requestline = self.rfile.readline(_MAX_REQUEST_LINE + 1)
+            if len(self.raw_requestline) > _MAX_REQUEST_LINE:
+                self.send_error(414)
+                return
+            if not self.raw_requestline:
+                return  # the client closed without sending anything
+            if not self.parse_request():  # it has answered through send_error
+                return
+            handler = getattr(self, f"do_{self.command}", None)
+            if handler is None:
+                self.send_error(501)
+                return
+            handler()
+        except TimeoutError:
+            if self._reader.timed_out and not self._responded:
+                self._body_consumed = True  # do not linger: the client is too slow already
+                self._error(408, "request_timeout", _HTTP_REFUSALS[408])
+            self.close_connection = True
+        except OSError:  # the client reset or closed the connection mid-request
+            self.close_connection = True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Answer a refusal of :class:`BaseHTTPRequestHandler` (malformed request line,
+        headers, unknown verb) as JSON; ``message`` and ``explain`` are dropped because
+        they can quote the request."""
+        self._body_consumed = False
+        self._error(code, "invalid_request", _HTTP_REFUSALS.get(code, "the request is refused"))
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         """Silence the default access log (it would print raw request lines)."""
 
@@ -130,17 +310,23 @@ class _Handler(BaseHTTPRequestHandler):
         self, status: int, payload: dict[str, Any], extra: Mapping[str, str] | None = None
     ) -> None:
         body = json.dumps(payload, allow_nan=False, separators=(",", ":")).encode("utf-8")
+        deadline = time.monotonic() + self.server.response_timeout_s
+        self._responded = True
+        if not self.request_version.startswith("HTTP/1."):
+            self.request_version = "HTTP/1.0"  # always answer with a status line and headers
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         for key, value in (extra or {}).items():
             self.send_header(key, value)
-        self.end_headers()
         try:
+            self.connection.settimeout(self.server.response_timeout_s)
+            self.end_headers()
+            self.connection.settimeout(max(deadline - time.monotonic(), 0.001))
             self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+        except OSError:  # the client went away or does not read (timeout): give up on it
+            self.close_connection = True
 
     def _error(
         self, status: int, name: str, message: str, extra: Mapping[str, str] | None = None
@@ -216,7 +402,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if length is None:
             self._error(
-                400, "invalid_request", "Content-Length must be a non-negative decimal integer"
+                400,
+                "invalid_request",
+                "Content-Length must be given once, as a non-negative decimal integer of "
+                "ASCII digits 0-9",
             )
             return
         if length > MAX_REQUEST_BYTES:
@@ -227,7 +416,11 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = self.rfile.read(length)
             self._body_consumed = True
-        except (OSError, TimeoutError):
+        except TimeoutError:
+            self._body_consumed = True  # do not linger: the client is too slow already
+            self._error(408, "request_timeout", _HTTP_REFUSALS[408])
+            return
+        except OSError:
             self._error(400, "invalid_request", "the request body could not be read")
             return
         if len(body) != length:
@@ -273,10 +466,15 @@ class _Handler(BaseHTTPRequestHandler):
         return hmac.compare_digest(presented_bytes, self.server.token_bytes)
 
     def _content_length(self) -> int | None:
-        raw = self.headers.get("Content-Length")
-        if raw is None or not raw.strip().isdigit() or len(raw.strip()) > 12:
+        """The body length, or None unless exactly one Content-Length of ASCII digits
+        was sent (``int()`` would also take ``'²'``, ``'١٢'``, ``'1_0'`` or ``' +1'``)."""
+        values = self.headers.get_all("Content-Length") or []
+        if len(values) != 1:
             return None
-        return int(raw.strip())
+        raw = values[0].strip(" \t")
+        if not _LENGTH_RE.fullmatch(raw):
+            return None
+        return int(raw)
 
     def _drain(self, length: int) -> None:
         if length > MAX_REQUEST_BYTES:
@@ -293,7 +491,14 @@ def _reject_constant(name: str) -> Any:
 
 
 def make_server(
-    service: Any, token: str, host: str = BIND_ADDRESS, port: int = 0
+    service: Any,
+    token: str,
+    host: str = BIND_ADDRESS,
+    port: int = 0,
+    *,
+    max_connections: int = MAX_CONNECTIONS,
+    request_timeout_s: float = REQUEST_TIMEOUT_S,
+    response_timeout_s: float = RESPONSE_TIMEOUT_S,
 ) -> ThreadingHTTPServer:
     """Bind the HTTP server (not yet serving).
 
@@ -302,12 +507,38 @@ def make_server(
         token: the bearer token (validated here).
         host: ``127.0.0.1`` or ``localhost``; anything else is refused.
         port: TCP port; 0 picks a free one (read it from ``server.server_address[1]``).
+        max_connections: connections served at once (each holds one thread); more get 503.
+        request_timeout_s: from accepting a connection to having read its whole request.
+        response_timeout_s: to write one answer.
 
     Raises:
-        ValueError / TokenError: bad host, port or token.
+        ValueError / TokenError: bad host, port, limit or token.
         OSError: the port cannot be bound.
     """
     address = check_bind_host(host)
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ValueError(f"port={port!r} is invalid: allowed an int in 0..65535")
-    return _RpcHTTPServer((address, port), service, validate_token(token))
+    if (
+        isinstance(max_connections, bool)
+        or not isinstance(max_connections, int)
+        or max_connections < 1
+    ):
+        raise ValueError(f"max_connections={max_connections!r} is invalid: allowed an int >= 1")
+    for name, value in (
+        ("request_timeout_s", request_timeout_s),
+        ("response_timeout_s", response_timeout_s),
+    ):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 < value < math.inf
+        ):
+            raise ValueError(f"{name}={value!r} is invalid: allowed a finite number of seconds > 0")
+    return _RpcHTTPServer(
+        (address, port),
+        service,
+        validate_token(token),
+        max_connections=max_connections,
+        request_timeout_s=float(request_timeout_s),
+        response_timeout_s=float(response_timeout_s),
+    )

@@ -30,7 +30,13 @@ from humanclaw_gym.skills.catalog import (
     skill_id_allowed,
     skill_name_allowed,
 )
-from humanclaw_gym.skills.errors import SkillCallError, SkillCallParseError, SkillCallTypeError
+from humanclaw_gym.skills.errors import (
+    SkillCallError,
+    SkillCallParseError,
+    SkillCallTypeError,
+    clip,
+    shown,
+)
 from humanclaw_gym.skills.spec import PARAM_FIELDS, WALK_WORD, Choice, Range, format_number
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -287,7 +293,7 @@ class SkillCall:
             skill = Skill.from_name(name)
         except SkillCallError:
             raise SkillCallParseError(
-                text, f"unknown skill name {name!r}", skill_name_allowed()
+                text, f"unknown skill name {shown(name)}", skill_name_allowed()
             ) from None
         slots = skill.spec.slots
         usage = skill.spec.usage()
@@ -303,7 +309,7 @@ class SkillCall:
             if slot == WALK_WORD:
                 if raw.lower() != WALK_WORD:
                     raise SkillCallParseError(
-                        text, f"expected <{WALK_WORD}>, got <{raw}>", usage, skill=skill
+                        text, f"expected <{WALK_WORD}>, got <{clip(raw)}>", usage, skill=skill
                     )
                 continue
             kwargs[slot] = _parse_param(text, skill, slot, raw, usage)
@@ -317,7 +323,7 @@ class SkillCall:
                 error.allowed,
                 skill=skill,
                 param=error.field,
-                message=f"SkillCall.text={text!r} is invalid: {detail}",
+                message=f"SkillCall.text={shown(text)} is invalid: {detail}",
             ) from error
 
     # ---- Gymnasium encoding ---------------------------------------------------------
@@ -476,7 +482,7 @@ class SkillCall:
             "action",
             value,
             allowed,
-            message=f"SkillCall action {value!r:.80} of type {type(value).__name__} is not "
+            message=f"SkillCall action {shown(value)} of type {type(value).__name__} is not "
             f"an action: allowed {allowed}",
         )
 
@@ -517,7 +523,7 @@ def _parse_param(text: str, skill: Skill, slot: str, raw: str, usage: str) -> An
         if word not in rule.values:
             raise SkillCallParseError(
                 text,
-                f"{slot} word <{raw}> is not accepted",
+                f"{slot} word <{clip(raw)}> is not accepted",
                 usage,
                 skill=skill,
                 param=slot,
@@ -525,11 +531,15 @@ def _parse_param(text: str, skill: Skill, slot: str, raw: str, usage: str) -> An
         return word
     if _NONFINITE_RE.match(raw):
         raise SkillCallParseError(
-            text, f"{slot}=<{raw}> is not finite", usage, skill=skill, param=slot
+            text, f"{slot}=<{clip(raw)}> is not finite", usage, skill=skill, param=slot
         )
     if not _NUMBER_RE.match(raw):
         raise SkillCallParseError(
-            text, f"{slot}=<{raw}> is not a plain decimal number", usage, skill=skill, param=slot
+            text,
+            f"{slot}=<{clip(raw)}> is not a plain decimal number",
+            usage,
+            skill=skill,
+            param=slot,
         )
     return float(raw)
 

@@ -8,7 +8,34 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.skills.catalog import Skill
 
-__all__ = ["SkillCallError", "SkillCallParseError", "SkillCallTypeError"]
+__all__ = [
+    "SHOWN_CHARS",
+    "SkillCallError",
+    "SkillCallParseError",
+    "SkillCallTypeError",
+    "clip",
+    "shown",
+]
+
+SHOWN_CHARS = 80
+"""At most this many characters of an offending value are echoed in an error message (an
+action text can come from a model and be arbitrarily long); the exception's ``value``
+attribute keeps the whole value."""
+
+
+def clip(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` itself, or its first ``limit`` characters and how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` for an error message, cut to about ``limit`` characters."""
+    if isinstance(value, (str, bytes)) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value)} characters)"
+    text = repr(value)
+    return clip(text, limit)
 
 
 class SkillCallError(ValueError):
@@ -16,7 +43,8 @@ class SkillCallError(ValueError):
 
     Attributes:
         field: the offending field, e.g. ``"angle_deg"``; ``"text"`` for text-form errors.
-        value: the offending value as given.
+        value: the offending value as given (the message shows at most
+            :data:`SHOWN_CHARS` characters of it).
         allowed: human-readable description of what is allowed, e.g.
             ``"10 <= angle_deg <= 120"``.
         skill: the skill whose rules were violated, when known.
@@ -37,7 +65,7 @@ class SkillCallError(ValueError):
         self.allowed = allowed
         self.skill = skill
         if message is None:
-            message = f"SkillCall.{field}={value!r} {reason}: allowed {allowed}"
+            message = f"SkillCall.{field}={shown(value)} {reason}: allowed {allowed}"
             if skill is not None:
                 message += f" ({skill.text_name})"
         super().__init__(message)
@@ -70,7 +98,7 @@ class SkillCallParseError(SkillCallError):
     ) -> None:
         self.param = param
         if message is None:
-            message = f"SkillCall.text={text!r} is invalid: {detail}: allowed {allowed}"
+            message = f"SkillCall.text={shown(text)} is invalid: {detail}: allowed {allowed}"
         super().__init__("text", text, allowed, skill=skill, message=message)
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -605,6 +605,8 @@ class DebugViewer:
             api.add_cylinder(
                 name, radius=part.dimensions_m[0], height=part.dimensions_m[1], **common
             )
+        elif part.shape == "mesh":
+            api.add_mesh_simple(name, part.vertices, part.faces, **common)
         else:
             api.add_icosphere(name, radius=part.dimensions_m[0], subdivisions=2, **common)
 

@@ -19,7 +19,7 @@ conversions happen here, at one boundary, and concern conventions rather than fr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -91,6 +91,8 @@ class PartPlacement:
         position_m: part centre in the object frame.
         wxyz: part rotation in the object frame (identity except for cylinders).
         color: RGB in ``[0, 1]``.
+        vertices / faces: a ``"mesh"`` part's render triangles in the object frame
+            (``position_m`` and ``wxyz`` are then the identity), else None.
     """
 
     shape: str
@@ -98,6 +100,8 @@ class PartPlacement:
     position_m: tuple[float, float, float]
     wxyz: tuple[float, float, float, float]
     color: tuple[float, float, float]
+    vertices: np.ndarray | None = field(default=None, compare=False)
+    faces: np.ndarray | None = field(default=None, compare=False)
 
 
 def part_placements(scene_object: object) -> list[PartPlacement]:
@@ -123,6 +127,23 @@ def part_placements(scene_object: object) -> list[PartPlacement]:
         elif part.shape == "sphere":
             dims = (size[0], 0.0, 0.0)
             wxyz = identity
+        elif part.shape == "mesh":  # imported scenes: the render mesh, object frame
+            from humanclaw_gym.scenes.meshes import load_part_mesh, place_vertices
+
+            ref = part.mesh
+            v, f = load_part_mesh(ref).triangles()
+            out.append(
+                PartPlacement(
+                    shape="mesh",
+                    dimensions_m=(2.0 * size[0], 2.0 * size[1], 2.0 * size[2]),  # type: ignore[arg-type]
+                    position_m=(0.0, 0.0, 0.0),
+                    wxyz=identity,
+                    color=tuple(float(c) for c in part.color),  # type: ignore[arg-type]
+                    vertices=place_vertices(v, ref).astype(np.float32),
+                    faces=f.astype(np.uint32),
+                )
+            )
+            continue
         else:
             raise ValueError(
                 f"part shape {part.shape!r} of {getattr(scene_object, 'name', '?')!r} is not"

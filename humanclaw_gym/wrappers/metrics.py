@@ -10,9 +10,18 @@ Where the policy's text comes from: pass a :class:`~humanclaw_gym.policy.Decisio
 feed the cost metrics. A bare SkillCall means "no visibility claim, no model call".
 
 At the end of an episode (Stop or step limit) the metrics dict is put into the final
-step's ``info["metrics"]`` and, with ``output_dir``, written to ``output_dir/metrics.json``
-(atomically). An episode that ends by an exception gets no metrics (it is not a finished
-rollout); an episode abandoned by ``reset`` neither.
+step's ``info["metrics"]`` and, with ``output_dir``, written to ``metrics.json`` in that
+episode's own directory (atomically), chosen by ``episode_dir_fn`` like the other recording
+wrappers (:mod:`humanclaw_gym.replay.layout`): by default
+``<output_dir>/<index:04d>_<scene_id>_<episode_id>/metrics.json``, so every episode keeps
+its file; :func:`~humanclaw_gym.replay.layout.flat_dir` writes ``<output_dir>/metrics.json``
+for callers that make one directory per rollout. An episode that ends by an exception gets
+no metrics (it is not a finished rollout); an episode abandoned by ``reset`` neither.
+
+Each result records the metric ``rules`` (``"paper"`` by default, see
+:mod:`humanclaw_gym.metrics.rules`) and a ``rollout_index``: how many episodes with the same
+id this wrapper finished before (0 for the first), so that running an episode again gives a
+second rollout rather than a duplicate.
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ from humanclaw_gym.envs.events import (
     FrameEvent,
     ResetEvent,
 )
+from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
+from humanclaw_gym.replay.layout import EpisodeDirFn, resolve_episode_dir
 
 __all__ = ["MetricsWrapper"]
 
@@ -62,12 +73,31 @@ class MetricsWrapper(gym.Wrapper):
 
     Args:
         env: a ``HumanClawFindNavInteract-v0`` env (possibly wrapped).
-        output_dir: where to write ``metrics.json`` at each episode end (None: info only).
+        output_dir: root of the per-episode ``metrics.json`` files (None: info only).
             Change it between episodes with :meth:`set_output_dir`.
+        rules: the metric rules, ``"paper"`` (default) or ``"strict"``.
+        episode_dir_fn: ``(episode, index) -> dir`` relative to ``output_dir`` (see
+            :mod:`humanclaw_gym.replay.layout`); default one subdirectory per episode.
+
+    Attributes:
+        last_metrics: the metrics of the last finished episode.
+        last_metrics_path: where they were written (None without ``output_dir``).
     """
 
-    def __init__(self, env: gym.Env, output_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        env: gym.Env,
+        output_dir: str | os.PathLike[str] | None = None,
+        rules: str = DEFAULT_METRIC_RULES,
+        episode_dir_fn: EpisodeDirFn | None = None,
+    ) -> None:
         super().__init__(env)
+        self.rules = check_rules(rules)
+        self.episode_dir_fn = episode_dir_fn
+        self._episode_index = 0
+        self._episode_dir: Path | None = None
+        self._rollouts: dict[str, int] = {}
+        self.last_metrics_path: Path | None = None
         self._output_dir = None if output_dir is None else Path(output_dir)
         self._recorder: Any = None
         self._targets: frozenset[int] = frozenset()
@@ -80,7 +110,7 @@ class MetricsWrapper(gym.Wrapper):
 
     # -- lifecycle ---------------------------------------------------------------------
     def set_output_dir(self, output_dir: str | os.PathLike[str] | None) -> None:
-        """Where the next ``metrics.json`` goes."""
+        """The root of the next episodes' ``metrics.json`` files."""
         self._output_dir = None if output_dir is None else Path(output_dir)
 
     def detach(self) -> None:
@@ -104,13 +134,28 @@ class MetricsWrapper(gym.Wrapper):
 
     # -- observer callbacks ------------------------------------------------------------
     def _on_reset(self, event: ResetEvent) -> None:
-        from humanclaw_gym.metrics import EpisodeMetricRecorder, initial_penetration
+        from humanclaw_gym.metrics import EpisodeMetricRecorder, episode_floor, initial_penetration
 
+        self._recorder = None  # an abandoned episode's recorder never sees the next one
         episode, scene = event.episode, event.scene
         target_ids = [int(g.object_id) for g in episode.goals]
         aabbs = np.array([np.stack(scene.object_by_id(i).aabb()) for i in target_ids])
-        if event.spawn_floor_y is None or event.contacts is None:
+        if event.contacts is None or event.body_lowest_y is None:
             raise RuntimeError("MetricsWrapper did not receive contacts/spawn floor at reset")
+        try:
+            floor, floor_source = episode_floor(
+                event.spawn_floor_y, event.body_lowest_y, self.rules
+            )
+        except ValueError as exc:
+            raise ValueError(f"episode {episode.episode_id!r}: {exc}") from None
+        self._episode_dir = (
+            None
+            if self._output_dir is None
+            else resolve_episode_dir(
+                self._output_dir, self.episode_dir_fn, episode, self._episode_index
+            )
+        )
+        self._episode_index += 1
         self._targets = frozenset(target_ids)
         self._object_ids = tuple(event.object_ids)
         self._recorder = EpisodeMetricRecorder(
@@ -121,9 +166,12 @@ class MetricsWrapper(gym.Wrapper):
             target_aabbs=aabbs,
             interact=bool(episode.interact),
             dynamic_ids=list(event.object_ids),
-            floor_height_m=float(event.spawn_floor_y),
+            floor_height_m=float(floor),
             initial_penetration_m=float(initial_penetration(event.contacts)),
             difficulty=getattr(getattr(episode, "info", None), "difficulty", None),
+            rules=self.rules,
+            floor_source=floor_source,
+            rollout_index=self._rollouts.get(episode.episode_id, 0),
         )
 
     def _on_decision(self, event: DecisionEvent) -> None:
@@ -153,6 +201,7 @@ class MetricsWrapper(gym.Wrapper):
             event.contacts,
             self._object_ids,
             positions,
+            event.realized,
         )
 
     def _on_end(self, event: EndEvent) -> None:
@@ -160,9 +209,11 @@ class MetricsWrapper(gym.Wrapper):
         if rec is None or event.reason not in ("stop", "truncated"):
             return
         metrics = rec.finalize(event.link_origins, event.reason)
+        self._rollouts[rec.episode_id] = rec.rollout_index + 1
         self.last_metrics = metrics
         self._pending = metrics
-        if self._output_dir is not None:
+        self.last_metrics_path = None
+        if self._episode_dir is not None:
             from humanclaw_gym.metrics import write_metrics_json
 
-            write_metrics_json(self._output_dir / "metrics.json", metrics)
+            self.last_metrics_path = write_metrics_json(self._episode_dir / "metrics.json", metrics)

@@ -11,7 +11,8 @@ metrics. For reinforcement learning this wrapper replaces the reward with
         - failed_stop_penalty   for any other Stop
 
 where ``d`` is the geodesic distance (navigation grid, humanoid clearance) from the pelvis
-to the nearest target's stop region. It reads hidden state, so it needs an env made with
+to the nearest approach point of a target (:meth:`NavGrid.goal_region`: free cells from
+which the body can touch and see the target, never through a wall). It reads hidden state, so it needs an env made with
 ``privileged=True``; the observation and ``info`` stay unchanged apart from
 ``info["shaped_reward_terms"]`` (the terms above, for logging).
 """
@@ -59,7 +60,7 @@ class GeodesicProgressReward(gym.Wrapper):
         self.step_penalty = float(step_penalty)
         self.success_bonus = float(success_bonus)
         self.failed_stop_penalty = float(failed_stop_penalty)
-        self._grids: dict[str, Any] = {}
+        self._grids: dict[tuple[str, float], Any] = {}
         self._region: np.ndarray | None = None
         self._grid: Any = None
         self._dist = 0.0
@@ -71,14 +72,15 @@ class GeodesicProgressReward(gym.Wrapper):
         return float(d) if np.isfinite(d) else float(self._dist)
 
     def reset(self, **kwargs: Any):
-        from humanclaw_gym.scenes.navgrid import NavGrid
+        from humanclaw_gym.scenes.meshgrid import navigation_grid
 
         obs, info = self.env.reset(**kwargs)
         st = self.env.unwrapped.privileged_state()
-        grid = self._grids.get(st.scene.scene_id)
-        if grid is None:
-            grid = NavGrid.from_scene(st.scene)
-            self._grids = {st.scene.scene_id: grid}
+        key = (st.scene.scene_id, round(float(st.episode.start_position[1]), 3))
+        grid = self._grids.get(key)
+        if grid is None:  # imported multi-floor homes: the grid of the episode's floor
+            grid = navigation_grid(st.scene, float(st.episode.start_position[1]))
+            self._grids = {key: grid}
         self._grid = grid
         self._region = grid.goal_region([int(g.object_id) for g in st.episode.goals])
         self._dist = 0.0

@@ -312,11 +312,15 @@ class FlowMotionGenerator:
         if not np.all(np.isfinite(chunk)):
             raise RuntimeError("FlowMotionGenerator produced non-finite frames")
         if req.seat_floor_y is not None:
-            from humanclaw_gym.motion.footlock import lock_planted_feet
+            from humanclaw_gym.motion.footlock import lock_planted_feet, raise_heels_for_seat
 
             assert self._history is not None
-            # Sit down never steps: a foot on the floor stays where it stands
+            # Sit down never steps: a foot on the floor stays where it stands; on a seat above
+            # knee height it rolls onto its toes so the thighs clear the seat's edge
             chunk = lock_planted_feet(chunk, self._history[-1], self._ground_y, None)
+            chunk = raise_heels_for_seat(
+                chunk, self._ground_y, float(req.call.condition["height_m"])
+            )
         return chunk
 
     def _commit(self, call: SkillCall, chunk: np.ndarray) -> None:

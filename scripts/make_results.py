@@ -1,0 +1,227 @@
+"""The documented figures: regenerate them, and keep the docs equal to them.
+
+``docs/results/val100_<name>_metrics_summary.json`` are the single source of every
+benchmark figure quoted in the README and ``docs/``. This script
+
+* ``run``: reruns the baselines below (``humanclaw run ... --metrics``) and copies each
+  ``metrics_summary.json`` (it records the package versions and git revision) into
+  ``docs/results/``;
+* ``docs``: writes the figures into the docs wherever a marker asks for one, and with
+  ``--check`` only reports docs that disagree with the JSON (``tests/test_docs_results.py``
+  runs that check, so a doc cannot drift from the results).
+
+Markers (HTML comments, invisible in rendered Markdown):
+
+* a value: ``<!--r:oracle:main.nav_sr_20cm_pct:.1f-->98.0<!--/r-->`` (baseline, dotted
+  key path into its summary, format spec); ``<!--r:oracle:rules:s-->paper<!--/r-->`` names
+  the metric rules the figures were scored by;
+* a whole table: ``<!--table:baselines-main-->`` ... ``<!--/table-->`` (see ``TABLES``).
+
+Usage::
+
+    python scripts/make_results.py run --workers 2          # about 10 minutes on 2 cores
+    python scripts/make_results.py run --only random
+    python scripts/make_results.py docs                     # rewrite the docs from the JSON
+    python scripts/make_results.py docs --check             # exit 1 when a doc disagrees
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tyro
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results"
+DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One documented run: its label in tables and the ``humanclaw run`` arguments."""
+
+    name: str
+    label: str
+    args: tuple[str, ...]
+
+
+BASELINES: tuple[Baseline, ...] = (
+    Baseline("oracle", "oracle (privileged)", ("--agent", "oracle")),
+    Baseline(
+        "oracle_flow",
+        "oracle, learned motion (`--motion flow`)",
+        ("--agent", "oracle", "--motion", "flow"),
+    ),
+    Baseline("random", "random (seed 0)", ("--agent", "random", "--seed", "0")),
+)
+
+
+def summary_path(name: str) -> Path:
+    return RESULTS / f"val100_{name}_metrics_summary.json"
+
+
+def load_summary(name: str) -> dict[str, Any]:
+    path = summary_path(name)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `python scripts/make_results.py run`")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def lookup(summary: dict[str, Any], dotted: str) -> Any:
+    if dotted == "rules" and "rules" not in summary:
+        # written before the metric-rules setting: scored by what is now called "strict"
+        return "strict"
+    value: Any = summary
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise KeyError(f"no {dotted!r} in the summary (missing {part!r})")
+        value = value[part]
+    return value
+
+
+def fmt(value: Any, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+# ----------------------------------------------------------------------------------------
+# tables
+# ----------------------------------------------------------------------------------------
+_MAIN_COLUMNS = (
+    ("FindSR", "main.find_sr_pct", ".1f"),
+    ("NavSR@20cm", "main.nav_sr_20cm_pct", ".1f"),
+    ("InteractSR", "main.interact_sr_pct", ".1f"),
+    ("Coll. %", "main.collision_pct", ".1f"),
+    ("#Dtb/ep", "main.disturbed_objects_per_episode", ".2f"),
+    ("dDtb (m)", "main.disturbed_path_m", ".3f"),
+    ("Motion Jerk (m/s^3)", "main.motion_jerk_m_s3", ".2f"),
+    ("avg steps", "main.avg_steps", ".1f"),
+)
+_VARIANT_COLUMNS = (
+    ("GeoFindSR", "variants.geo_find_sr_pct", ".1f"),
+    ("GeoNavSR@20cm", "variants.geo_nav_sr_20cm_pct", ".1f"),
+    ("NavSR@1m", "variants.nav_sr_1m_pct", ".1f"),
+    ("GeoInteractSR", "variants.geo_interact_sr_pct", ".1f"),
+)
+
+
+def _table(columns: tuple[tuple[str, str, str], ...]) -> str:
+    head = "| policy | " + " | ".join(c[0] for c in columns) + " |"
+    rule = "|---|" + "---|" * len(columns)
+    rows = []
+    for b in BASELINES:
+        s = load_summary(b.name)
+        cells = [fmt(lookup(s, path), spec) for _, path, spec in columns]
+        rows.append(f"| {b.label} | " + " | ".join(cells) + " |")
+    return "\n".join([head, rule, *rows])
+
+
+TABLES = {
+    "baselines-main": lambda: _table(_MAIN_COLUMNS),
+    "baselines-variants": lambda: _table(_VARIANT_COLUMNS),
+}
+
+_VALUE_RE = re.compile(
+    r"<!--r:(?P<name>\w+):(?P<path>[\w.@/-]+):(?P<spec>[^>]*?)-->(?P<old>.*?)<!--/r-->"
+)
+_TABLE_RE = re.compile(r"(<!--table:(?P<name>[\w-]+)-->\n)(?P<old>.*?)(\n<!--/table-->)", re.S)
+
+
+def render(text: str) -> str:
+    """``text`` with every marker's content replaced by the current figure."""
+
+    def value(m: re.Match[str]) -> str:
+        new = fmt(lookup(load_summary(m["name"]), m["path"]), m["spec"])
+        return m.group(0).replace(f"-->{m['old']}<!--/r-->", f"-->{new}<!--/r-->")
+
+    def table(m: re.Match[str]) -> str:
+        if m["name"] not in TABLES:
+            raise KeyError(f"unknown table {m['name']!r}: known {sorted(TABLES)}")
+        return m.group(1) + TABLES[m["name"]]() + m.group(4)
+
+    return _VALUE_RE.sub(value, _TABLE_RE.sub(table, text))
+
+
+def check_docs(paths: tuple[Path, ...] = DOCS) -> list[str]:
+    """The docs whose markers disagree with the results (empty when all agree)."""
+    return [str(p.relative_to(ROOT)) for p in paths if render(p.read_text()) != p.read_text()]
+
+
+# ----------------------------------------------------------------------------------------
+# commands
+# ----------------------------------------------------------------------------------------
+@dataclass
+class RunArgs:
+    """Rerun the baselines and refresh docs/results/*.json."""
+
+    only: tuple[str, ...] = ()
+    """baseline names to run (default: all)"""
+    workers: int = 2
+    """worker processes per run"""
+
+
+@dataclass
+class DocsArgs:
+    """Write the figures into the docs (or only check them)."""
+
+    check: bool = False
+    """report docs that disagree with docs/results and exit 1; change nothing"""
+
+
+def run(args: RunArgs) -> int:
+    chosen = [b for b in BASELINES if not args.only or b.name in args.only]
+    unknown = sorted(set(args.only) - {b.name for b in BASELINES})
+    if unknown:
+        print(f"unknown baselines {unknown}: known {[b.name for b in BASELINES]}", file=sys.stderr)
+        return 2
+    for b in chosen:
+        with tempfile.TemporaryDirectory(prefix=f"results_{b.name}_") as tmp:
+            cmd = [
+                sys.executable, "-m", "humanclaw_gym", "run", "--episodes", "val100", *b.args,
+                "--metrics", "--workers", str(args.workers), "--output", tmp, "--quiet",
+            ]  # fmt: skip
+            print("$", " ".join(cmd[2:]), flush=True)
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            summary = json.loads((Path(tmp) / "metrics_summary.json").read_text())
+            summary["source"] = {"command": "humanclaw run --episodes val100 " + " ".join(b.args)}
+            tmp_out = summary_path(b.name).with_suffix(".tmp")
+            tmp_out.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+            shutil.move(tmp_out, summary_path(b.name))
+            print(f"  {b.name}: {time.perf_counter() - t0:.0f} s -> {summary_path(b.name)}")
+    return 0
+
+
+def docs(args: DocsArgs) -> int:
+    stale = check_docs()
+    if args.check:
+        for path in stale:
+            print(f"{path}: figures differ from docs/results (python scripts/make_results.py docs)")
+        return 1 if stale else 0
+    for path in DOCS:
+        text = path.read_text()
+        new = render(text)
+        if new != text:
+            path.write_text(new)
+            print(f"updated {path.relative_to(ROOT)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    command: Any = tyro.extras.subcommand_cli_from_dict(
+        {"run": RunArgs, "docs": DocsArgs}, args=argv, prog="make_results.py"
+    )
+    return run(command) if isinstance(command, RunArgs) else docs(command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
