@@ -35,7 +35,7 @@ from humanclaw_gym.envs import ENV_ID
 from humanclaw_gym.wrappers import DiscreteSkills, GeodesicProgressReward
 
 #: Four short val100 find episodes (no sitting), so that a few thousand steps show learning.
-EPISODES = ("hc_val_031_013", "hc_val_028_003", "hc_val_004_010", "hc_val_028_000")
+EPISODES = ("hc_val_031_014", "hc_val_004_010", "hc_val_031_010", "hc_val_004_013")
 
 
 @dataclass
