@@ -4,8 +4,9 @@ It reads hidden state (target instances, the realized pose, the scene) through t
 explicit privileged mode only (``gym.make(..., privileged=True)``; the episode loop calls
 :meth:`OraclePolicy.attach_env`). Each decision it
 
-1. plans a shortest path on the clearance-inflated navigation grid from the realized pelvis
-   position to the goal (interact targets: the approach pose in front of the seat; other
+1. plans a path on the clearance-inflated navigation grid from the realized pelvis position
+   to the goal, keeping 0.42 m from walls and furniture where there is room (the arms swing
+   wider than the 0.25 m the grid guarantees) (interact targets: the approach pose in front of the seat; other
    targets: the approach points of any target instance, i.e. the grid's goal regions,
    from which the body can touch and see the target, never through a wall), looks ahead
    along the simplified path and either turns toward the look-ahead point or walks (fast /
@@ -64,16 +65,23 @@ class OraclePolicy:
 
     Args:
         seed: unused (the oracle is deterministic); accepted for a uniform interface.
-        clearance_m: body clearance of the planning grid.
+        clearance_m: body clearance of the planning grid (the hard limit).
+        preferred_clearance_m: clearance its paths keep where there is room: the hands
+            swing up to about 0.32 m from the pelvis, so paths that graze walls at the hard
+            limit catch the arms on them (None: shortest paths).
     """
 
     requires_privileged = True
 
-    def __init__(self, seed: int = 0, clearance_m: float = 0.25) -> None:
+    def __init__(
+        self, seed: int = 0, clearance_m: float = 0.25, preferred_clearance_m: float | None = 0.42
+    ) -> None:
         del seed
         self.clearance_m = float(clearance_m)
+        self.preferred_clearance_m = preferred_clearance_m
         self._env: Any = None
-        self._grids: dict[str, Any] = {}
+        self._grids: dict[Any, Any] = {}
+        self._path_grids: dict[Any, Any] = {}
         self._reset_state()
 
     def _reset_state(self) -> None:
@@ -137,7 +145,18 @@ class OraclePolicy:
 
             grid = navigation_grid(scene, floor, clearance_m=self.clearance_m)
             self._grids = {key: grid}  # keep one scene floor
+            self._path_grids = {}
         return grid
+
+    def _path_grid(self, grid: Any) -> Any:
+        """The grid paths are planned on: keeps the preferred clearance where there is room."""
+        if self.preferred_clearance_m is None:
+            return grid
+        view = self._path_grids.get(id(grid))
+        if view is None:
+            view = grid.with_preferred_clearance(self.preferred_clearance_m)
+            self._path_grids = {id(grid): view}
+        return view
 
     @staticmethod
     def _floor_goals(ep: Any) -> list[Any]:
@@ -198,7 +217,7 @@ class OraclePolicy:
         self, st: Any, grid: Any, goals: Any, remaining_m: float
     ) -> tuple[SkillCall, str]:
         pos = st.root_xz
-        path = grid.shortest_path(pos, goals)
+        path = self._path_grid(grid).shortest_path(pos, goals)
         if path is None or len(path) == 0:
             return SkillCall.turn("left", 45), "no path from here: look around"
         path = np.vstack([pos[None, :], np.asarray(path)])

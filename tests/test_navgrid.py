@@ -374,3 +374,34 @@ def test_solids_queries_are_exact() -> None:
     b3 = np.array([[2.0, 1.1, 1.0], [5.0, 0.5, 1.0], [7.0, 0.5, 1.0], [5.0, 0.9, 1.0]])
     assert s.segments_hit(a3, b3).tolist() == [False, True, False, False]
     assert s.segments_hit(np.array([[5.0, 1.0, 1.0]]), np.array([[7.0, 1.0, 1.0]]))[0]
+
+
+def test_preferred_clearance_keeps_paths_off_walls_and_still_passes_narrow_gaps() -> None:
+    # start and goal 0.3 m off the south wall's face: the shortest path runs along the wall
+    # at that distance; with a preferred clearance of 0.45 m it bends into the room
+    grid = NavGrid.from_scene(_room_scene([]), clearance_m=0.25)
+    start, goal = (0.5, 0.35), (3.5, 0.35)
+    goal_mask = np.zeros(grid.shape, dtype=bool)
+    goal_mask[grid.world_to_cell(*goal)] = True
+    plain = grid.shortest_path(start, goal_mask)
+    view = grid.with_preferred_clearance(0.45)
+    preferred = view.shortest_path(start, goal_mask)
+    off_wall = lambda path: float(np.max(path[:, 1])) - 0.05  # noqa: E731  (wall face z = 0.05)
+    assert off_wall(plain) < 0.35  # grazes the wall all the way
+    assert off_wall(preferred) >= 0.4  # bends away from it in the middle
+    assert path_length_m(preferred) < 1.5 * path_length_m(plain)
+    # the free space is the grid's own; the view's distances are costs, the grid's metres
+    assert np.array_equal(view.free, grid.free)
+    assert view.geodesic_distance(start, goal_mask) > grid.geodesic_distance(start, goal_mask)
+    # a 0.6 m wide corridor leaves room only for the hard clearance: still passable
+    narrow = [_wall_box(20, 0.05, 0.9, 3.4, 0.95), _wall_box(21, 0.6, 1.55, 3.95, 1.6)]
+    corridor = NavGrid.from_scene(_room_scene(narrow), clearance_m=0.25)
+    mask = np.zeros(corridor.shape, dtype=bool)
+    mask[corridor.world_to_cell(0.4, 0.4)] = True
+    path = corridor.with_preferred_clearance(0.45).shortest_path((3.6, 2.5), mask)
+    assert len(path) > 0
+    assert corridor.with_preferred_clearance(0.45).geodesic_distance((3.6, 2.5), mask) < math.inf
+    with pytest.raises(NavGridError, match="preferred_m"):
+        grid.with_preferred_clearance(0.2)
+    with pytest.raises(NavGridError, match="weight"):
+        grid.with_preferred_clearance(0.5, weight=-1.0)

@@ -32,6 +32,7 @@ right and +z points down (the view from above, looking down -Y).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
 from collections import OrderedDict
@@ -184,6 +185,8 @@ class NavGrid:
         self._body_solids: Solids | None = None
         self._sight_solids: Solids | None = None
         self._approach: dict[tuple[int, float], np.ndarray] = {}
+        self.preferred_clearance_m: float | None = None
+        self._clearance_weight = 0.0
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -499,6 +502,46 @@ class NavGrid:
         return self.goal_region(goals)  # type: ignore[arg-type]
 
     # -- graph search ------------------------------------------------------------------
+    def with_preferred_clearance(self, preferred_m: float, weight: float = 2.0) -> NavGrid:
+        """A view of this grid whose paths keep away from obstacles where they can.
+
+        The free space is the same (``clearance_m`` stays the hard limit), but a step into
+        a cell closer than ``preferred_m`` to an obstacle costs up to ``1 + weight`` times
+        its length, growing linearly from ``preferred_m`` down to ``clearance_m``. Paths
+        then run down the middle of rooms and doorways instead of grazing walls and
+        furniture, and still pass where only ``clearance_m`` fits. Distances of the view
+        (:meth:`geodesic_distance`, :meth:`distance_field`) are these costs, not metres; use
+        the original grid for metres.
+
+        Args:
+            preferred_m: clearance paths keep where there is room, metres, > ``clearance_m``.
+            weight: extra cost factor at the hard clearance, >= 0.
+        """
+        preferred, weight = float(preferred_m), float(weight)
+        if not (math.isfinite(preferred) and preferred > self.clearance_m):
+            raise NavGridError(
+                f"preferred_m={preferred_m!r} is invalid: allowed a distance > clearance_m "
+                f"({self.clearance_m:g} m)"
+            )
+        if not (math.isfinite(weight) and weight >= 0.0):
+            raise NavGridError(f"weight={weight!r} is invalid: allowed a number >= 0")
+        view = copy.copy(self)
+        view.preferred_clearance_m = preferred
+        view._clearance_weight = weight
+        view._graph = None
+        view._fields = OrderedDict()
+        return view
+
+    def _cell_cost_factor(self) -> np.ndarray:
+        """``(nz, nx)`` multiplier of a step's length into each cell (1 without a
+        preferred clearance)."""
+        if self.preferred_clearance_m is None or self._clearance_weight == 0.0:
+            return np.ones(self.shape)
+        clearance = ndimage.distance_transform_edt(~self.blocked) * self.cell_m
+        span = self.preferred_clearance_m - self.clearance_m
+        shortfall = np.clip((self.preferred_clearance_m - clearance) / span, 0.0, 1.0)
+        return 1.0 + self._clearance_weight * shortfall
+
     def _ensure_graph(self) -> None:
         if self._graph is not None:
             return
@@ -511,6 +554,7 @@ class NavGrid:
         cols: list[np.ndarray] = []
         weights: list[np.ndarray] = []
         diag = math.sqrt(2.0) * self.cell_m
+        factor = None if self.preferred_clearance_m is None else self._cell_cost_factor()
         for dz, dx, w in ((0, 1, self.cell_m), (1, 0, self.cell_m), (1, 1, diag), (1, -1, diag)):
             a = free[: nz - dz, max(0, -dx) : nx - max(0, dx)]
             b = free[dz:, max(0, dx) : nx + min(0, dx)]
@@ -523,7 +567,13 @@ class NavGrid:
             ib = node_of[dz:, max(0, dx) : nx + min(0, dx)][ok]
             rows += [ia, ib]
             cols += [ib, ia]
-            weights += [np.full(len(ia), w), np.full(len(ia), w)]
+            if factor is None:
+                weights += [np.full(len(ia), w), np.full(len(ia), w)]
+            else:  # a step costs its length times the mean factor of its two cells
+                fa = factor[: nz - dz, max(0, -dx) : nx - max(0, dx)][ok]
+                fb = factor[dz:, max(0, dx) : nx + min(0, dx)][ok]
+                both = w * 0.5 * (fa + fb)
+                weights += [both, both]
         data = np.concatenate(weights) if weights else np.zeros(0)
         graph = csr_matrix((data, (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
         self._node_of = node_of
