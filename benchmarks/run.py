@@ -13,6 +13,9 @@ Measured side by side in one run, on one scene of val100:
   with the humanoid, its motor and base-velocity writes, one TinyRenderer-free frame):
   what half-physics costs with zero Python structure around it;
 * ``render``: ego 448x448 rgb, rgb+instance, exo 512x512;
+* ``obs_render``: one observation of each ``obs_mode`` (rgb, rgbd, rgb+instance) at each
+  ``obs_size`` (64, 84, 128, 224, 448): the one render pass with the modes its sensors need
+  plus reading the sensors, as the env does it;
 * ``reset``: reset to a new episode of an already-built scene;
 * ``wrappers``: step time with the metrics / video / trajectory wrappers on and off;
 * ``vector``: steps/s of sync and async vector envs with 1 and 2 sub-envs;
@@ -40,7 +43,9 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("LP_NUM_THREADS", "1")
+from humanclaw_gym.render.moderngl_backend import apply_mesa_defaults  # noqa: E402
+
+apply_mesa_defaults()  # the renderer's own defaults (no Mesa threads), before any context
 
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
@@ -105,9 +110,9 @@ def bench_env_step(steps: int) -> tuple[dict, object]:
         orig_step(frame)
         acc["physics"] += time.perf_counter() - t
 
-    def render(camera, instance=False):
+    def render(camera, instance=False, **kwargs):
         t = time.perf_counter()
-        out = orig_render(camera, instance=instance)
+        out = orig_render(camera, instance=instance, **kwargs)
         parts["render"].append(time.perf_counter() - t)
         return out
 
@@ -207,6 +212,39 @@ def bench_render(env, n: int) -> dict:
             renderer.render(cam, instance=inst)
             samples.append(time.perf_counter() - t)
         out[name] = _ms(samples)
+    return out
+
+
+OBS_SIZES = (64, 84, 128, 224, 448)
+
+
+def bench_obs_render(env, n: int) -> dict:
+    """Median time of one observation per obs_mode and obs_size (render pass + sensor read)."""
+    from humanclaw_gym.render.cameras import ego_camera
+    from humanclaw_gym.sensors import OBS_MODES, read_sensors, sensors_for
+
+    base = env.unwrapped
+    renderer, physics = base._renderer, base._physics
+    poses = physics.link_poses()
+    renderer.set_body_pose(poses)
+    episode = next(e for e in base.episodes if e.episode_id == base.current_episode_id)
+
+    def render(view: str, size: int, modes: frozenset[str]):
+        extra = {"depth": True} if "depth" in modes else {}
+        camera = ego_camera(poses, width=size, height=size)
+        return renderer.render(camera, instance="instance" in modes, **extra)
+
+    out: dict = {}
+    for mode in OBS_MODES:
+        for size in OBS_SIZES:
+            sensors = sensors_for(mode, size)
+            read_sensors(sensors, render, episode)  # warm-up (framebuffer of this size)
+            samples = []
+            for _ in range(n):
+                t = time.perf_counter()
+                read_sensors(sensors, render, episode)
+                samples.append(time.perf_counter() - t)
+            out[f"{mode}_{size}"] = {"obs_mode": mode, "obs_size": size, **_ms(samples)}
     return out
 
 
@@ -475,6 +513,7 @@ def main() -> int:
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
             "LP_NUM_THREADS": os.environ.get("LP_NUM_THREADS"),
+            "MESA_SHADER_CACHE_DISABLE": os.environ.get("MESA_SHADER_CACHE_DISABLE"),
         },
     }
     print("env step ...", flush=True)
@@ -486,6 +525,8 @@ def main() -> int:
     report["raw_pybullet"] = bench_raw_pybullet(env, args.steps)
     print("render ...", flush=True)
     report["render"] = bench_render(env, 3 * args.steps)
+    print("observation modes and sizes ...", flush=True)
+    report["obs_render"] = bench_obs_render(env, args.steps)
     env.close()
     report["memory"] = {"peak_rss_one_env_mib": _peak_rss_mib()}
     if not args.quick:

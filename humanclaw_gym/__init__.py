@@ -13,8 +13,15 @@ from __future__ import annotations
 from humanclaw_gym.backends.config import BackendConfig
 from humanclaw_gym.envs import ENV_ID, register_envs
 from humanclaw_gym.policy import Decision, Policy, Usage
-from humanclaw_gym.sensors import EgoRGBSensor, Sensor
-from humanclaw_gym.skills import Skill, SkillCall, SkillCallError, SkillCallParseError, action_space
+from humanclaw_gym.sensors import EgoDepthSensor, EgoRGBSensor, Sensor, TargetMaskSensor
+from humanclaw_gym.skills import (
+    Skill,
+    SkillCall,
+    SkillCallError,
+    SkillCallParseError,
+    SkillCallTypeError,
+    action_space,
+)
 
 __version__ = "0.1.0"
 
@@ -24,6 +31,7 @@ __all__ = [
     "ENV_ID",
     "BackendConfig",
     "Decision",
+    "EgoDepthSensor",
     "EgoRGBSensor",
     "Policy",
     "Sensor",
@@ -31,6 +39,8 @@ __all__ = [
     "SkillCall",
     "SkillCallError",
     "SkillCallParseError",
+    "SkillCallTypeError",
+    "TargetMaskSensor",
     "Usage",
     "__version__",
     "action_space",

@@ -4,7 +4,8 @@
 
 Any object with ``reset(episode_info)`` and ``act(observation, info)`` is a policy; the same
 class runs under ``humanclaw run --agent scripts.custom_planner:BrightnessPlanner`` (from the
-repository root) and in the benchmark server driver.
+repository root: ``--agent`` modules are looked up in the current directory first) and in
+the benchmark server driver.
 """
 
 from __future__ import annotations

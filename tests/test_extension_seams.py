@@ -184,6 +184,26 @@ def test_a_new_skill_runs_in_the_env_with_a_generator_that_declares_it(wave_skil
     assert len(Skill) == 9  # unregistered by the fixture afterwards
 
 
+def test_a_new_skill_joins_the_action_adapters_menus(wave_skill):
+    from humanclaw_gym.wrappers import DiscreteSkills, MultiDiscreteSkills, skill_menu
+
+    menu = [str(c) for c in skill_menu()]
+    assert menu[-2:] == ["Wave<left>", "Wave<right>"] and len(menu) == 26
+    env = gym.make(ENV_ID, split="val100", motion="waving", obs_size=32, max_steps=3)
+    try:
+        discrete = DiscreteSkills(env)
+        assert discrete.action_space == spaces.Discrete(26)
+        _, info = discrete.reset(seed=0)
+        assert info["action_menu"][-1] == "Wave<right>"
+        _, _, _, _, info = discrete.step(25)
+        assert info["executed_skill"] == "Wave<right>"
+        multi = MultiDiscreteSkills(env)
+        assert multi.grids[0][-1] == "Wave" and multi.action_space.nvec[0] == 9
+        assert str(multi.to_skill_call([8, 0, 1, 0, 0, 0, 0])) == "Wave<right>"
+    finally:
+        env.close()
+
+
 def test_the_table_is_back_to_the_eight_skills():
     assert len(Skill) == 8 and not hasattr(Skill, "WAVE")
     assert action_space()["skill"] == spaces.Discrete(8)

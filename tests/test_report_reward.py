@@ -26,6 +26,45 @@ def test_report_html_from_a_rollout(tmp_path):
     assert "nav_success_20cm" in page and spec.episode_id in page
     # every decision appears as a row
     assert page.count("<td class='n'>") >= 1
+    # metrics are rounded for reading; not applicable ones say so
+    import re
+
+    metrics = re.findall(r"<tr><th>(\w+)</th><td class='num'>([^<]*)</td></tr>", page)
+    assert len(metrics) >= 8
+    for name, text in metrics:
+        assert not re.search(r"\d\.\d{4,}", text), (name, text)
+        assert text != "None", name
+    values = dict(metrics)
+    assert values["nav_success_20cm"] in ("yes", "no")
+    from humanclaw_gym.episodes import load_split
+
+    episode = next(e for e in load_split("val100") if e.episode_id == spec.episode_id)
+    if not episode.interact:  # a find episode: no interaction to score
+        assert values["interact_success"] == "n/a"
+
+
+def test_map_draws_and_labels_both_paths():
+    import numpy as np
+
+    from humanclaw_gym.episodes import load_scene, load_split
+    from humanclaw_gym.scenes import maps
+
+    episode = load_split("val100")[0]
+    scene = load_scene(episode.scene_id)
+    start = np.array([episode.start_position[0], episode.start_position[2]])
+    walked = np.array([start, start + [0.5, 0.2], start + [0.9, 0.9]])
+
+    def pixels(image, color):
+        arr = np.asarray(image)
+        return int(np.count_nonzero(np.all(arr == np.array(color, dtype=np.uint8), axis=-1)))
+
+    both = maps.render_map(scene, episode=episode, path_xz=walked)
+    only_agent = maps.render_map(scene, episode=episode, path_xz=walked, shortest_path=False)
+    only_route = maps.render_map(scene, episode=episode)
+    # the agent's path is orange, the shortest path blue: both drawn when both are known
+    assert pixels(both, maps._AGENT_PATH_COLOR) > 50 and pixels(both, maps._PATH_COLOR) > 50
+    assert pixels(only_route, maps._AGENT_PATH_COLOR) == 0
+    assert pixels(only_agent, maps._PATH_COLOR) < pixels(both, maps._PATH_COLOR)
 
 
 def test_report_refuses_missing_bundle(tmp_path):
@@ -73,3 +112,31 @@ def test_shaped_reward_follows_geodesic_progress():
         assert term and info["shaped_reward_terms"]["stop"] == pytest.approx(-1.0)
     finally:
         env.close()
+
+
+@pytest.mark.slow
+def test_report_page_in_headless_chromium_fits_800_px(tmp_path):
+    """The report at an 800 px wide window: nothing sticks out, numbers are short."""
+    from humanclaw_gym.evaluation.report import write_rollout_report
+    from humanclaw_gym.viewer.screenshot import ChromiumPage, find_chromium
+
+    if find_chromium() is None:
+        pytest.skip("chromium is not installed")
+    pytest.importorskip("websockets")
+    spec = list_episode_specs("val100")[0]
+    config = RunConfig(agent="oracle", output=str(tmp_path), metrics=True, max_steps=4)
+    assert run_batch([spec], config, progress=False).completed == 1
+    page_path = write_rollout_report(rollout_dir(tmp_path, spec))
+    with ChromiumPage(800, 900) as page:
+        page.navigate(page_path.resolve().as_uri())
+        page.wait_for("document.readyState === 'complete' && document.images.length >= 3")
+        page.wait_for("[...document.images].every((i) => i.complete && i.naturalWidth > 0)")
+        width = page.evaluate("document.documentElement.clientWidth")
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        rights = page.evaluate(
+            "[...document.querySelectorAll('table, img')].map((e) => e.getBoundingClientRect().right)"
+        )
+        assert rights and max(rights) <= width
+        cells = page.evaluate("[...document.querySelectorAll('td.num')].map((e) => e.innerText)")
+        assert cells and all(len(c) <= 8 for c in cells), cells
+        page.screenshot(tmp_path / "report.png")

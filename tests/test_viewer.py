@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 import socket
 import subprocess
 import sys
@@ -104,6 +105,11 @@ def _wait_for(predicate: Any, timeout_s: float = _TIMEOUT_S) -> None:
 
 def _result(future: Future[ViewerState]) -> ViewerState:
     return future.result(timeout=_TIMEOUT_S)
+
+
+def _plain(markdown: str) -> str:
+    """Markdown text with its backslash escapes removed (what the panel displays)."""
+    return re.sub(r"\\(.)", r"\1", markdown)
 
 
 def _make_env(**kwargs: Any) -> FindNavInteractEnv:
@@ -298,7 +304,7 @@ def test_control_api_runs_everything_on_the_sim_thread() -> None:
         state = _result(viewer.request_skill("Turn<left><500>"))
         assert state.error is not None and "angle_deg" in state.error and "500" in state.error
         assert state.step == 3
-        assert "angle_deg" in viewer.gui_handles["error"].content
+        assert "angle_deg" in _plain(viewer.gui_handles["error"].content)
         state = _result(viewer.request_skill("Fly<up>"))
         assert state.error is not None and "unknown skill name" in state.error
         state = _result(viewer.request_step())  # a good request clears the error
@@ -504,6 +510,10 @@ def test_page_renders_in_headless_chromium(tmp_path: Any) -> None:
         for _ in range(3):
             _result(viewer.request_step())
         shot = capture_page(viewer.url, tmp_path / "viewer.png", wait_s=10.0)
+        # software WebGL on a loaded machine may need longer than 10 s for the first frame
+        deadline = time.monotonic() + 60.0
+        while _canvas_std(shot) <= 10.0 and time.monotonic() < deadline:
+            shot = capture_page(viewer.url, tmp_path / "viewer.png", wait_s=20.0)
     finally:
         viewer.close()
     viewer.join(_TIMEOUT_S)
@@ -531,3 +541,135 @@ def test_missing_viser_is_a_clear_error(
         env.close()
     assert main(["view", "--agent", "manual", "--episode-id", _EPISODE]) == 2
     assert "pip install" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------
+# the panel's text and the camera after resets
+# ----------------------------------------------------------------------------------------
+def _two_distant_episodes() -> list[str]:
+    """Two val100 episodes of one scene whose start points are more than 3 m apart."""
+    from humanclaw_gym.episodes import load_split
+
+    episodes = load_split("val100")
+    first = episodes[0]
+    for other in episodes[1:]:
+        gap = np.subtract(other.start_position, first.start_position)
+        if other.scene_id == first.scene_id and float(np.hypot(gap[0], gap[2])) > 3.0:
+            return [first.episode_id, other.episode_id]
+    raise AssertionError("no two distant episodes in one scene")
+
+
+class _FakeCamera:
+    position: Any = None
+    look_at: Any = None
+
+
+class _FakeClient:
+    """A connected browser tab as the viewer sees it (its camera)."""
+
+    def __init__(self) -> None:
+        self.camera = _FakeCamera()
+
+
+@needs_viser
+def test_panel_shows_error_text_literally() -> None:
+    viewer = DebugViewer(_make_env(), None, port=0, paused=True)
+    viewer.start()
+    try:
+        _result(viewer.request_skill("Turn<left><500>"))
+        content = viewer.gui_handles["error"].content
+        assert "SkillCall.text='Turn<left><500>'" in _plain(content)
+        assert re.search(r"(?<!\\)[<>&]", content) is None  # no raw HTML reaches the page
+    finally:
+        viewer.close()
+    viewer.join(_TIMEOUT_S)
+
+
+@needs_viser
+def test_every_reset_moves_open_tabs_behind_the_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    from humanclaw_gym.viewer.debug_viewer import _chase_camera
+
+    ids = _two_distant_episodes()
+    viewer = DebugViewer(FindNavInteractEnv(episode_ids=ids), None, port=0, paused=True)
+    tab = _FakeClient()
+    monkeypatch.setattr(viewer.server, "get_clients", lambda: {7: tab})
+    viewer.start()
+    try:
+        for episode_id in (ids[1], ids[0], None):  # an explicit reset, and the env's next one
+            tab.camera.position = tab.camera.look_at = (99.0, 99.0, 99.0)
+            state = _result(viewer.request_reset(episode_id))
+            expected = _chase_camera(np.asarray(state.root_position_m), state.yaw_rad)
+            np.testing.assert_allclose(tab.camera.position, expected[0], atol=1e-6)
+            np.testing.assert_allclose(tab.camera.look_at, expected[1], atol=1e-6)
+        # an automatic reset (the step after an ended episode) as well
+        _result(viewer.request_skill("Stop/Stand"))
+        tab.camera.position = (99.0, 99.0, 99.0)
+        state = _result(viewer.request_skill("Turn<left><30>"))
+        assert state.episodes_started == 5 and state.step == 1  # start, 3 resets, automatic
+        assert tab.camera.position != (99.0, 99.0, 99.0)
+    finally:
+        viewer.close()
+    viewer.join(_TIMEOUT_S)
+
+
+def _canvas_std(png: Any) -> float:
+    from PIL import Image
+
+    return float(np.asarray(Image.open(png).convert("RGB"), dtype=np.float64)[:, :900].std())
+
+
+def _body_pixels(png: Any) -> int:
+    """Pixels of the viewer's body colour in the middle of the 3-D canvas."""
+    from PIL import Image
+
+    image = np.asarray(Image.open(png).convert("RGB"), dtype=np.float64)
+    middle = image[200:600, 200:700]  # the canvas is left of the 1280 px page's panel
+    r, g, b = middle[..., 0], middle[..., 1], middle[..., 2]
+    return int(np.count_nonzero((r > 180) & (g > 90) & (g < 170) & (b < 110)))
+
+
+@pytest.mark.slow
+@needs_viser
+def test_panel_text_and_reset_camera_in_headless_chromium(tmp_path: Any) -> None:
+    """In a real browser: the error text keeps its <...> parts, and a reset brings a camera
+    that was looking away back to the body."""
+    from humanclaw_gym.viewer.screenshot import ChromiumPage, find_chromium
+
+    if find_chromium() is None:
+        pytest.skip("chromium is not installed")
+    ids = _two_distant_episodes()
+    viewer = DebugViewer(FindNavInteractEnv(episode_ids=ids), None, port=0, paused=True)
+    viewer.start()
+    try:
+        state = _result(viewer.request_reset(ids[0]))
+        with ChromiumPage(1280, 800) as page:
+            page.navigate(viewer.url)
+            _wait_for(lambda: len(viewer.server.get_clients()) == 1, 60.0)
+            _result(viewer.request_skill("Turn<left><500>"))
+            page.wait_for("document.body.innerText.includes('Turn<left><500>')", 60.0)
+            assert "SkillCall.text='Turn<left><500>'" in page.evaluate("document.body.innerText")
+            # the page draws the body behind the start pose
+            _poll_screenshots(page, tmp_path / "start.png", lambda png: _body_pixels(png) > 50)
+            # look away from the body (far outside the home), then reset
+            (client,) = viewer.server.get_clients().values()
+            root = np.asarray(state.root_position_m)
+            client.camera.position = tuple(root + [40.0, 3.0, 40.0])
+            client.camera.look_at = tuple(root + [80.0, 0.0, 80.0])
+            _poll_screenshots(page, tmp_path / "away.png", lambda png: _body_pixels(png) < 20)
+            _result(viewer.request_reset(ids[1]))
+            _poll_screenshots(page, tmp_path / "back.png", lambda png: _body_pixels(png) > 50)
+    finally:
+        viewer.close()
+    viewer.join(_TIMEOUT_S)
+
+
+def _poll_screenshots(page: Any, path: Any, ok: Any, timeout_s: float = 90.0) -> None:
+    """Screenshot the page every 2 s until ``ok(png)`` (software WebGL is slow)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        time.sleep(2.0)
+        png = page.screenshot(path)
+        if ok(png):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the page never showed what was expected: see {png}")

@@ -137,7 +137,8 @@ class RenderCapabilities:
 
     Attributes:
         name: registry name, e.g. ``"moderngl"`` or ``"tiny"``.
-        modes: ``"rgb"`` and/or ``"instance"`` (per-pixel object id image).
+        modes: ``"rgb"``, ``"instance"`` (per-pixel object id image) and/or ``"depth"``
+            (per-pixel distance along the viewing axis, metres), each from the same pass.
         part_shapes: primitive shapes it can draw.
         max_size: largest supported image side in pixels.
         body_mesh: can draw a triangle mesh in place of the humanoid's link shapes (it
@@ -168,13 +169,24 @@ class Camera:
 
 @dataclass(frozen=True)
 class RenderResult:
-    """Images from one camera. ``rgb`` is ``uint8 (H, W, 3)``; ``instance`` is
-    ``int32 (H, W)`` object ids (``-1`` background, ``0`` humanoid, ``>= 1`` scene objects)
-    or None when not requested. Row 0 is the top of the image."""
+    """Images from one camera, all from the same rasterisation pass. Row 0 is the top of
+    the image.
+
+    Attributes:
+        rgb: ``uint8 (H, W, 3)``.
+        instance: ``int32 (H, W)`` object ids (``-1`` background, ``0`` humanoid, ``>= 1``
+            scene objects), or None when not requested.
+        extras: backend-specific additions.
+        depth: ``float32 (H, W)``, the distance in metres along the camera's viewing axis
+            (eye-space z, not the ray length) of the surface seen at each pixel, in
+            ``[camera.near_m, camera.far_m]``; ``far_m`` where nothing was drawn. None
+            when not requested.
+    """
 
     rgb: np.ndarray
     instance: np.ndarray | None = None
     extras: dict = field(default_factory=dict)
+    depth: np.ndarray | None = None
 
 
 @runtime_checkable
@@ -197,8 +209,11 @@ class RenderBackend(Protocol):
     def set_object_poses(self, object_ids: Sequence[int], poses: np.ndarray) -> None:
         """Move dynamic objects (``(M, 7)`` poses, rows aligned with ``object_ids``)."""
 
-    def render(self, camera: Camera, instance: bool = False) -> RenderResult:
-        """Draw one image (and the instance image in the same pass when asked)."""
+    def render(self, camera: Camera, instance: bool = False, depth: bool = False) -> RenderResult:
+        """Draw one image (and the instance and depth images in the same pass when asked).
+
+        ``depth=True`` is passed only to backends whose capabilities list ``"depth"``.
+        """
 
     def close(self) -> None:
         """Release GPU/GL resources. Idempotent."""

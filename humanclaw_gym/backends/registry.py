@@ -288,6 +288,7 @@ def _register_defaults() -> None:
         "humanclaw_gym.render.moderngl_backend:ModernglRenderer",
         RenderCapabilities(
             name="moderngl",
+            modes=frozenset({"rgb", "instance", "depth"}),
             part_shapes=frozenset({"box", "cylinder", "sphere", "capsule", "mesh"}),
             body_mesh=True,
         ),
@@ -299,6 +300,7 @@ def _register_defaults() -> None:
         "humanclaw_gym.render.tiny_backend:TinyRenderer",
         RenderCapabilities(
             name="tiny",
+            modes=frozenset({"rgb", "instance", "depth"}),
             part_shapes=frozenset({"box", "cylinder", "sphere", "capsule", "mesh"}),
             body_mesh=True,
         ),

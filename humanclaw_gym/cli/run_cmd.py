@@ -240,8 +240,17 @@ def rollout(args: RolloutArgs) -> int:
             "collision_rate",
             "motion_jerk_m_s3",
         )
-        print("metrics: " + ", ".join(f"{k}={m.get(k)}" for k in keys if k in m))
+        print("metrics: " + ", ".join(f"{k}={_metric_text(m.get(k))}" for k in keys if k in m))
     return 0 if res.get("status") == "completed" else 1
+
+
+def _metric_text(value: object) -> str:
+    """A metric for the console: ``n/a`` for not applicable (None), floats to 3 decimals."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
 
 
 def main(argv: list[str]) -> int:

@@ -28,6 +28,7 @@ from humanclaw_gym.envs.events import (
     StepEvent,
 )
 from humanclaw_gym.envs.simulation import FRAMES_PER_CHUNK, Simulation
+from humanclaw_gym.envs.vector import skill_action_space
 from humanclaw_gym.episodes.io import SceneNotInstalledError, scene_not_installed
 from humanclaw_gym.episodes.order import EpisodeOrder
 from humanclaw_gym.episodes.resolve import resolve_episode
@@ -39,8 +40,9 @@ from humanclaw_gym.sensors import (
     check_sensors,
     observation_space,
     read_sensors,
+    sensors_for,
 )
-from humanclaw_gym.skills import SkillCall, action_space
+from humanclaw_gym.skills import SkillCall
 
 __all__ = ["FindNavInteractEnv", "PrivilegedState"]
 
@@ -116,9 +118,14 @@ class FindNavInteractEnv(gym.Env):
     | 6  | Side step       | left/right, 0.1-0.5 m                        |
     | 7  | Walk downstairs | one step down                                |
 
-    Invalid actions (unknown skill, NaN, out-of-range numbers) raise
-    :class:`~humanclaw_gym.SkillCallError` *before* any simulator state changes; the next
-    valid step behaves as if the bad one never happened. Nothing is clipped.
+    Invalid actions (unknown skill, NaN, out-of-range numbers, and objects of a wrong type
+    such as ``42`` or ``None``) raise :class:`~humanclaw_gym.SkillCallError` (a
+    ``ValueError``; for a wrong type its subclass ``SkillCallTypeError``, also a
+    ``TypeError``) *before* any simulator state changes; the next valid step behaves as if
+    the bad one never happened. Nothing is clipped. For RL libraries that need a
+    ``Discrete`` or ``MultiDiscrete`` space, wrap the env in
+    :class:`~humanclaw_gym.wrappers.DiscreteSkills` or
+    :class:`~humanclaw_gym.wrappers.MultiDiscreteSkills`.
 
     ## Observation Space
     ``Box(0, 255, (448, 448, 3), uint8)``: the ego RGB image from the head camera of the
@@ -126,6 +133,17 @@ class FindNavInteractEnv(gym.Env):
     of declared sensors (:mod:`humanclaw_gym.sensors`; default one
     :class:`~humanclaw_gym.sensors.EgoRGBSensor`): with one sensor it is that sensor's
     array, with several a ``Dict`` keyed by each sensor's ``uuid``.
+
+    Shorthands for learning (instead of ``sensors=``): ``obs_size=S`` renders the ego
+    camera directly at ``S x S`` pixels (16..4096; cheaper than resizing, same field of
+    view); ``obs_mode="rgbd"`` gives ``Dict(rgb=uint8 (S, S, 3), depth=float32 (S, S, 1))``
+    with depth in metres along the viewing axis from the same render pass;
+    ``obs_mode="rgb+instance"`` gives ``Dict(rgb=..., target_mask=uint8 (S, S, 1))``, 1 on
+    pixels of the episode's target instances. The mask is hidden information (a perfect
+    detector of the target), so that mode needs ``privileged=True``: it is for learning
+    and analysis, never for benchmark runs (the benchmark server and ``humanclaw run``
+    observe the 448 RGB image). The Find metric's semantic image and the videos keep the
+    paper's 448/512 sizes whatever the observation.
 
     ## Info
     ``instruction`` (str), ``episode_id``, ``scene_id``, ``target_category``, ``interact``
@@ -150,7 +168,8 @@ class FindNavInteractEnv(gym.Env):
     ``episode_ids`` (restrict to these), ``render_mode`` (``"rgb_array"``: ``render()`` returns
     the 512x512 third-person view), ``privileged`` (enable :meth:`privileged_state`),
     ``max_steps`` (default from the episode, 100), ``num_shards`` / ``shard_index`` (see
-    Vectorized environment), ``sensors`` (see Observation Space).
+    Vectorized environment), ``sensors``, ``obs_size``, ``obs_mode`` (see Observation
+    Space).
 
     The simulator side is one :class:`~humanclaw_gym.backends.config.BackendConfig`,
     given as ``backend=BackendConfig(...)`` or through its fields as keyword shorthands
@@ -198,7 +217,10 @@ class FindNavInteractEnv(gym.Env):
     takes shard ``(s+i) mod N``: disjoint again. Autoreset follows Gymnasium's
     ``NEXT_STEP`` mode (declared in ``metadata["autoreset_mode"]``): after a terminal step the
     next ``step`` call resets that sub-env and ignores its action. The instruction is text
-    and lives in ``info`` (not the observation) so that async shared memory works.
+    and lives in ``info`` (not the observation) so that async shared memory works. A vector
+    env's ``step`` takes the batched ``Dict`` or a list/tuple with one action per sub-env
+    (SkillCall, text or Decision), validated before any sub-env steps. Async workers start
+    safely even after this process made and stepped an env (see docs/rendering.md).
 
     ## Version History
     * v0: initial release.
@@ -221,6 +243,8 @@ class FindNavInteractEnv(gym.Env):
         shard_index: int | None = None,
         episodes: Sequence[Any] | str | os.PathLike[str] | None = None,
         sensors: Sequence[Any] | None = None,
+        obs_size: int | None = None,
+        obs_mode: str | None = None,
         backend: BackendConfig | None = None,
         **backend_fields: Any,
     ) -> None:
@@ -233,7 +257,14 @@ class FindNavInteractEnv(gym.Env):
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
             raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
         config = _backend_config(backend, backend_fields)
-        self._sensors = check_sensors(sensors if sensors is not None else (EgoRGBSensor(),))
+        if sensors is not None and (obs_size is not None or obs_mode is not None):
+            raise ValueError("give either sensors= or the obs_size=/obs_mode= shorthands, not both")
+        if sensors is None:
+            sensors = sensors_for(
+                "rgb" if obs_mode is None else obs_mode,
+                EGO_SIZE_PX if obs_size is None else obs_size,
+            )
+        self._sensors = check_sensors(sensors, privileged=bool(privileged))
 
         # -- episodes ------------------------------------------------------------------
         if isinstance(episodes, (str, os.PathLike)):  # a split path: same as split=
@@ -263,7 +294,7 @@ class FindNavInteractEnv(gym.Env):
         self._resolve(frozenset())
         self.backend = config
         self.observation_space = observation_space(self._sensors)
-        self.action_space = action_space()
+        self.action_space = skill_action_space()
 
         # -- episode state ---------------------------------------------------------------
         self._episode: Any = None
@@ -529,7 +560,7 @@ class FindNavInteractEnv(gym.Env):
     # helpers
     # ------------------------------------------------------------------------------------
     def _observe(self) -> Any:
-        return read_sensors(self._sensors, self._sim.render)
+        return read_sensors(self._sensors, self._sim.render, self._episode)
 
     def _default_ego(self, obs: Any) -> np.ndarray | None:
         """The observation when it is exactly the paper's 448 ego RGB image, else None."""

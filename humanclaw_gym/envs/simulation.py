@@ -13,7 +13,6 @@ physics state, whatever number of views (observation, metrics, video) read that 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -62,7 +61,7 @@ class Simulation:
         self._synced_version = -1
         self._synced_link_poses: np.ndarray | None = None
         self._body_mesh_faces_sent = False
-        self._cache: dict[tuple[str, int, bool], Any] = {}
+        self._cache: dict[tuple[str, int], tuple[frozenset[str], Any]] = {}
         self._cache_version = -1
         self._closed = False
 
@@ -147,7 +146,6 @@ class Simulation:
     def _ensure_backends(self) -> None:
         if self._closed:
             raise RuntimeError("the environment is closed")
-        os.environ.setdefault("LP_NUM_THREADS", "1")
         if self.motion is None:
             kwargs: dict[str, Any] = dict(self.config.motion_options)
             if self.config.motion_checkpoint is not None:
@@ -262,27 +260,32 @@ class Simulation:
         Args:
             view: ``"ego"`` (head camera) or ``"exo"`` (third person).
             size: side of the square image in pixels.
-            modes: ``"rgb"`` always; ``"instance"`` adds the instance-id image (same pass).
+            modes: ``"rgb"`` always; ``"instance"`` adds the instance-id image and
+                ``"depth"`` the metric depth image, both from the same pass.
 
         Returns:
             The renderer's :class:`~humanclaw_gym.backends.protocols.RenderResult`. Views
-            of an unchanged state are rendered once: asking again (e.g. the observation and
-            the video's last frame) returns the same result, whose arrays callers must not
-            modify.
+            of an unchanged state are rendered once: asking again for the same camera with
+            the same or fewer modes (e.g. the observation and the video's last frame)
+            returns the same result, whose arrays callers must not modify.
         """
         from humanclaw_gym.render.cameras import ego_camera, exo_camera
 
-        instance = "instance" in modes
+        wanted = frozenset(modes) | {"rgb"}
         if self._cache_version != self._version:
             self._cache.clear()
             self._cache_version = self._version
-        for key in ((view, size, True), (view, size, instance)):
-            if key in self._cache:  # an image of this very state and camera (one pass)
-                return self._cache[key]
+        cached = self._cache.get((view, size))
+        if cached is not None:
+            if wanted <= cached[0]:  # an image of this very state and camera (one pass)
+                return cached[1]
+            wanted |= cached[0]  # one new pass with every mode asked for so far
         link_poses = self._sync_renderer()
         make = ego_camera if view == "ego" else exo_camera
-        result = self.renderer.render(make(link_poses, width=size, height=size), instance=instance)
-        self._cache[(view, size, instance)] = result
+        camera = make(link_poses, width=size, height=size)
+        kwargs = {"depth": True} if "depth" in wanted else {}
+        result = self.renderer.render(camera, instance="instance" in wanted, **kwargs)
+        self._cache[(view, size)] = (wanted, result)
         return result
 
     def _sync_renderer(self) -> np.ndarray:

@@ -1,9 +1,18 @@
 """The vector entry point: ``gym.make_vec("HumanClawFindNavInteract-v0", num_envs=N)``.
 
 Builds a Gymnasium :class:`~gymnasium.vector.SyncVectorEnv` (``mode="sync"``, default) or
-:class:`~gymnasium.vector.AsyncVectorEnv` (``mode="async"``, one process per sub-env) whose
-sub-env ``i`` plays shard ``i`` of ``N`` of the episode list, so no episode is played by two
-sub-envs. Autoreset mode is Gymnasium's ``NEXT_STEP``.
+:class:`~gymnasium.vector.AsyncVectorEnv` (``mode="async"``, one process per sub-env,
+started with ``spawn``) whose sub-env ``i`` plays shard ``i`` of ``N`` of the episode list,
+so no episode is played by two sub-envs. Autoreset mode is Gymnasium's ``NEXT_STEP``.
+
+Actions of a vector env: the batched ``Dict`` (each entry stacked along a first axis of
+length N, as ``envs.action_space.sample()`` gives) or a list/tuple of N per-sub-env
+actions, each a :class:`~humanclaw_gym.SkillCall`, its text form or a
+:class:`~humanclaw_gym.policy.Decision`. The list form works in every vectorization mode
+(this entry point and Gymnasium's own ``vectorization_mode="sync"``/``"async"``) because the
+env's action space is a :class:`SkillActionSpace`, whose batched form
+(:class:`BatchedSkillActionSpace`) Gymnasium's ``iterate`` splits either way. Every entry of
+a list is validated before any sub-env steps.
 """
 
 from __future__ import annotations
@@ -12,8 +21,88 @@ import functools
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector.utils import batch_space, iterate
 
-__all__ = ["BatchedMotionSyncVectorEnv", "make_vector_env"]
+__all__ = [
+    "BatchedMotionSyncVectorEnv",
+    "BatchedSkillActionSpace",
+    "SkillActionSpace",
+    "make_vector_env",
+    "skill_action_space",
+]
+
+
+class SkillActionSpace(spaces.Dict):
+    """The env's action space: the ``Dict`` encoding of a SkillCall
+    (:func:`humanclaw_gym.skills.action_space`, unchanged). Being its own class only changes
+    how vector envs batch it: into a :class:`BatchedSkillActionSpace`."""
+
+
+class BatchedSkillActionSpace(spaces.Dict):
+    """The action space of a vector env of N HumanClaw envs: the batched ``Dict`` (entries
+    stacked along a first axis of length N); ``iterate`` also accepts a list/tuple of N
+    per-sub-env actions (SkillCalls, texts, Decisions or per-env Dict encodings)."""
+
+    num_envs: int = 1
+
+
+def skill_action_space(seed: int | None = None) -> SkillActionSpace:
+    """A new :class:`SkillActionSpace` with the entries of the skill table."""
+    from humanclaw_gym.skills import action_space
+
+    base = action_space()
+    return SkillActionSpace(dict(base.spaces), seed=seed, sort_keys=False)
+
+
+@batch_space.register(SkillActionSpace)
+def _batch_skill_space(space: SkillActionSpace, n: int = 1) -> BatchedSkillActionSpace:
+    batched = BatchedSkillActionSpace(
+        {key: batch_space(sub, n=n) for key, sub in space.spaces.items()}, sort_keys=False
+    )
+    batched.num_envs = int(n)
+    return batched
+
+
+@iterate.register(BatchedSkillActionSpace)
+def _iterate_skill_actions(space: BatchedSkillActionSpace, items: Any) -> Any:
+    if isinstance(items, (list, tuple)) or (
+        isinstance(items, np.ndarray) and items.dtype == object and items.ndim == 1
+    ):
+        return iter(per_env_actions(items, space.num_envs))
+    return iterate.dispatch(spaces.Dict)(space, items)
+
+
+def per_env_actions(items: Any, num_envs: int) -> list[Any]:
+    """Validate a list of per-sub-env actions; returns one SkillCall or Decision per sub-env.
+
+    Raises:
+        ValueError: the list does not hold exactly ``num_envs`` actions.
+        SkillCallError: an invalid action (the message names its index); for an entry of
+            an unsupported type a ``SkillCallTypeError`` (also a ``TypeError``).
+    """
+    from humanclaw_gym.policy import Decision
+    from humanclaw_gym.skills import SkillCall, SkillCallError, SkillCallTypeError
+
+    items = list(items)
+    if len(items) != num_envs:
+        raise ValueError(
+            f"a list of actions needs one action per sub-env: {num_envs} expected, got {len(items)}"
+        )
+    out: list[Any] = []
+    for i, item in enumerate(items):
+        if isinstance(item, Decision):
+            out.append(item)
+            continue
+        try:
+            out.append(SkillCall.coerce(item))
+        except SkillCallError as exc:
+            cls = SkillCallTypeError if isinstance(exc, TypeError) else SkillCallError
+            raise cls(
+                exc.field, exc.value, exc.allowed, skill=exc.skill, message=f"actions[{i}]: {exc}"
+            ) from exc
+    return out
 
 
 class BatchedMotionSyncVectorEnv(gym.vector.SyncVectorEnv):
@@ -29,10 +118,11 @@ class BatchedMotionSyncVectorEnv(gym.vector.SyncVectorEnv):
     """
 
     def step(self, actions: Any):
-        from gymnasium.vector.utils import iterate
-
+        from humanclaw_gym.policy import Decision
         from humanclaw_gym.skills import SkillCall, SkillCallError
 
+        if isinstance(actions, (list, tuple)):  # validated once, before any sub-env steps
+            actions = per_env_actions(actions, self.num_envs)
         pairs = []
         service = None
         for i, action in enumerate(iterate(self.action_space, actions)):
@@ -46,7 +136,7 @@ class BatchedMotionSyncVectorEnv(gym.vector.SyncVectorEnv):
             if motion is None or not getattr(caps, "batched", False):
                 continue
             try:
-                call = SkillCall.coerce(action)
+                call = action.action if isinstance(action, Decision) else SkillCall.coerce(action)
             except (SkillCallError, TypeError):
                 continue  # the sub-env raises the proper error itself
             if call.is_stop:

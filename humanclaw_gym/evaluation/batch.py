@@ -345,7 +345,11 @@ def _clear_rollout(directory: Path) -> None:
 # executors
 # --------------------------------------------------------------------------------------
 def _worker_init() -> None:
-    os.environ.setdefault("LP_NUM_THREADS", "1")
+    # The renderer's Mesa defaults (no rasteriser or shader-cache threads): this also runs
+    # in the caller's own process (workers=1), which may fork async vector envs later.
+    from humanclaw_gym.render.moderngl_backend import apply_mesa_defaults
+
+    apply_mesa_defaults()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
@@ -440,8 +444,12 @@ def check_run_config(config: RunConfig) -> None:
     """Refuse a config that would fail in every episode, before any worker starts.
 
     Raises:
-        ValueError: an unknown backend, an option it does not accept, a missing body model.
+        ValueError: an agent that cannot be imported (``PolicySpecError``), an unknown
+            backend, an option it does not accept, a missing body model.
     """
+    from humanclaw_gym.evaluation.policies import check_policy_spec
+
+    check_policy_spec(config.agent)
     if config.via_server:
         if config.metrics and config.metric_rules != "paper":
             raise ValueError(

@@ -5,25 +5,37 @@ Accepted forms:
 * ``NAME``: a policy registered under the entry-point group ``humanclaw_gym.policies``
   (``humanclaw_agents`` registers ``psv``, ``oracle``, ``random`` and ``checkpoint``;
   third-party packages plug in the same way);
-* ``module.path:ClassName``: any importable class or factory;
+* ``module.path:ClassName``: any importable class or factory; the module is looked up in
+  the current working directory first (as ``python -m`` does), so
+  ``--agent scripts.custom_planner:BrightnessPlanner`` works from the repository root;
 * ``checkpoint:PATH``: the ``checkpoint`` entry point called with ``checkpoint=PATH``;
 * ``NAME:VARIANT``: a registered policy whose factory takes ``variant`` (``psv:v1``), called
   with ``variant=VARIANT``. A registered name before the colon wins over a module of the
   same name; a policy without variants is refused.
 
 The factory is called with whichever of ``model_config``, ``seed`` and ``checkpoint`` its
-signature accepts, so simple policies need no boilerplate.
+signature accepts, so simple policies need no boilerplate. :func:`check_policy_spec`
+resolves a spec without building the policy: batch runs call it once, before any episode,
+so a policy that cannot be imported fails once with one clear message.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PolicySpecError", "available_policies", "load_policy", "resolve_policy_factory"]
+__all__ = [
+    "PolicySpecError",
+    "available_policies",
+    "check_policy_spec",
+    "load_policy",
+    "resolve_policy_factory",
+]
 
 GROUP = "humanclaw_gym.policies"
 
@@ -57,10 +69,14 @@ def resolve_policy_factory(spec: str) -> tuple[Any, dict[str, Any]]:
         extra["variant"] = variant
     elif ":" in spec:
         module_name, _, attr = spec.partition(":")
+        _current_directory_first()
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise PolicySpecError(f"cannot import policy module {module_name!r}: {exc}") from exc
+            raise PolicySpecError(
+                f"cannot import policy module {module_name!r}: {exc} (looked in the current "
+                f"directory {os.getcwd()} first, then the installed packages)"
+            ) from exc
         try:
             return getattr(module, attr), extra
         except AttributeError:
@@ -73,6 +89,28 @@ def resolve_policy_factory(spec: str) -> tuple[Any, dict[str, Any]]:
         return eps[name].load(), extra
     except ImportError as exc:
         raise PolicySpecError(f"agent {name!r} cannot be loaded: {exc}") from exc
+
+
+def _current_directory_first() -> None:
+    """Put the current working directory at the front of ``sys.path`` (once), as
+    ``python -m`` does; console scripts start with their own bin directory there."""
+    cwd = os.getcwd()
+    entries = [os.path.abspath(p) if p else cwd for p in sys.path]
+    if entries and entries[0] == cwd:
+        return
+    if cwd in entries:
+        sys.path.pop(entries.index(cwd))
+    sys.path.insert(0, cwd)
+
+
+def check_policy_spec(spec: str) -> None:
+    """Resolve an ``--agent`` string (import its module or entry point) without building
+    the policy.
+
+    Raises:
+        PolicySpecError: the spec names nothing loadable, with the reason.
+    """
+    resolve_policy_factory(spec)
 
 
 def load_policy(

@@ -41,6 +41,18 @@ def _png_data_url(image: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _metric_text(value: Any) -> str:
+    """A metric for the page: ``n/a`` when not applicable (None), ``yes``/``no`` for flags,
+    3 decimals for real numbers, integers as they are."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
 def _read_json(path: Path) -> Any | None:
     try:
         return json.loads(path.read_text())
@@ -117,7 +129,7 @@ def write_rollout_report(
     )
     map_img = render_map(
         scene, episode=episode, path_xz=path, title=f"{bundle.scene_id} / {bundle.episode_id}"
-    )
+    )  # the agent's realized path and, with the episode, the shortest path (both labelled)
     views = _step_views(bundle, renderer, image_size)
 
     actions = result.get("actions", [])
@@ -155,26 +167,34 @@ def write_rollout_report(
             "collision_rate", "motion_jerk_m_s3", "steps",
         ]  # fmt: skip
         metric_rows = "".join(
-            f"<tr><th>{k}</th><td>{html.escape(str(metrics.get(k)))}</td></tr>"
+            f"<tr><th>{k}</th><td class='num'>{html.escape(_metric_text(metrics.get(k)))}</td></tr>"
             for k in keep
             if k in metrics
         )
     instruction = html.escape(episode.instruction if episode is not None else "")
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>HumanClaw rollout {html.escape(bundle.episode_id)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }}
-table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ccc; padding: 4px 8px; vertical-align: top; }}
-td.n {{ text-align: right; }} td.x {{ font-size: 11px; color: #666; max-width: 260px; }}
-.head {{ display: flex; gap: 2em; align-items: flex-start; }}
+table {{ border-collapse: collapse; max-width: 100%; }}
+td, th {{ border: 1px solid #ccc; padding: 4px 8px; vertical-align: top; overflow-wrap: anywhere; }}
+th {{ text-align: left; }} td.n, td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
+td.x {{ font-size: 11px; color: #666; }}
+.head {{ display: flex; flex-wrap: wrap; gap: 1em 2em; align-items: flex-start; }}
+.head > div {{ min-width: 0; max-width: 100%; }}
+img {{ max-width: 100%; height: auto; }}
+table.decisions {{ width: 100%; table-layout: fixed; }}
+table.decisions col.step {{ width: 3em; }} table.decisions col.view {{ width: 30%; }}
 </style></head><body>
 <h1>Rollout {html.escape(bundle.episode_id)} in {html.escape(bundle.scene_id)}</h1>
 <p><b>Instruction:</b> {instruction} &nbsp; <b>Ended by:</b> {html.escape(str(result.get("ended_by", manifest.get("ended_by"))))}
 &nbsp; <b>Steps:</b> {html.escape(str(result.get("steps", manifest.get("steps"))))}</p>
-<div class="head"><div><h2>Map and realized path</h2><img src="{_png_data_url(map_img)}" style="max-width:640px"></div>
+<div class="head"><div><h2>Map: agent path and shortest path</h2><img src="{_png_data_url(map_img)}" alt="top-down map" style="width:640px"></div>
 <div><h2>Metrics</h2>{"<table>" + metric_rows + "</table>" if metric_rows else "<p>(no metrics.json)</p>"}</div></div>
 <h2>Decisions</h2>
-<table><tr><th>step</th><th>ego view (what the policy saw)</th><th>visible_state</th><th>goal</th>
+<table class="decisions"><colgroup><col class="step"><col class="view"><col><col><col><col><col></colgroup>
+<tr><th>step</th><th>ego view (what the policy saw)</th><th>visible_state</th><th>goal</th>
 <th>action</th><th>verifier</th><th>extras</th></tr>
 {"".join(rows)}
 </table>

@@ -38,7 +38,9 @@ from humanclaw_gym.body.skeleton import EYE_OFFSET_IN_HEAD_M, JOINT_INDEX
 from humanclaw_gym.render.transforms import check_link_poses, quat_xyzw_to_matrix
 
 __all__ = [
+    "EGO_FAR_M",
     "EGO_FOV_Y_DEG",
+    "EGO_NEAR_M",
     "EGO_PITCH_DOWN_DEG",
     "EXO_BEHIND_M",
     "EXO_CUTAWAY_BEHIND_M",
@@ -55,6 +57,9 @@ __all__ = [
 EGO_FOV_Y_DEG = 90.0
 #: How far the ego camera looks below the head's forward axis.
 EGO_PITCH_DOWN_DEG = 20.0
+#: Near and far clip planes of the ego camera (metres); depth images lie in this range.
+EGO_NEAR_M = 0.05
+EGO_FAR_M = 50.0
 #: Exo camera placement relative to the pelvis (along the body's floor heading).
 EXO_BEHIND_M = 2.2
 EXO_HEIGHT_ABOVE_PELVIS_M = 1.6
@@ -95,8 +100,8 @@ def ego_camera(
     height: int = 448,
     fov_y_deg: float = EGO_FOV_Y_DEG,
     pitch_down_deg: float = EGO_PITCH_DOWN_DEG,
-    near_m: float = 0.05,
-    far_m: float = 50.0,
+    near_m: float = EGO_NEAR_M,
+    far_m: float = EGO_FAR_M,
 ) -> Camera:
     """The egocentric camera on the head.
 

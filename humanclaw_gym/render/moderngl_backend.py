@@ -24,10 +24,18 @@ patterns run across floor slabs, part-local metres for moving parts so that patt
 to them. At 448 x 448 on Mesa llvmpipe (one thread) a furnished room costs about 6 ms per
 frame; see ``docs/rendering.md``.
 
-Threads: llvmpipe starts one rasteriser thread per core by default. Environments run one
-renderer per worker process and several workers per machine, so the constructor sets
-``LP_NUM_THREADS=1`` (unless the variable is already set) before the context exists; extra
-render threads would only fight the physics of the other workers for the same cores.
+Threads and fork: llvmpipe starts one rasteriser thread per core by default, and Mesa's
+shader disk cache one writer thread. Threads do not survive ``fork``: a process forked
+after the parent made a context (Gymnasium's ``AsyncVectorEnv`` forks on Linux) inherits
+Mesa's screen without its threads, and its first draw waits for them forever. So the
+constructor applies :data:`MESA_DEFAULTS` (unless the variables are already set) before the
+first context exists: ``LP_NUM_THREADS=0`` (llvmpipe rasterises in the calling thread;
+environments run one renderer per worker process and extra render threads would only
+fight the physics of the other workers for the same cores) and
+``MESA_SHADER_CACHE_DISABLE=true``. The process then keeps no Mesa thread and forked
+workers render normally. When a context may run driver threads (a GPU driver, or those
+variables set otherwise), the process id is remembered, and a renderer made in a process
+forked from it raises :class:`RenderBackendUnavailable` saying why instead of hanging.
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ from humanclaw_gym.render.transforms import (
     check_link_poses,
     check_object_poses,
     cutaway_plane_of,
+    depth_from_window,
     projection_matrix,
     quat_xyzw_to_matrix,
     validate_camera,
@@ -249,6 +258,33 @@ class _BodyMesh:
             obj.release()
 
 
+MESA_DEFAULTS: dict[str, str] = {"LP_NUM_THREADS": "0", "MESA_SHADER_CACHE_DISABLE": "true"}
+"""Mesa settings applied with ``os.environ.setdefault`` before the first context: no
+llvmpipe rasteriser threads, no shader-cache writer thread (see the module docstring)."""
+
+_THREADED_GL_PID: int | None = None
+"""Id of this process (or of the parent it was forked from) once it made a context that
+may run driver threads; None while every context was thread-free."""
+
+
+def apply_mesa_defaults() -> None:
+    """Set :data:`MESA_DEFAULTS` in ``os.environ`` where not set (before a context exists)."""
+    for key, value in MESA_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
+def _note_context(device: str) -> None:
+    """Remember this process when its new context may run driver threads."""
+    global _THREADED_GL_PID
+    thread_free = (
+        "llvmpipe" in device.lower()
+        and os.environ.get("LP_NUM_THREADS") == "0"
+        and os.environ.get("MESA_SHADER_CACHE_DISABLE", "").lower() in ("true", "1", "yes")
+    )
+    if not thread_free and _THREADED_GL_PID is None:
+        _THREADED_GL_PID = os.getpid()
+
+
 class ModernglRenderer:
     """Instanced rasteriser on a headless EGL OpenGL 3.3 context.
 
@@ -268,7 +304,7 @@ class ModernglRenderer:
 
     capabilities = RenderCapabilities(
         name="moderngl",
-        modes=frozenset({"rgb", "instance"}),
+        modes=frozenset({"rgb", "instance", "depth"}),
         part_shapes=frozenset({"box", "cylinder", "sphere", "capsule", "mesh"}),
         body_mesh=True,
     )
@@ -302,7 +338,16 @@ class ModernglRenderer:
         self._mesh_instance: Any = None
         self._mesh_layer: Any = None  # scene "mesh" parts (render/mesh_layer.py)
 
-        os.environ.setdefault("LP_NUM_THREADS", "1")
+        apply_mesa_defaults()
+        if _THREADED_GL_PID is not None and _THREADED_GL_PID != os.getpid():
+            raise RenderBackendUnavailable(
+                f"this process was forked from process {_THREADED_GL_PID}, whose OpenGL "
+                "context may run driver threads that a fork does not copy (a context made "
+                "here would wait for them forever); create renderers only after forking, "
+                "start worker processes with 'spawn' or 'forkserver' (gym.make_vec(ID, "
+                "num_envs=N) does), or keep Mesa llvmpipe with LP_NUM_THREADS=0 and "
+                "MESA_SHADER_CACHE_DISABLE=true in the parent"
+            )
         try:
             import moderngl
         except ImportError as exc:
@@ -329,6 +374,7 @@ class ModernglRenderer:
         except Exception:
             self.close()
             raise
+        _note_context(self.device)
 
     def _setup(self, moderngl: Any, width_hint: int) -> None:
         """Compile the program, upload meshes and patterns (context current)."""
@@ -666,12 +712,15 @@ class ModernglRenderer:
     # Rendering
     # ----------------------------------------------------------------------------------
     @_current_context
-    def render(self, camera: Camera, instance: bool = False) -> RenderResult:
+    def render(self, camera: Camera, instance: bool = False, depth: bool = False) -> RenderResult:
         """Draw the scene (and the humanoid once posed, or its mesh once set) from ``camera``.
 
         Returns:
-            ``rgb uint8 (H, W, 3)`` and, if ``instance``, ``int32 (H, W)`` ids (-1 background,
-            0 humanoid, >= 1 scene objects). Row 0 is the top of the image.
+            ``rgb uint8 (H, W, 3)``; if ``instance``, ``int32 (H, W)`` ids (-1 background,
+            0 humanoid, >= 1 scene objects); if ``depth``, ``float32 (H, W)`` metres along
+            the viewing axis, read back from this pass's depth buffer (``far_m`` where
+            nothing was drawn; clipped-away cutaway parts leave no depth). Row 0 is the top
+            of the image.
         """
         self._require_open()
         if self._scene is None:
@@ -716,7 +765,12 @@ class ModernglRenderer:
             id_bytes = target.read(components=1, attachment=1, alignment=1, dtype="i4")
             ids = np.frombuffer(id_bytes, dtype=np.int32).reshape(h, w)[::-1] - np.int32(1)
             ids = np.ascontiguousarray(ids, dtype=np.int32)
-        return RenderResult(rgb=rgb, instance=ids)
+        depth_m = None
+        if depth:
+            z_bytes = target.read(components=1, attachment=-1, alignment=1, dtype="f4")
+            window = np.frombuffer(z_bytes, dtype=np.float32).reshape(h, w)[::-1]
+            depth_m = depth_from_window(window, camera)
+        return RenderResult(rgb=rgb, instance=ids, depth=depth_m)
 
     def close(self) -> None:
         """Release every GL object and the context. Idempotent."""

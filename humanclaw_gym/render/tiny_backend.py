@@ -46,6 +46,7 @@ from humanclaw_gym.render.transforms import (
     check_link_poses,
     check_object_poses,
     cutaway_plane_of,
+    depth_from_window,
     projection_matrix,
     quat_xyzw_to_matrix,
     validate_camera,
@@ -154,7 +155,7 @@ class TinyRenderer:
 
     capabilities = RenderCapabilities(
         name="tiny",
-        modes=frozenset({"rgb", "instance"}),
+        modes=frozenset({"rgb", "instance", "depth"}),
         part_shapes=frozenset({"box", "cylinder", "sphere", "capsule", "mesh"}),
         body_mesh=True,
     )
@@ -463,7 +464,7 @@ class TinyRenderer:
                 index, local = self._cut_local[oid]
                 self._cut_corners[index] = arr[row, :3] + local @ rots[row].T
 
-    def render(self, camera: Camera, instance: bool = False) -> RenderResult:
+    def render(self, camera: Camera, instance: bool = False, depth: bool = False) -> RenderResult:
         """Draw the scene (and the humanoid once posed, or its mesh once set) from ``camera``.
 
         With a :class:`~humanclaw_gym.render.cameras.CutawayCamera`, cuttable objects that
@@ -471,8 +472,11 @@ class TinyRenderer:
         :meth:`_apply_cutaway`).
 
         Returns:
-            ``rgb uint8 (H, W, 3)`` and, if ``instance``, ``int32 (H, W)`` ids (-1 background,
-            0 humanoid, >= 1 scene objects). Row 0 is the top of the image.
+            ``rgb uint8 (H, W, 3)``; if ``instance``, ``int32 (H, W)`` ids (-1 background,
+            0 humanoid, >= 1 scene objects); if ``depth``, ``float32 (H, W)`` metres along
+            the viewing axis from TinyRenderer's depth buffer of the same image (with the
+            body mesh composited in; ``far_m`` where nothing was drawn). Row 0 is the top
+            of the image.
         """
         self._require_open()
         if self._scene is None:
@@ -482,7 +486,7 @@ class TinyRenderer:
         w, h = int(camera.width), int(camera.height)
         hidden = self._apply_cutaway(camera, cutaway_plane_of(camera))
         try:
-            rgba, seg, depth = self._camera_image(camera, w, h)
+            rgba, seg, z_buffer = self._camera_image(camera, w, h)
         finally:
             for uid in hidden:
                 position, quat = self._part_pose[uid]
@@ -493,19 +497,27 @@ class TinyRenderer:
         uids = np.asarray(seg, dtype=np.int64).reshape(h, w)
         background = uids < 0
         rgb[background] = self._sky
-        mesh_pixels = None
+        mesh_pixels = window = None
+        if self._mesh_faces is not None or depth:
+            window = np.where(
+                background, np.inf, np.asarray(z_buffer, dtype=np.float64).reshape(h, w)
+            )
         if self._mesh_faces is not None:
-            scene_depth = np.where(background, np.inf, np.asarray(depth).reshape(h, w))
-            mesh_pixels = self._draw_mesh(camera, rgb, scene_depth)
+            mesh_pixels, window = self._draw_mesh(camera, rgb, window)
         ids = None
         if instance:
             ids = np.where(background, -1, self._lut[np.clip(uids, 0, len(self._lut) - 1)])
             ids = ids.astype(np.int32)
             if mesh_pixels is not None:
                 ids.reshape(-1)[mesh_pixels] = 0
-        return RenderResult(rgb=rgb, instance=ids)
+        depth_m = None
+        if depth:
+            depth_m = depth_from_window(np.where(np.isinf(window), 1.0, window), camera)
+        return RenderResult(rgb=rgb, instance=ids, depth=depth_m)
 
-    def _draw_mesh(self, camera: Camera, rgb: np.ndarray, scene_depth: np.ndarray) -> np.ndarray:
+    def _draw_mesh(
+        self, camera: Camera, rgb: np.ndarray, scene_depth: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Rasterise the body mesh into ``rgb`` (in place) where it is nearer than the scene.
 
         Args:
@@ -514,7 +526,8 @@ class TinyRenderer:
             scene_depth: ``(H, W)`` window depth of the scene (``inf`` where empty).
 
         Returns:
-            Flat indices (``row * W + col``) of the pixels the mesh covers.
+            Flat indices (``row * W + col``) of the pixels the mesh covers, and the
+            ``(H, W)`` window depth of scene and mesh together (``inf`` where empty).
         """
         verts = self._mesh_vertices.astype(np.float64)  # type: ignore[union-attr]
         faces = self._mesh_faces
@@ -560,7 +573,7 @@ class TinyRenderer:
             np.round(best_shade[covered, None] * self._body_color[None] * 255.0), 0, 255
         )
         rgb.reshape(-1, 3)[covered] = color.astype(np.uint8)
-        return covered
+        return covered, best_depth.reshape(h, w)
 
     def _apply_cutaway(self, camera: Camera, plane: np.ndarray | None) -> list[int]:
         """Hide the objects a cutaway removes; return their part bodies for restoring.

@@ -21,6 +21,7 @@ __all__ = [
     "check_link_poses",
     "check_object_poses",
     "cutaway_plane_of",
+    "depth_from_window",
     "matrix_to_quat_xyzw",
     "pose_to_matrix",
     "project_points",
@@ -208,6 +209,26 @@ def projection_matrix(camera: Camera) -> np.ndarray:
     m[2, 3] = 2.0 * f * n / (n - f)
     m[3, 2] = -1.0
     return m
+
+
+def depth_from_window(window_depth: np.ndarray, camera: Camera) -> np.ndarray:
+    """Metric depth from a depth buffer of :func:`projection_matrix`'s projection.
+
+    Args:
+        window_depth: ``(H, W)`` window depths in ``[0, 1]`` (OpenGL: NDC z mapped to
+            ``[0, 1]``; 1 where nothing was drawn).
+        camera: the camera the buffer was rendered with (its near and far planes).
+
+    Returns:
+        ``float32 (H, W)``: distance along the viewing axis in metres (eye-space z, the
+        quantity :func:`project_points` returns), in ``[near_m, far_m]``; ``far_m`` where
+        nothing was drawn. The inverse of the perspective depth mapping, evaluated in
+        float64; the final clip to ``[near_m, far_m]`` only removes rounding.
+    """
+    n, f = float(camera.near_m), float(camera.far_m)
+    z_ndc = 2.0 * np.asarray(window_depth, dtype=np.float64) - 1.0
+    depth = 2.0 * f * n / (f + n - z_ndc * (f - n))
+    return np.clip(depth, n, f).astype(np.float32)
 
 
 def project_points(camera: Camera, points_world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,6 @@
 """Top-down maps of a home (PIL): rooms, walls, furniture by category, an episode's
-targets with their approach points, start pose and shortest path.
+targets with their approach points, start pose and shortest path, and optionally the path
+an agent actually walked.
 
 Image axes: +x to the right, +z downwards (the view from above, looking down -Y), the same
 orientation as :meth:`NavGrid.to_image`.
@@ -64,6 +65,7 @@ ROOM_COLORS: dict[str, tuple[int, int, int]] = {
 _TARGET_OUTLINE = (220, 20, 60)
 _APPROACH_POINT = (255, 140, 0)
 _PATH_COLOR = (30, 110, 230)
+_AGENT_PATH_COLOR = (200, 0, 200)
 _START_COLOR = (20, 150, 60)
 _MARGIN_PX = 24
 _LINTEL_BOTTOM_M = 1.9
@@ -105,6 +107,7 @@ def render_map(
     grid: NavGrid | None = None,
     episode: Any | None = None,
     path_xz: np.ndarray | None = None,
+    shortest_path: bool = True,
     px_per_m: float = 60.0,
     show_clearance: bool = True,
     legend: bool = True,
@@ -119,9 +122,11 @@ def render_map(
         episode: optional :class:`~humanclaw_gym.episodes.Episode`: its target instances are
             outlined (seat approach poses as red dots), the recorded approach points of
             every target drawn as small orange dots, its start pose drawn as an arrow and,
-            unless ``path_xz`` is given, the simplified shortest path to the nearest
-            target's approach points drawn.
-        path_xz: optional ``(K, 2)`` world x/z polyline to draw.
+            with ``shortest_path``, the simplified shortest path to the nearest target's
+            approach points drawn (blue, "shortest path").
+        path_xz: optional ``(K, 2)`` world x/z polyline of the path an agent walked, drawn in
+            magenta ("agent path") with its end point circled.
+        shortest_path: draw the episode's shortest path (needs ``episode``).
         px_per_m: scale.
         show_clearance: tint cells that are inside the body clearance of obstacles.
         legend: draw the category legend on the right.
@@ -152,7 +157,7 @@ def render_map(
         x1, y1 = to_px(*room.max_xz)
         draw.rectangle((x0, y0, x1, y1), fill=ROOM_COLORS.get(room.room_type, (240, 240, 240)))
 
-    needs_grid = episode is not None and path_xz is None
+    needs_grid = episode is not None and shortest_path
     if grid is None and (needs_grid or show_clearance):
         from humanclaw_gym.scenes.navgrid import NavGrid
 
@@ -210,6 +215,8 @@ def render_map(
         draw.text((cx - tw / 2, cy - th / 2 - 1), label, fill=(60, 60, 60), font=font)
 
     # episode overlays
+    route_xz = None
+    has_approach = has_points = False
     if episode is not None:
         for goal in episode.goals:
             if goal.object_id in {o.object_id for o in scene.objects}:
@@ -224,6 +231,7 @@ def render_map(
             if goal.approach_pose is not None:
                 ax, ay = to_px(goal.approach_pose[0], goal.approach_pose[1])
                 draw.ellipse((ax - 3, ay - 3, ax + 3, ay + 3), fill=_TARGET_OUTLINE)
+                has_approach = True
             for px_, _py, pz_ in goal.approach_points or ():
                 ax, ay = to_px(px_, pz_)
                 draw.ellipse(
@@ -231,17 +239,27 @@ def render_map(
                     fill=_APPROACH_POINT,
                     outline=_shade(_APPROACH_POINT, 0.6),
                 )
-        if path_xz is None and grid is not None:
+                has_points = True
+        if shortest_path and grid is not None:
             ids = {int(g.object_id) for g in episode.goals if isinstance(g.object_id, int)}
             objs = [o for o in scene.objects if o.object_id in ids]
             if objs:
                 start = (episode.start_position[0], episode.start_position[2])
-                path_xz = grid.shortest_path(start, objs, simplify=True)
-    if path_xz is not None and len(path_xz) >= 2:
-        pts = [to_px(float(x), float(z)) for x, z in np.asarray(path_xz)]
+                route_xz = grid.shortest_path(start, objs, simplify=True)
+    if route_xz is not None and len(route_xz) >= 2:
+        pts = [to_px(float(x), float(z)) for x, z in np.asarray(route_xz)]
         draw.line(pts, fill=_PATH_COLOR, width=3, joint="curve")
         for px, py in pts[1:-1]:
             draw.ellipse((px - 3, py - 3, px + 3, py + 3), fill=_PATH_COLOR)
+    else:
+        route_xz = None
+    if path_xz is not None and len(path_xz) >= 2:
+        pts = [to_px(float(x), float(z)) for x, z in np.asarray(path_xz)]
+        draw.line(pts, fill=_AGENT_PATH_COLOR, width=2, joint="curve")
+        ex, ey = pts[-1]
+        draw.ellipse((ex - 5, ey - 5, ex + 5, ey + 5), outline=_AGENT_PATH_COLOR, width=2)
+    else:
+        path_xz = None
     if episode is not None:
         sx, sy = to_px(episode.start_position[0], episode.start_position[2])
         yaw = float(episode.start_yaw_rad)
@@ -267,7 +285,19 @@ def render_map(
         lx = ox + map_w + _MARGIN_PX
         ly = oy
         draw.text((lx, ly - 22), "legend", fill=(20, 20, 20), font=font)
+        # the episode's overlays first: they must not fall off the bottom of a long legend
         rows: list[tuple[str, tuple[int, int, int], str]] = []
+        if episode is not None:
+            rows.append(("target", _TARGET_OUTLINE, "outline"))
+            if has_approach:
+                rows.append(("seat approach pose", _TARGET_OUTLINE, "dot"))
+            if has_points:
+                rows.append(("approach points", _APPROACH_POINT, "dot"))
+            rows.append(("start (facing)", _START_COLOR, "fill"))
+            if route_xz is not None:
+                rows.append(("shortest path", _PATH_COLOR, "line"))
+        if path_xz is not None:
+            rows.append(("agent path (o = end)", _AGENT_PATH_COLOR, "line"))
         for cat in sorted(
             present,
             key=lambda c: (
@@ -277,13 +307,6 @@ def render_map(
             ),
         ):
             rows.append((cat.replace("_", " "), CATEGORY_COLORS.get(cat, (150, 150, 150)), "fill"))
-        if episode is not None:
-            rows += [
-                ("target", _TARGET_OUTLINE, "outline"),
-                ("approach points", _APPROACH_POINT, "dot"),
-                ("start (facing)", _START_COLOR, "fill"),
-                ("shortest path", _PATH_COLOR, "line"),
-            ]
         for label, color, style in rows:
             if ly > height - 20:
                 break

@@ -66,7 +66,7 @@ from humanclaw_gym.skills.catalog import (
     unregister_skill,
 )
 from humanclaw_gym.skills.describe import describe_skills, skill_table_rows
-from humanclaw_gym.skills.errors import SkillCallError, SkillCallParseError
+from humanclaw_gym.skills.errors import SkillCallError, SkillCallParseError, SkillCallTypeError
 from humanclaw_gym.skills.spec import ActionField, Choice, Range, SkillSpec
 
 __all__ = [
@@ -87,6 +87,7 @@ __all__ = [
     "SkillCall",
     "SkillCallError",
     "SkillCallParseError",
+    "SkillCallTypeError",
     "SkillSpec",
     "action_fields",
     "action_space",

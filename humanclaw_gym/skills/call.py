@@ -30,7 +30,13 @@ from humanclaw_gym.skills.catalog import (
     skill_id_allowed,
     skill_name_allowed,
 )
-from humanclaw_gym.skills.errors import SkillCallError, SkillCallParseError, clip, shown
+from humanclaw_gym.skills.errors import (
+    SkillCallError,
+    SkillCallParseError,
+    SkillCallTypeError,
+    clip,
+    shown,
+)
 from humanclaw_gym.skills.spec import PARAM_FIELDS, WALK_WORD, Choice, Range, format_number
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -456,7 +462,8 @@ class SkillCall:
         mapping whose ``skill`` is an integer, :meth:`from_action`).
 
         Raises:
-            TypeError: for any other type.
+            SkillCallTypeError: for any other type (a :class:`SkillCallError` that is also a
+                ``TypeError``).
             SkillCallError: when the value has an accepted type but is invalid.
         """
         if isinstance(value, SkillCall):
@@ -467,10 +474,16 @@ class SkillCall:
             if isinstance(value.get("skill"), str):
                 return cls.from_dict(value)
             return cls.from_action(value)
-        raise TypeError(
-            "expected a SkillCall, its text form (str, e.g. 'Turn<left><30>'), its JSON form "
-            "(dict with a str 'skill') or its action-space encoding (dict with an int 'skill'); "
-            f"got {type(value).__name__}"
+        allowed = (
+            "a SkillCall, its text form (str, e.g. 'Turn<left><30>'), its JSON form (dict "
+            "with a str 'skill') or its action-space encoding (dict with an int 'skill')"
+        )
+        raise SkillCallTypeError(
+            "action",
+            value,
+            allowed,
+            message=f"SkillCall action {shown(value)} of type {type(value).__name__} is not "
+            f"an action: allowed {allowed}",
         )
 
 

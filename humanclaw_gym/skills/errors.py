@@ -1,4 +1,5 @@
-"""Errors of the action schema: :class:`SkillCallError` and :class:`SkillCallParseError`."""
+"""Errors of the action schema: :class:`SkillCallError`, :class:`SkillCallParseError` and
+:class:`SkillCallTypeError`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.skills.catalog import Skill
 
-__all__ = ["SHOWN_CHARS", "SkillCallError", "SkillCallParseError", "clip", "shown"]
+__all__ = [
+    "SHOWN_CHARS",
+    "SkillCallError",
+    "SkillCallParseError",
+    "SkillCallTypeError",
+    "clip",
+    "shown",
+]
 
 SHOWN_CHARS = 80
 """At most this many characters of an offending value are echoed in an error message (an
@@ -98,6 +106,15 @@ class SkillCallParseError(SkillCallError):
             _rebuild_error,
             (type(self), self.field, self.value, self.allowed, self.skill, str(self), self.param),
         )
+
+
+class SkillCallTypeError(SkillCallError, TypeError):
+    """An action of a type that is no form of a SkillCall (``42``, ``None``, a list, ...).
+
+    Both a :class:`SkillCallError` (so one ``except SkillCallError`` catches every invalid
+    action) and a ``TypeError`` (the usual Python signal for a wrong type). ``field`` is
+    ``"action"``; ``value`` the object given.
+    """
 
 
 def _rebuild_error(

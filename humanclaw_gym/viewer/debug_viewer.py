@@ -19,6 +19,7 @@ viser unchanged; :mod:`humanclaw_gym.viewer.geometry` holds the few convention c
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -665,18 +666,26 @@ class DebugViewer:
         if self._obs is not None:
             self._gui_image.image = self._obs
         if self._gui_follow.value:
-            position, look_at = self._camera_pose()
-            for client in self._server.get_clients().values():
-                client.camera.position = position
-                client.camera.look_at = look_at
+            self._move_client_cameras()
 
     def _place_camera(self) -> None:
-        """Initial (and 'look at body') camera: behind and above the body, looking at it."""
+        """After a reset: the camera of new tabs and of every open tab goes behind and above
+        the body at its start pose, looking at it."""
         position, look_at = self._camera_pose()
         if position is None:
             return
         self._server.initial_camera.position = position
         self._server.initial_camera.look_at = look_at
+        self._move_client_cameras()
+
+    def _move_client_cameras(self) -> None:
+        """Move every connected browser's camera behind the body (simulation thread)."""
+        position, look_at = self._camera_pose()
+        if position is None:
+            return
+        for client in self._server.get_clients().values():
+            client.camera.position = position
+            client.camera.look_at = look_at
 
     def _camera_pose(
         self,
@@ -878,7 +887,7 @@ class DebugViewer:
     def _update_gui(self, state: ViewerState) -> None:
         """Write a published state into the panel (simulation thread)."""
         if state.instruction is not None:
-            self._gui_instruction.content = f"**Instruction:** {state.instruction}"
+            self._gui_instruction.content = f"**Instruction:** {_md(state.instruction)}"
         if state.paused:
             run = "paused"
         elif self._policy is None:
@@ -890,16 +899,24 @@ class DebugViewer:
             ended = f" | **episode ended: {state.end_reason}** (next step resets)"
         last = "none yet"
         if state.last_skill is not None:
-            last = f"`{state.last_skill}` ({state.last_skill_source})"
+            # a code span shows its text literally (SkillCall text never holds a backtick)
+            last = f"`{state.last_skill}` ({_md(str(state.last_skill_source))})"
         self._gui_status.content = (
-            f"**Agent:** {state.agent} | **{run}**  \n"
-            f"**Episode:** {state.episode_id} ({state.scene_id})  \n"
+            f"**Agent:** {_md(str(state.agent))} | **{run}**  \n"
+            f"**Episode:** {_md(str(state.episode_id))} ({_md(str(state.scene_id))})  \n"
             f"**Step:** {state.step} / {state.max_steps}{ended}  \n"
             f"**Last skill:** {last}  \n"
             f"**Total steps:** {state.total_steps} | **episodes:** {state.episodes_started}"
         )
-        self._gui_error.content = "" if state.error is None else f"**Error:** {state.error}"
+        self._gui_error.content = "" if state.error is None else f"**Error:** {_md(state.error)}"
         self._gui_pause.label = "Resume" if state.paused else "Pause"
+
+
+def _md(text: str) -> str:
+    """``text`` as literal Markdown text: every ASCII punctuation character backslash-escaped
+    (viser's Markdown passes raw HTML through, so ``Turn<left><500>`` would lose its
+    ``<...>`` parts as unknown tags), line breaks as spaces."""
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", " ".join(str(text).splitlines()))
 
 
 def _chase_camera(

@@ -8,7 +8,9 @@ the software WebGL renderer to draw it, then capture the viewport.
 
 Needs a Chromium binary (``apt-get install chromium``) and the ``websockets`` package
 (installed with viser). Chromium runs with a fresh, temporary profile and with
-networking features that phone home switched off.
+networking features that phone home switched off. :class:`ChromiumPage` is the small
+DevTools client behind it (navigate, evaluate JavaScript, wait for a condition, capture);
+the browser tests of the viewer and of the HTML report use it too.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
-__all__ = ["CHROMIUM_FLAGS", "capture_page", "find_chromium"]
+__all__ = ["CHROMIUM_FLAGS", "ChromiumPage", "capture_page", "find_chromium"]
 
 #: Flags for a quiet, isolated headless Chromium (a fresh --user-data-dir is added).
 CHROMIUM_FLAGS: tuple[str, ...] = (
@@ -82,6 +85,126 @@ def _page_socket_url(port: int) -> str:
     raise RuntimeError("chromium has no page target")
 
 
+class ChromiumPage:
+    """One headless Chromium page driven through the DevTools protocol (a context manager).
+
+    Chromium runs with :data:`CHROMIUM_FLAGS` and a fresh temporary profile, which is
+    deleted on exit together with the browser process.
+
+    Args:
+        width, height: viewport size in CSS pixels (device scale factor 1).
+        chromium: browser binary (default: :func:`find_chromium`).
+
+    Raises:
+        FileNotFoundError: no Chromium binary.
+        RuntimeError / TimeoutError: the browser did not start or answer.
+    """
+
+    def __init__(self, width: int = 1280, height: int = 800, chromium: str | None = None) -> None:
+        self.width, self.height = int(width), int(height)
+        self._binary = chromium or find_chromium()
+        if self._binary is None:
+            raise FileNotFoundError("no chromium binary found (apt-get install -y chromium)")
+        self._profile: tempfile.TemporaryDirectory[str] | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._ws: Any = None
+        self._counter = 0
+
+    def __enter__(self) -> ChromiumPage:
+        from websockets.sync.client import connect
+
+        self._profile = tempfile.TemporaryDirectory(prefix="humanclaw-chromium-")
+        profile = self._profile.name
+        cmd = [
+            str(self._binary),
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={profile}",
+            f"--window-size={self.width},{self.height}",
+            "--remote-debugging-port=0",
+            "about:blank",
+        ]
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            port = _devtools_port(self._proc, Path(profile))
+            self._ws = connect(_page_socket_url(port), max_size=64 * 1024 * 1024)
+            self.call(
+                "Emulation.setDeviceMetricsOverride",
+                width=self.width,
+                height=self.height,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._ws is not None:
+            try:
+                self._ws.close()
+            except Exception:
+                pass
+            self._ws = None
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
+        if self._profile is not None:
+            self._profile.cleanup()
+            self._profile = None
+
+    def call(self, method: str, **params: object) -> dict:
+        """One DevTools command; returns its result (events in between are skipped)."""
+        self._counter += 1
+        self._ws.send(json.dumps({"id": self._counter, "method": method, "params": params}))
+        while True:
+            reply = json.loads(self._ws.recv(timeout=60))
+            if reply.get("id") == self._counter:
+                if "error" in reply:
+                    raise RuntimeError(f"chromium {method} failed: {reply['error']}")
+                return reply.get("result", {})
+
+    def navigate(self, url: str, wait_s: float = 0.0) -> None:
+        """Open ``url``, then wait ``wait_s`` seconds of real time."""
+        self.call("Page.navigate", url=url)
+        if wait_s > 0:
+            time.sleep(wait_s)
+
+    def evaluate(self, expression: str) -> Any:
+        """The JSON value of a JavaScript expression in the page."""
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"javascript error: {result['exceptionDetails']}")
+        return result.get("result", {}).get("value")
+
+    def wait_for(self, expression: str, timeout_s: float = 30.0, poll_s: float = 0.25) -> Any:
+        """Poll a JavaScript expression until it is truthy; returns its value.
+
+        Raises:
+            TimeoutError: still falsy after ``timeout_s``.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{expression!r} stayed falsy for {timeout_s} s")
+            time.sleep(poll_s)
+
+    def screenshot(self, path: str | os.PathLike[str]) -> Path:
+        """Save a PNG of the viewport (written atomically)."""
+        from humanclaw_gym.fileio import write_bytes_atomic
+
+        data = self.call("Page.captureScreenshot", format="png")["data"]
+        return write_bytes_atomic(Path(path), base64.b64decode(data))
+
+
 def capture_page(
     url: str,
     path: str | os.PathLike[str],
@@ -110,61 +233,12 @@ def capture_page(
         FileNotFoundError: no Chromium binary.
         RuntimeError / TimeoutError: the browser did not start or answer.
     """
-    from websockets.sync.client import connect
-
-    binary = chromium or find_chromium()
-    if binary is None:
-        raise FileNotFoundError("no chromium binary found (apt-get install -y chromium)")
-    out = Path(path)
-    with tempfile.TemporaryDirectory(prefix="humanclaw-chromium-") as profile:
-        cmd = [
-            binary,
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={profile}",
-            f"--window-size={width},{height}",
-            "--remote-debugging-port=0",
-            "about:blank",
-        ]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            port = _devtools_port(proc, Path(profile))
-            with connect(_page_socket_url(port), max_size=64 * 1024 * 1024) as ws:
-                counter = 0
-
-                def call(method: str, **params: object) -> dict:
-                    nonlocal counter
-                    counter += 1
-                    ws.send(json.dumps({"id": counter, "method": method, "params": params}))
-                    while True:
-                        reply = json.loads(ws.recv(timeout=60))
-                        if reply.get("id") == counter:
-                            if "error" in reply:
-                                raise RuntimeError(f"chromium {method} failed: {reply['error']}")
-                            return reply.get("result", {})
-
-                call(
-                    "Emulation.setDeviceMetricsOverride",
-                    width=width,
-                    height=height,
-                    deviceScaleFactor=1,
-                    mobile=False,
-                )
-                call("Page.navigate", url=url)
-                time.sleep(wait_s)
-                if hide_notifications:
-                    call("Runtime.evaluate", expression=_HIDE_NOTIFICATIONS_JS)
-                    time.sleep(0.5)
-                data = call("Page.captureScreenshot", format="png")["data"]
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    from humanclaw_gym.fileio import write_bytes_atomic
-
-    return write_bytes_atomic(out, base64.b64decode(data))
+    with ChromiumPage(width, height, chromium) as page:
+        page.navigate(url, wait_s=wait_s)
+        if hide_notifications:
+            page.evaluate(_HIDE_NOTIFICATIONS_JS)
+            time.sleep(0.5)
+        return page.screenshot(path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,6 @@
-"""Gymnasium wrappers: paper metrics, ego/exo video, trajectory (replay) recording, and a
-shaped reward for learning. They compose in any order with each other and with Gymnasium's
+"""Gymnasium wrappers: paper metrics, ego/exo video, trajectory (replay) recording, a
+shaped reward for learning, and discrete action adapters for RL libraries
+(:class:`DiscreteSkills`, :class:`MultiDiscreteSkills`). They compose in any order with each other and with Gymnasium's
 own wrappers; each one talks to the env only through the observer API
 (:mod:`humanclaw_gym.envs.events`) and asks only for what it needs.
 
@@ -16,6 +17,9 @@ _EXPORTS = {
     "VideoWrapper": "humanclaw_gym.wrappers.video",
     "TrajectoryWrapper": "humanclaw_gym.wrappers.trajectory",
     "GeodesicProgressReward": "humanclaw_gym.wrappers.reward",
+    "DiscreteSkills": "humanclaw_gym.wrappers.actions",
+    "MultiDiscreteSkills": "humanclaw_gym.wrappers.actions",
+    "skill_menu": "humanclaw_gym.wrappers.actions",
 }
 
 __all__ = sorted(_EXPORTS)
