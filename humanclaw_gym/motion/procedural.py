@@ -169,7 +169,7 @@ SEAT_EDGE_AHEAD_M = 0.15
 #: SEATED_MAX_HEEL_RAISE_RAD, and hang when even that is not enough.
 THIGH_SEAT_CLEARANCE_M = 0.01
 
-_ARM_DOWN_DEG = (74.0, 80.0)  # style range: shoulder lowered from the T-pose
+_ARM_DOWN_DEG = (80.0, 84.0)  # style range: shoulder lowered from the T-pose
 _ELBOW_DEG = (8.0, 16.0)  # style range: relaxed elbow flexion
 _ARM_SWING_RAD_PER_M = np.radians(40.0) / 0.6  # shoulder flexion per metre of foot offset
 _ARM_SWING_MAX_RAD = np.radians(32.0)
