@@ -28,6 +28,7 @@ from humanclaw_gym.motion.flow.checkpoint import (  # noqa: E402
 from humanclaw_gym.motion.flow.dataset import (  # noqa: E402
     BRANCHES,
     ChunkSet,
+    TrainingStyleProcedural,
     branch_of,
     chunk_states,
     condition_value,
@@ -430,7 +431,8 @@ def test_generator_protocol_shapes_and_history_roll(tiny_checkpoint: Path) -> No
     seed = gen.reset(np.array([1.0, 0.2, -2.0]), 0.7, seed=3)
     assert seed.shape == (5, 75) and seed.dtype == np.float64
     np.testing.assert_array_equal(seed, gen.history())
-    standing = ProceduralMotionGenerator().reset(np.array([1.0, 0.2, -2.0]), 0.7, seed=0)
+    # the procedural standing pose with the arm carriage of the model's training data
+    standing = TrainingStyleProcedural().reset(np.array([1.0, 0.2, -2.0]), 0.7, seed=0)
     np.testing.assert_allclose(seed, standing)
     for text in _CALLS:
         chunk = gen.generate(text)

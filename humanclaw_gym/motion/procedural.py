@@ -303,6 +303,9 @@ class ProceduralMotionGenerator:
     """
 
     capabilities: MotionCapabilities  # set below the class, from the planner table
+    #: Style range of the shoulder's lowering from the T-pose (degrees); a subclass may
+    #: keep another carriage (the flow model's training data do, see motion.flow.dataset).
+    arm_down_range_deg: tuple[float, float] = _ARM_DOWN_DEG
 
     def __init__(self, fps: float = 30, frames_per_chunk: int = 15, history_frames: int = 5):
         if (
@@ -345,7 +348,7 @@ class ProceduralMotionGenerator:
             raise ValueError(f"seed={seed!r} is invalid: allowed an int >= 0")
         rng = np.random.default_rng(int(seed))
         self._style = _Style(
-            arm_down_rad=np.radians(rng.uniform(*_ARM_DOWN_DEG)),
+            arm_down_rad=np.radians(rng.uniform(*self.arm_down_range_deg)),
             elbow_rad=np.radians(rng.uniform(*_ELBOW_DEG)),
             arm_swing_gain=float(rng.uniform(0.85, 1.15)),
             step_height_gain=float(rng.uniform(0.9, 1.1)),

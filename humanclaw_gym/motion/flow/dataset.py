@@ -70,7 +70,22 @@ __all__ = [
     "procedural_chunks",
     "random_call",
     "support_frame",
+    "TRAINING_ARM_DOWN_DEG",
+    "TrainingStyleProcedural",
 ]
+
+#: The procedural generator's arm carriage in the data the shipped checkpoint learned from
+#: (shoulders lowered 74-80 degrees from the T-pose). The procedural generator itself now
+#: hangs the arms closer to the body; the learned model keeps the carriage it was trained
+#: on, for its training data and its seed pose alike, until it is retrained.
+TRAINING_ARM_DOWN_DEG: tuple[float, float] = (74.0, 80.0)
+
+
+class TrainingStyleProcedural(ProceduralMotionGenerator):
+    """The procedural generator with the arm carriage of the flow model's training data."""
+
+    arm_down_range_deg = TRAINING_ARM_DOWN_DEG
+
 
 #: Frames of history the model conditions on, frames it generates, and their rate.
 HISTORY_FRAMES = 5
@@ -391,7 +406,7 @@ def procedural_chunks(
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name}={value!r} is invalid: allowed an int >= {low}")
     rng = np.random.default_rng(seed)
-    gen = ProceduralMotionGenerator()
+    gen = TrainingStyleProcedural()
     hs, fs, bs, cs = _empty_lists()
     for episode in range(int(num_episodes)):
         start = np.array([rng.uniform(-5, 5), rng.uniform(-0.5, 0.5), rng.uniform(-5, 5)])

@@ -211,13 +211,13 @@ class FlowMotionGenerator:
         Returns:
             ``float64 (5, 75)``: the fixed standing seed pose (identical frames).
         """
-        from humanclaw_gym.motion.procedural import ProceduralMotionGenerator
+        from humanclaw_gym.motion.flow.dataset import TrainingStyleProcedural
 
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed={seed!r} is invalid: allowed an int >= 0")
-        # The same validated standing pose as the procedural generator (style seed 0): the
-        # fixed seed pose every episode starts from.
-        history = ProceduralMotionGenerator(history_frames=HISTORY_FRAMES).reset(
+        # The validated standing pose of the procedural generator (style seed 0) with the arm
+        # carriage of the training data: the fixed seed pose every episode starts from.
+        history = TrainingStyleProcedural(history_frames=HISTORY_FRAMES).reset(
             start_position, start_yaw_rad, seed=0
         )
         self._history = history
