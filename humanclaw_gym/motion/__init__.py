@@ -3,7 +3,7 @@
 * :class:`ProceduralMotionGenerator` (``"procedural"``): the default, weight-free synthesizer.
 * :mod:`humanclaw_gym.motion.canonical`: the floor-projected canonical frame and the 219-D
   model state shared by every generator.
-* :mod:`humanclaw_gym.motion.rotations`: small numpy rotation helpers.
+* :mod:`humanclaw_gym.motion.rotations`: alias of the rotation helpers of :mod:`humanclaw_gym.rotations`.
 
 The generator protocol itself lives in :mod:`humanclaw_gym.backends.protocols`.
 """

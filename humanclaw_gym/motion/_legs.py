@@ -21,7 +21,7 @@ import numpy as np
 
 from humanclaw_gym.body.skeleton import JOINT_INDEX, REST_JOINTS_M, link_shapes
 from humanclaw_gym.motion.canonical import foot_corner_offsets
-from humanclaw_gym.motion.rotations import rot_x, rot_y
+from humanclaw_gym.rotations import rot_x, rot_y
 
 HIP = (JOINT_INDEX["left_hip"], JOINT_INDEX["right_hip"])
 KNEE = (JOINT_INDEX["left_knee"], JOINT_INDEX["right_knee"])

@@ -36,7 +36,7 @@ from humanclaw_gym.body.skeleton import (
     heading_yaw,
     link_shapes,
 )
-from humanclaw_gym.motion.rotations import matrix_from_rotvec, rot_y, rotvec_from_matrix
+from humanclaw_gym.rotations import matrix_from_rotvec, rot_y, rotvec_from_matrix
 
 __all__ = [
     "STATE_DIM",

@@ -34,7 +34,7 @@ from humanclaw_gym.body.skeleton import (
     heading_yaw,
 )
 from humanclaw_gym.motion.canonical import sole_heights
-from humanclaw_gym.motion.rotations import matrix_from_rotvec, rot_x, rotvec_from_matrix
+from humanclaw_gym.rotations import matrix_from_rotvec, rot_x, rotvec_from_matrix
 
 __all__ = [
     "PLANTED_HEIGHT_M",

@@ -72,7 +72,7 @@ from humanclaw_gym.motion.canonical import (
     decanonicalize,
     sole_heights,
 )
-from humanclaw_gym.motion.rotations import (
+from humanclaw_gym.rotations import (
     matrix_from_rotvec,
     rot_x,
     rot_y,

@@ -3,7 +3,7 @@
 * :mod:`humanclaw_gym.physics.types` -- contact rows (:data:`CONTACT_DTYPE`), :data:`HUMAN_ID`.
 * :mod:`humanclaw_gym.physics.pybullet_backend` -- :class:`PybulletHalfPhysics`, the pybullet
   implementation of :class:`~humanclaw_gym.backends.protocols.PhysicsBackend`.
-* :mod:`humanclaw_gym.physics.rotations` -- the quaternion helpers it uses (numpy only).
+* :mod:`humanclaw_gym.physics.rotations` -- alias of the quaternion helpers of :mod:`humanclaw_gym.rotations`.
 
 Nothing here imports pybullet at import time; the backend imports it in ``build``.
 """

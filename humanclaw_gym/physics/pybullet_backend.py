@@ -31,7 +31,8 @@ import numpy as np
 
 from humanclaw_gym.backends.protocols import PhysicsCapabilities
 from humanclaw_gym.body.skeleton import FRAME_DIM, JOINT_NAMES, NUM_JOINTS
-from humanclaw_gym.physics.rotations import (
+from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, empty_contacts
+from humanclaw_gym.rotations import (
     cap_rotvec,
     quat_conj,
     quat_exp,
@@ -39,7 +40,6 @@ from humanclaw_gym.physics.rotations import (
     quat_mul,
     quat_rotate,
 )
-from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, empty_contacts
 
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.scenes.spec import SceneObject, SceneSpec

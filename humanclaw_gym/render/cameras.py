@@ -35,7 +35,8 @@ import numpy as np
 
 from humanclaw_gym.backends.protocols import Camera
 from humanclaw_gym.body.skeleton import EYE_OFFSET_IN_HEAD_M, JOINT_INDEX
-from humanclaw_gym.render.transforms import check_link_poses, quat_xyzw_to_matrix
+from humanclaw_gym.render.transforms import check_link_poses
+from humanclaw_gym.rotations import quat_xyzw_to_matrix
 
 __all__ = [
     "EGO_FAR_M",

@@ -38,7 +38,7 @@ def standing_link_poses(x_m: float = 0.0, z_m: float = 0.0, yaw_rad: float = 0.0
         yaw_rad: heading about +Y (0 faces +Z).
     """
     from humanclaw_gym.body.skeleton import STANDING_PELVIS_HEIGHT_M, forward_kinematics
-    from humanclaw_gym.render.transforms import matrix_to_quat_xyzw
+    from humanclaw_gym.rotations import matrix_to_quat_xyzw
 
     frame = np.zeros(75)
     frame[0:3] = (x_m, STANDING_PELVIS_HEIGHT_M, z_m)

@@ -1,4 +1,5 @@
-"""Rotation and camera maths shared by both render backends (numpy only, no GL).
+"""Camera maths shared by both render backends (numpy only, no GL); the quaternion and
+pose conversions it re-exports live in :mod:`humanclaw_gym.rotations`.
 
 Conventions: world Y up, metres; quaternions are ``(x, y, z, w)``; matrices act on column
 vectors (``world = R @ local``). The camera follows OpenGL: in eye space it looks down -Z
@@ -15,6 +16,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from humanclaw_gym.backends.protocols import Camera
+from humanclaw_gym.rotations import matrix_to_quat_xyzw, pose_to_matrix, quat_xyzw_to_matrix
 
 __all__ = [
     "camera_basis",
@@ -30,95 +32,6 @@ __all__ = [
     "validate_camera",
     "view_matrix",
 ]
-
-
-def quat_xyzw_to_matrix(quat_xyzw: np.ndarray) -> np.ndarray:
-    """Rotation matrices from quaternions.
-
-    Args:
-        quat_xyzw: ``(..., 4)`` quaternions ``(x, y, z, w)``; normalised here (zero-length
-            quaternions raise).
-
-    Returns:
-        ``float64 (..., 3, 3)`` rotation matrices.
-    """
-    q = np.asarray(quat_xyzw, dtype=np.float64)
-    if q.shape[-1] != 4:
-        raise ValueError(f"quat_xyzw must have 4 values in its last axis, got shape {q.shape}")
-    norm = np.linalg.norm(q, axis=-1, keepdims=True)
-    if np.any(norm < 1e-12):
-        raise ValueError("quat_xyzw contains a zero-length quaternion")
-    x, y, z, w = np.moveaxis(q / norm, -1, 0)
-    m = np.empty(q.shape[:-1] + (3, 3))
-    m[..., 0, 0] = 1.0 - 2.0 * (y * y + z * z)
-    m[..., 0, 1] = 2.0 * (x * y - z * w)
-    m[..., 0, 2] = 2.0 * (x * z + y * w)
-    m[..., 1, 0] = 2.0 * (x * y + z * w)
-    m[..., 1, 1] = 1.0 - 2.0 * (x * x + z * z)
-    m[..., 1, 2] = 2.0 * (y * z - x * w)
-    m[..., 2, 0] = 2.0 * (x * z - y * w)
-    m[..., 2, 1] = 2.0 * (y * z + x * w)
-    m[..., 2, 2] = 1.0 - 2.0 * (x * x + y * y)
-    return m
-
-
-def matrix_to_quat_xyzw(matrix: np.ndarray) -> np.ndarray:
-    """Quaternions ``(x, y, z, w)`` (with ``w >= 0``) from rotation matrices ``(..., 3, 3)``."""
-    m = np.asarray(matrix, dtype=np.float64)
-    if m.shape[-2:] != (3, 3):
-        raise ValueError(f"matrix must have shape (..., 3, 3), got {m.shape}")
-    flat = m.reshape(-1, 3, 3)
-    out = np.empty((flat.shape[0], 4))
-    for i, r in enumerate(flat):
-        trace = r[0, 0] + r[1, 1] + r[2, 2]
-        if trace > 0.0:
-            s = 2.0 * math.sqrt(trace + 1.0)
-            q = (
-                (r[2, 1] - r[1, 2]) / s,
-                (r[0, 2] - r[2, 0]) / s,
-                (r[1, 0] - r[0, 1]) / s,
-                0.25 * s,
-            )
-        elif r[0, 0] > r[1, 1] and r[0, 0] > r[2, 2]:
-            s = 2.0 * math.sqrt(max(1.0 + r[0, 0] - r[1, 1] - r[2, 2], 1e-300))
-            q = (
-                0.25 * s,
-                (r[0, 1] + r[1, 0]) / s,
-                (r[0, 2] + r[2, 0]) / s,
-                (r[2, 1] - r[1, 2]) / s,
-            )
-        elif r[1, 1] > r[2, 2]:
-            s = 2.0 * math.sqrt(max(1.0 + r[1, 1] - r[0, 0] - r[2, 2], 1e-300))
-            q = (
-                (r[0, 1] + r[1, 0]) / s,
-                0.25 * s,
-                (r[1, 2] + r[2, 1]) / s,
-                (r[0, 2] - r[2, 0]) / s,
-            )
-        else:
-            s = 2.0 * math.sqrt(max(1.0 + r[2, 2] - r[0, 0] - r[1, 1], 1e-300))
-            q = (
-                (r[0, 2] + r[2, 0]) / s,
-                (r[1, 2] + r[2, 1]) / s,
-                0.25 * s,
-                (r[1, 0] - r[0, 1]) / s,
-            )
-        qa = np.asarray(q)
-        qa /= np.linalg.norm(qa)
-        out[i] = -qa if qa[3] < 0.0 else qa
-    return out.reshape(m.shape[:-2] + (4,))
-
-
-def pose_to_matrix(pose_7: np.ndarray) -> np.ndarray:
-    """``(..., 7)`` poses ``[x, y, z, qx, qy, qz, qw]`` -> ``(..., 4, 4)`` homogeneous matrices."""
-    pose = np.asarray(pose_7, dtype=np.float64)
-    if pose.shape[-1] != 7:
-        raise ValueError(f"pose must have 7 values in its last axis, got shape {pose.shape}")
-    out = np.zeros(pose.shape[:-1] + (4, 4))
-    out[..., :3, :3] = quat_xyzw_to_matrix(pose[..., 3:7])
-    out[..., :3, 3] = pose[..., :3]
-    out[..., 3, 3] = 1.0
-    return out
 
 
 def validate_camera(camera: Camera, max_size: int = 4096) -> None:

@@ -97,7 +97,7 @@ def link_poses_from_frames(frames: np.ndarray) -> np.ndarray:
         ``float64 (24, 7)`` or ``(T, 24, 7)`` rows ``[x, y, z, qx, qy, qz, qw]`` (``qw >= 0``).
     """
     from humanclaw_gym.body.skeleton import forward_kinematics
-    from humanclaw_gym.render.transforms import matrix_to_quat_xyzw
+    from humanclaw_gym.rotations import matrix_to_quat_xyzw
 
     positions, rotations = forward_kinematics(np.asarray(frames, dtype=np.float64))
     quats = matrix_to_quat_xyzw(rotations)

@@ -57,7 +57,7 @@ def wxyz_from_xyzw(quat_xyzw: np.ndarray) -> np.ndarray:
 
 def wxyz_from_matrix(rotation: np.ndarray) -> np.ndarray:
     """Unit quaternion ``(w, x, y, z)`` of a ``(3, 3)`` rotation matrix."""
-    from humanclaw_gym.render.transforms import matrix_to_quat_xyzw
+    from humanclaw_gym.rotations import matrix_to_quat_xyzw
 
     return wxyz_from_xyzw(matrix_to_quat_xyzw(np.asarray(rotation, dtype=np.float64)))
 

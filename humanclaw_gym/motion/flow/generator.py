@@ -56,7 +56,7 @@ from humanclaw_gym.motion.flow.dataset import (
     history_state,
     normalized_condition,
 )
-from humanclaw_gym.motion.rotations import matrix_from_rotvec, rotvec_from_matrix
+from humanclaw_gym.rotations import matrix_from_rotvec, rotvec_from_matrix
 from humanclaw_gym.scenes.spec import STAIR_RISE_M
 from humanclaw_gym.skills import Skill, SkillCall
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from humanclaw_gym.body.skeleton import FRAME_DIM, NUM_JOINTS
 from humanclaw_gym.motion.flow.dataset import FPS, ChunkSet, mocap_chunks
-from humanclaw_gym.motion.rotations import matrix_from_rotvec, rot_x, rotvec_from_matrix
+from humanclaw_gym.rotations import matrix_from_rotvec, rot_x, rotvec_from_matrix
 
 __all__ = [
     "SMPLX_HAND_JOINTS",
