@@ -123,6 +123,7 @@ def begin_frame(
     dof_adr,
     act_adr,
     ff_damping,
+    ff_limit,
     ramp,
     v_root_xz,
 ):
@@ -143,6 +144,7 @@ def begin_frame(
         dof_adr: ``(24,)`` first dof of the root free joint and of each ball joint.
         act_adr: ``(23,)`` first of the three actuators of each joint.
         ff_damping: ``(23,)`` joint damping (N m s/rad) compensated at the drive velocity.
+        ff_limit: ``(23,)`` largest feed-forward torque per axis (N m): the torque cap.
         ramp: 1 to move the actuator targets along the frame's path substep by substep,
             0 to hold the command for the whole frame.
         v_root_xz: ``(2,)`` written: the root x/z velocity (also written before substep 2).
@@ -202,9 +204,10 @@ def begin_frame(
         qvel[d0 + 1] = ly * fps
         qvel[d0 + 2] = lz * fps
         # feed-forward of the joint damping at the drive velocity (see the backend)
-        qfrc[d0] = ff_damping[i] * lx * fps
-        qfrc[d0 + 1] = ff_damping[i] * ly * fps
-        qfrc[d0 + 2] = ff_damping[i] * lz * fps
+        lim = ff_limit[i]
+        qfrc[d0] = min(max(ff_damping[i] * lx * fps, -lim), lim)
+        qfrc[d0 + 1] = min(max(ff_damping[i] * ly * fps, -lim), lim)
+        qfrc[d0 + 2] = min(max(ff_damping[i] * lz * fps, -lim), lim)
         # actuator targets: the rotation vector of the realized rotation moved along the
         # frame's path (fraction k/4 before substep k), or the command itself
         a0 = act_adr[i]

@@ -77,20 +77,26 @@ _NUM_BODY_JOINTS = NUM_JOINTS - 1
 #: contacts push only once the surfaces touch (the model's margin is 0).
 CONTACT_MARGIN_M = 0.01
 #: Contact softness: time constant (s) and damping ratio. The time constant is MuJoCo's
-#: smallest safe value at 1/120 s substeps (2 substeps); measured, a body driven into a wall
-#: at 1.2 m/s sinks 1.3 cm with it and 1.9 cm with MuJoCo's default 0.02 s.
+#: smallest safe value at 1/120 s substeps (2 substeps): walls and floors give way less
+#: than with MuJoCo's default 0.02 s (docs/physics.md, "The MuJoCo backend").
 CONTACT_SOLREF: tuple[float, float] = (2.0 * SUBSTEP_S, 1.0)
 #: Contact impedance (d0, dwidth, width, midpoint, power): MuJoCo's default. A stiffer
-#: impedance (0.99, 0.999) made the Newton solver stop at its iteration cap on 6 % of the
-#: substeps of a walk and cost about 20 % more, for no measurable gain.
+#: impedance everywhere made the Newton solver stop at its iteration cap on 6 % of the
+#: substeps of a walk and cost about 20 % more.
 CONTACT_SOLIMP: tuple[float, float, float, float, float] = (0.9, 0.95, 0.001, 0.5, 2.0)
-# Joint drives, from each joint's torque cap (pybullet's motor torques): the joint damping
-# reaches the cap at this joint velocity (rad/s), so the velocity drive holds the joint on
-# its path stiffly (the damping is integrated implicitly and compensated at the drive
-# velocity, see docs/physics.md) ...
-_DAMPING_CAP_VELOCITY_RAD_S = 3.0
-# ... and the position actuator reaches the cap at this error (rad), unless the joint's
-# effective inertia needs a softer spring for the explicit stiffness to stay stable.
+#: Contact impedance of the feet (ankle and toe boxes), which carry the body and are pressed
+#: into the floor by their drives: stiffer, and it wins the mix with the other geom's. Its
+#: measured effect and why not stiffer still: docs/physics.md.
+FOOT_SOLIMP: tuple[float, float, float, float, float] | None = (0.99, 0.999, 0.001, 0.5, 2.0)
+_FOOT_LINKS = ("left_ankle", "right_ankle", "left_foot", "right_foot")
+# Joint drives, from each joint's torque cap (pybullet's motor torques). The joint damping
+# reaches the cap at the largest drive velocity (30 degrees per frame); integrated
+# implicitly, it holds the joint on the velocity drive's path, and its feed-forward at the
+# drive velocity, clamped at the cap, cancels it on the path. A blocked limb therefore
+# pushes with at most the cap from the feed-forward plus the cap of the spring.
+_DAMPING_CAP_VELOCITY_RAD_S = MAX_DRIVE_PER_FRAME_RAD * FRAME_RATE_HZ
+# The position actuator (the spring) reaches the cap at this error (rad), unless the
+# joint's effective inertia needs a softer spring for the explicit stiffness to stay stable.
 _STIFFNESS_CAP_ERROR_RAD = 0.3
 # Rotor inertia added to every ball-joint dof (kg m^2): keeps the lightest links stable.
 _ARMATURE = 2e-3
@@ -135,6 +141,8 @@ def _human_mjcf() -> str:
             f'name="h_{JOINT_NAMES[j]}" pos="{_fmt(s.offset_m)}" '
             f'quat="{_fmt(_wxyz(s.quat_xyzw))}" class="human"'
         )
+        if FOOT_SOLIMP is not None and JOINT_NAMES[j] in _FOOT_LINKS:  # wins the mix
+            common += f' solimp="{_fmt(FOOT_SOLIMP)}" solmix="1000000"'
         if s.kind == "capsule":
             return f'<geom type="capsule" size="{s.radius:.17g} {s.half_length:.17g}" {common}/>'
         if s.kind == "box":
@@ -364,6 +372,7 @@ class MujocoHalfPhysics:
             "contact_report_margin_m": CONTACT_MARGIN_M,
             "contact_solref": list(CONTACT_SOLREF),
             "contact_solimp": list(CONTACT_SOLIMP),
+            "foot_contact_solimp": None if FOOT_SOLIMP is None else list(FOOT_SOLIMP),
             "integrator": "implicitfast",
             "joint_velocity_drive": "written before substep 0, capped like the drive",
             "damping_cap_velocity_rad_s": _DAMPING_CAP_VELOCITY_RAD_S,
@@ -615,6 +624,7 @@ class MujocoHalfPhysics:
             self._dof_adr,
             self._act_adr,
             self._damping,
+            self._max_torque,
             1 if self.target_ramp else 0,
             self._v_root,
         )
