@@ -12,14 +12,17 @@ that made it) only ever run there. A step hands every sub-env its action at once
   all chunks in ONE model call through their batching service before the sub-envs step;
   the procedural generator runs on each sub-env's thread;
 * **physics**: the MuJoCo backend releases the GIL while it steps (``mj_step``) and while its
-  compiled drive maths runs, so the N simulations advance concurrently on the threads (on
-  as many cores as there are; pybullet holds the GIL, so with it the sub-envs take turns);
+  compiled drive maths runs, so the N simulations can advance concurrently on the threads
+  (pybullet's stepping was measured not to overlap);
 * **images**: each sub-env renders its own ego image on its thread. One render pass for all
   sub-envs is not possible with the built-in renderers: each holds one scene in its own GL
   context and the sub-envs play different scenes.
 
-Results are those of N single envs with the same shards, seeds and actions, bit for bit
-(every sub-env's computation is its own; threads change only when it runs). Autoreset is
+The procedural motion and the render hold the GIL, so on few cores the threads mostly take
+turns: measured throughput and why are in ``docs/performance.md``. Results are those of N
+single envs with the same shards, seeds and actions, bit for bit (every sub-env's
+computation is its own; threads change only when it runs; with ``motion="flow"`` the
+batched model call rounds differently, as in the sync vector env). Autoreset is
 Gymnasium's ``NEXT_STEP``, as in the other modes.
 """
 
