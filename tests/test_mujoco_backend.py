@@ -123,8 +123,14 @@ def test_root_velocity_written_before_substeps_0_and_2_only(backend) -> None:
     backend.reset(_standing())
     recorder = _RecordingMujoco(backend)
     backend._mj = recorder
-    from humanclaw_gym.physics.rotations import cap_rotvec, quat_conj, quat_exp, quat_log
-    from humanclaw_gym.physics.rotations import quat_mul, quat_rotate
+    from humanclaw_gym.physics.rotations import (
+        cap_rotvec,
+        quat_conj,
+        quat_exp,
+        quat_log,
+        quat_mul,
+        quat_rotate,
+    )
 
     frames = [_standing(0.0, 0.02 * (i + 1), 0.05 * (i + 1)) for i in range(3)]
     omegas = []
