@@ -29,9 +29,11 @@ Gymnasium's ``NEXT_STEP``, as in the other modes.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import gymnasium as gym
@@ -39,6 +41,22 @@ import numpy as np
 from gymnasium.vector.utils import concatenate, iterate
 
 __all__ = ["BatchedVectorEnv"]
+
+#: The interpreter's thread switch interval while the sub-envs step (s). A sub-env whose
+#: simulation step returns must get the GIL back from one running Python (motion, render);
+#: with the default 5 ms it waits up to that long after every 1/120 s substep. Measured with
+#: 8 MuJoCo sub-envs on 2 cores: 43.4 env steps/s against 40.0 with the default (2 runs each).
+_SWITCH_INTERVAL_S = 5e-4
+
+
+@contextmanager
+def _short_switch_interval():
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(min(old, _SWITCH_INTERVAL_S))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
 
 
 class BatchedVectorEnv(gym.vector.SyncVectorEnv):
@@ -206,12 +224,16 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
                     f"options['reset_mask'] must be a bool array of shape ({self.num_envs},) "
                     "with at least one True value"
                 )
-        futures = [
-            self._run(i, self.envs[i].reset, seed=seeds[i], options=options) if mask[i] else None
-            for i in range(self.num_envs)
-        ]
+        with _short_switch_interval():
+            futures = [
+                self._run(i, self.envs[i].reset, seed=seeds[i], options=options)
+                if mask[i]
+                else None
+                for i in range(self.num_envs)
+            ]
+            results = self._gather(futures)
         infos: dict[str, Any] = {}
-        for i, result in enumerate(self._gather(futures)):
+        for i, result in enumerate(results):
             if result is None:
                 continue
             self._env_obs[i], env_info = result
@@ -228,14 +250,15 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
         singles = self._single_actions(actions)
         self._check_actions(singles)
         self._stage_batched_motion(singles)
-        futures = []
-        for i in range(self.num_envs):
-            env = self.envs[i]
-            if self._autoreset_envs[i]:
-                futures.append(self._run(i, env.reset))
-            else:
-                futures.append(self._run(i, env.step, singles[i]))
-        results = self._gather(futures)
+        with _short_switch_interval():
+            futures = []
+            for i in range(self.num_envs):
+                env = self.envs[i]
+                if self._autoreset_envs[i]:
+                    futures.append(self._run(i, env.reset))
+                else:
+                    futures.append(self._run(i, env.step, singles[i]))
+            results = self._gather(futures)
         infos: dict[str, Any] = {}
         for i, result in enumerate(results):
             if self._autoreset_envs[i]:
