@@ -329,3 +329,17 @@ def test_drive_kernel_helpers_match_the_numpy_rotations() -> None:
         np.testing.assert_allclose(_mujoco_drive._qmul(*qa, *qb), quat_mul(qa, qb), atol=1e-15)
         np.testing.assert_allclose(_mujoco_drive._qlog(*(-qa)), quat_log(qa), atol=1e-12)
     assert math.isclose(np.linalg.norm(_mujoco_drive._cap(3.0, 4.0, 0.0, 1.0)), 1.0)
+
+
+def test_a_scene_dataset_with_mujoco_is_refused_before_anything_is_built(tmp_path) -> None:
+    """Imported (HSSD) homes are triangle meshes, which this backend does not collide: the
+    env refuses the combination when it is made, naming the backend and the shape."""
+    pytest.importorskip("trimesh")
+    from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
+    from humanclaw_gym.scenes.hssd.synthetic import write_synthetic_dataset
+
+    synth = write_synthetic_dataset(tmp_path / "dataset")
+    with pytest.raises(registry.BackendCapabilityError, match="'mujoco' cannot collide.*'mesh'"):
+        FindNavInteractEnv(
+            physics="mujoco", scene_dataset=str(synth.root), episodes=str(synth.episodes_dir)
+        )
