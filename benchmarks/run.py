@@ -18,7 +18,18 @@ Measured side by side in one run, on one scene of val100:
   plus reading the sensors, as the env does it;
 * ``reset``: reset to a new episode of an already-built scene;
 * ``wrappers``: step time with the metrics / video / trajectory wrappers on and off;
-* ``vector``: steps/s of sync and async vector envs with 1 and 2 sub-envs;
+* ``physics_backends``: pybullet and MuJoCo side by side, measured interleaved (one
+  decision of one backend, then one of the other): the decision step and its parts, the same
+  work on the backends directly, the raw floor (the bare simulator calls of one decision:
+  60 substeps with the contract's velocity and drive writes), and their MuJoCo/pybullet
+  ratios; the top-level ``decision_step``, ``direct_backends`` and ``raw_pybullet`` are
+  pybullet's (the default backend);
+* ``vector``: env steps/s for 1, 2, 4 and 8 sub-envs in sync, async and batched vector envs
+  over both backends (each configuration measured for both backends one after the other,
+  the sweep twice in opposite orders; the better of the two runs is kept), the ratios, and
+  a check that the batched env's observations equal the sync env's;
+* ``flow_batch``: the learned motion generator (``motion="flow"``): one decision against
+  a batch of 8 sub-envs' decisions in one model call;
 * ``memory``: peak RSS of this process (one env) and of async workers;
 * ``scene_dataset``: the synthetic HSSD-format dataset (``humanclaw_gym.scenes.hssd.
   synthetic``, written to a temp dir): scene load cold (GLBs parsed, disk cache empty),
@@ -27,7 +38,8 @@ Measured side by side in one run, on one scene of val100:
   the same loads and renders for a crowded variant (``--hssd-objects`` extra instances
   plus 12 textured 81,920-triangle assets: about 1 M triangles, HSSD-like).
 
-Targets (see docs/performance.md) are reported as pass/fail flags, never asserted.
+Targets (see docs/performance.md) are reported as pass/fail flags, never asserted. The
+machine may be shared: the report records the load average before and after.
 """
 
 from __future__ import annotations
@@ -85,112 +97,169 @@ def _episode_ids(n: int) -> list[str]:
     return [e.episode_id for e in eps if e.scene_id == first_scene][:n]
 
 
-def bench_env_step(steps: int) -> tuple[dict, object]:
-    env = gym.make(ENV_ID, split="val100")
-    base = env.unwrapped
-    ids = _episode_ids(3)
-    t0 = time.perf_counter()
-    env.reset(options={"episode_id": ids[0]})
-    first_reset = time.perf_counter() - t0
+class _Instrumented:
+    """One env (no wrappers) whose motion, physics and render calls are timed."""
 
-    # instrument the parts on the unwrapped env's backends
-    parts = {"motion": [], "physics": [], "render": []}
-    motion, physics, renderer = base._motion, base._physics, base._renderer
-    orig_gen, orig_step, orig_render = motion.generate, physics.step_frame, renderer.render
-    acc = {"physics": 0.0}
+    def __init__(self, physics: str) -> None:
+        self.env = gym.make(ENV_ID, split="val100", physics=physics)
+        self.base = self.env.unwrapped
+        self.ids = _episode_ids(3)
+        t0 = time.perf_counter()
+        self.env.reset(options={"episode_id": self.ids[0]})
+        self.first_reset = time.perf_counter() - t0
+        self.parts: dict[str, list[float]] = {"motion": [], "physics": [], "render": []}
+        self.samples: list[float] = []
+        self._acc = 0.0
+        motion, physics_be, renderer = self.base._motion, self.base._physics, self.base._renderer
+        self._orig = (motion.generate, physics_be.step_frame, renderer.render)
+        self.instrument()
 
-    def gen(call):
+    def instrument(self) -> None:
+        og, osf, orr = self._orig
+
+        def gen(call):
+            t = time.perf_counter()
+            out = og(call)
+            self.parts["motion"].append(time.perf_counter() - t)
+            return out
+
+        def step_frame(frame):
+            t = time.perf_counter()
+            osf(frame)
+            self._acc += time.perf_counter() - t
+
+        def render(camera, instance=False, **kwargs):
+            t = time.perf_counter()
+            out = orr(camera, instance=instance, **kwargs)
+            self.parts["render"].append(time.perf_counter() - t)
+            return out
+
+        b = self.base
+        b._motion.generate, b._physics.step_frame, b._renderer.render = gen, step_frame, render
+
+    def step(self, i: int) -> None:
+        self._acc = 0.0
         t = time.perf_counter()
-        out = orig_gen(call)
-        parts["motion"].append(time.perf_counter() - t)
-        return out
-
-    def step_frame(frame):
-        t = time.perf_counter()
-        orig_step(frame)
-        acc["physics"] += time.perf_counter() - t
-
-    def render(camera, instance=False, **kwargs):
-        t = time.perf_counter()
-        out = orig_render(camera, instance=instance, **kwargs)
-        parts["render"].append(time.perf_counter() - t)
-        return out
-
-    motion.generate, physics.step_frame, renderer.render = gen, step_frame, render
-    samples = []
-    for i in range(steps):
-        acc["physics"] = 0.0
-        t = time.perf_counter()
-        _, _, term, trunc, _ = env.step(ACTIONS[i % len(ACTIONS)])
-        samples.append(time.perf_counter() - t)
-        parts["physics"].append(acc["physics"])
+        _, _, term, trunc, _ = self.env.step(ACTIONS[i % len(ACTIONS)])
+        self.samples.append(time.perf_counter() - t)
+        self.parts["physics"].append(self._acc)
         if term or trunc:
-            env.reset(options={"episode_id": ids[0]})
-    motion.generate, physics.step_frame, renderer.render = orig_gen, orig_step, orig_render
+            self.env.reset(options={"episode_id": self.ids[0]})
 
-    resets = []
-    for eid in ids[1:] * 3:
-        t = time.perf_counter()
-        env.reset(options={"episode_id": eid})
-        resets.append(time.perf_counter() - t)
-    report = {
-        "decision_step": _ms(samples),
-        "parts": {k: _ms(v) for k, v in parts.items() if v},
-        "first_reset_s": first_reset,
-        "reset_same_scene": _ms(resets),
-        "renderer": base.backend_info,
+    def restore(self) -> None:
+        b = self.base
+        b._motion.generate, b._physics.step_frame, b._renderer.render = self._orig
+
+    def report(self) -> dict:
+        return {
+            "decision_step": _ms(self.samples),
+            "parts": {k: _ms(v) for k, v in self.parts.items() if v},
+            "first_reset_s": self.first_reset,
+            "renderer": self.base.backend_info,
+        }
+
+
+def bench_backends(steps: int) -> tuple[dict, dict]:
+    """pybullet and MuJoCo envs stepped alternately (decision by decision), then the same
+    work on their backends directly and their raw floors, alternately as well."""
+    runs = {name: _Instrumented(name) for name in ("pybullet", "mujoco")}
+    direct: dict[str, list[float]] = {name: [] for name in runs}
+    raw: dict[str, list[float]] = {name: [] for name in runs}
+    for i in range(steps):  # env step and direct step of each backend, in turn
+        for run in runs.values():
+            run.step(i)
+        for name, run in runs.items():
+            run.restore()
+            direct[name].append(_direct_once(run.env, i))
+            run.instrument()
+    for run in runs.values():
+        run.restore()
+    out: dict = {name: run.report() for name, run in runs.items()}
+    for _ in range(steps):
+        raw["pybullet"].append(_raw_pybullet_once(runs["pybullet"].env))
+        raw["mujoco"].append(_raw_mujoco_once(runs["mujoco"].env))
+    for name in runs:
+        out[name]["direct_backends"] = _ms(direct[name])
+        out[name]["raw_floor"] = _ms(raw[name])
+        out[name]["overhead_vs_direct"] = (
+            out[name]["decision_step"]["median_ms"] / out[name]["direct_backends"]["median_ms"]
+        )
+    med = {
+        key: {n: fn(out[n]) for n in runs}
+        for key, fn in (
+            ("raw_floor", lambda r: r["raw_floor"]["median_ms"]),
+            ("physics_part", lambda r: r["parts"]["physics"]["median_ms"]),
+            ("decision_step", lambda r: r["decision_step"]["median_ms"]),
+            ("direct_backends", lambda r: r["direct_backends"]["median_ms"]),
+        )
     }
-    return report, env
+    out["mujoco_over_pybullet"] = {k: v["mujoco"] / v["pybullet"] for k, v in med.items()}
+    out["measured"] = (
+        "interleaved: per round one env step of each backend, then one direct step of each; "
+        "the raw floors alternate afterwards"
+    )
+    return out, runs
 
 
-def bench_direct(env, steps: int) -> dict:
-    """Motion -> physics -> renderer on the env's own backend objects, no env code."""
+def _direct_once(env, i: int) -> float:
     from humanclaw_gym.render.cameras import ego_camera
 
     base = env.unwrapped
     motion, physics, renderer = base._motion, base._physics, base._renderer
-    samples = []
-    for i in range(steps):
-        t = time.perf_counter()
-        frames = motion.generate(ACTIONS[i % len(ACTIONS)])
-        for f in frames:
-            physics.step_frame(f)
-        poses = physics.link_poses()
-        renderer.set_body_pose(poses)
-        ids = physics.dynamic_object_ids
-        if ids:
-            renderer.set_object_poses(ids, physics.object_poses())
-        renderer.render(ego_camera(poses))
-        samples.append(time.perf_counter() - t)
-    return _ms(samples)
+    t = time.perf_counter()
+    frames = motion.generate(ACTIONS[i % len(ACTIONS)])
+    for f in frames:
+        physics.step_frame(f)
+    poses = physics.link_poses()
+    renderer.set_body_pose(poses)
+    ids = physics.dynamic_object_ids
+    if ids:
+        renderer.set_object_poses(ids, physics.object_poses())
+    renderer.render(ego_camera(poses))
+    return time.perf_counter() - t
 
 
-def bench_raw_pybullet(env, steps: int) -> dict:
-    """The bare pybullet work of one decision on the same scene: 60 substeps with the
-    humanoid's motors and base velocity written as the contract prescribes."""
+def _raw_pybullet_once(env) -> float:
     import pybullet as p
 
     physics = env.unwrapped._physics
-    cid = physics._client  # the backend's own pybullet client and humanoid body
+    cid = physics._client
     body = physics._human
     n = p.getNumJoints(body, physicsClientId=cid)
     joints = list(range(n))
     targets = [[0.0, 0.0, 0.0, 1.0]] * n
-    samples = []
-    for _ in range(steps):
-        t = time.perf_counter()
-        for _frame in range(15):
-            p.setJointMotorControlMultiDofArray(
-                body, joints, p.POSITION_CONTROL, targetPositions=targets, physicsClientId=cid
-            )
-            for sub in range(4):
-                if sub in (0, 2):
-                    p.resetBaseVelocity(body, [0.8, 0.0, 0.0], [0.0, 0.0, 0.0], physicsClientId=cid)
-                p.stepSimulation(physicsClientId=cid)
-            p.getJointStatesMultiDof(body, joints, physicsClientId=cid)
-            p.getBasePositionAndOrientation(body, physicsClientId=cid)
-        samples.append(time.perf_counter() - t)
-    return _ms(samples)
+    t = time.perf_counter()
+    for _frame in range(15):
+        p.setJointMotorControlMultiDofArray(
+            body, joints, p.POSITION_CONTROL, targetPositions=targets, physicsClientId=cid
+        )
+        for sub in range(4):
+            if sub in (0, 2):
+                p.resetBaseVelocity(body, [0.8, 0.0, 0.0], [0.0, 0.0, 0.0], physicsClientId=cid)
+            p.stepSimulation(physicsClientId=cid)
+        p.getJointStatesMultiDof(body, joints, physicsClientId=cid)
+        p.getBasePositionAndOrientation(body, physicsClientId=cid)
+    return time.perf_counter() - t
+
+
+def _raw_mujoco_once(env) -> float:
+    """The same loop in MuJoCo: targets, root velocity before substeps 0 and 2, 60 steps,
+    the state read back per frame (no drive maths)."""
+    import mujoco
+
+    physics = env.unwrapped._physics
+    m, d = physics._model, physics._data
+    root = int(physics._dof_adr[0])
+    t = time.perf_counter()
+    for _frame in range(15):
+        d.ctrl[:] = 0.0
+        for sub in range(4):
+            if sub in (0, 2):
+                d.qvel[root] = 0.8
+                d.qvel[root + 2] = 0.0
+            mujoco.mj_step(m, d)
+        d.qpos.copy()
+    return time.perf_counter() - t
 
 
 def bench_render(env, n: int) -> dict:
@@ -274,27 +343,122 @@ def bench_wrappers(steps: int) -> dict:
     return out
 
 
-def _vector_rate(num_envs: int, mode: str, steps: int) -> dict:
-    envs = gym.make_vec(ENV_ID, num_envs=num_envs, split="val100", mode=mode, max_steps=100)
+def _vector_rate(
+    num_envs: int, mode: str, steps: int, physics: str = "pybullet", keep_obs: bool = False
+) -> dict:
+    envs = gym.make_vec(
+        ENV_ID, num_envs=num_envs, split="val100", mode=mode, max_steps=100, physics=physics
+    )
     envs.reset(seed=0)
-    act = ACTIONS[0].to_action()
-    batched = {k: np.stack([np.asarray(v)] * num_envs) for k, v in act.items()}
-    envs.step(batched)  # warm-up
+    batched = [
+        {k: np.stack([np.asarray(v)] * num_envs) for k, v in a.to_action().items()} for a in ACTIONS
+    ]
+    obs, *_ = envs.step(batched[0])  # warm-up
     t = time.perf_counter()
-    for _ in range(steps):
-        envs.step(batched)
+    for i in range(steps):
+        obs, *_ = envs.step(batched[(i + 1) % len(batched)])
     dt = time.perf_counter() - t
     envs.close()
-    return {"env_steps_per_s": num_envs * steps / dt, "num_envs": num_envs, "mode": mode}
-
-
-def bench_vector(steps: int) -> dict:
-    out = {}
-    for mode in ("sync", "async"):
-        for n in (1, 2):
-            out[f"{mode}_{n}"] = _vector_rate(n, mode, steps)
-    out["async_2_over_1"] = out["async_2"]["env_steps_per_s"] / out["async_1"]["env_steps_per_s"]
+    out = {
+        "env_steps_per_s": num_envs * steps / dt,
+        "num_envs": num_envs,
+        "mode": mode,
+        "physics": physics,
+    }
+    if keep_obs:
+        out["_obs"] = np.array(obs)
     return out
+
+
+VECTOR_SIZES = (1, 2, 4, 8)
+VECTOR_MODES = ("sync", "async", "batched")
+
+
+def bench_vector(steps: int, sizes: tuple[int, ...] = VECTOR_SIZES) -> dict:
+    """Env steps/s of every (mode, size) for both backends; the sweep runs twice (the
+    second time in reverse order, each configuration for both backends back to back) and
+    each configuration keeps its better run (the machine may be shared)."""
+    configs = [(m, n) for m in VECTOR_MODES for n in sizes]
+    runs: dict[str, list[float]] = {}
+    final_obs: dict[str, np.ndarray] = {}
+    for sweep in (configs, configs[::-1]):
+        for mode, n in sweep:
+            for physics in ("pybullet", "mujoco") if sweep is configs else ("mujoco", "pybullet"):
+                keep = physics == "mujoco" and n == max(sizes) and mode in ("sync", "batched")
+                r = _vector_rate(n, mode, steps, physics, keep_obs=keep)
+                if keep:
+                    final_obs[mode] = r.pop("_obs")
+                key = f"{physics}_{mode}_{n}"
+                runs.setdefault(key, []).append(r["env_steps_per_s"])
+    out: dict = {key: {"env_steps_per_s": max(v), "runs": v} for key, v in sorted(runs.items())}
+    ratios = {}
+    for mode, n in configs:
+        ratios[f"{mode}_{n}_mujoco_over_pybullet"] = (
+            out[f"mujoco_{mode}_{n}"]["env_steps_per_s"]
+            / out[f"pybullet_{mode}_{n}"]["env_steps_per_s"]
+        )
+    big = max(sizes)
+    ratios[f"mujoco_batched_{big}_over_pybullet_async_{big}"] = (
+        out[f"mujoco_batched_{big}"]["env_steps_per_s"]
+        / out[f"pybullet_async_{big}"]["env_steps_per_s"]
+    )
+    if 1 in sizes and 2 in sizes:
+        ratios["pybullet_async_2_over_1"] = (
+            out["pybullet_async_2"]["env_steps_per_s"] / out["pybullet_async_1"]["env_steps_per_s"]
+        )
+    out["ratios"] = ratios
+    if "sync" in final_obs and "batched" in final_obs:
+        out[f"batched_{big}_obs_equal_sync_{big}"] = bool(
+            np.array_equal(final_obs["sync"], final_obs["batched"])
+        )
+    out["measured"] = (
+        f"{steps} steps after one warm-up step per configuration; both sweeps' runs listed"
+    )
+    return out
+
+
+def bench_flow_batch(repeats: int = 5, batch: int = 8) -> dict:
+    """The flow generator: one decision against ``batch`` generators' decisions staged in
+    one model call (BatchedMotionService), alternately."""
+    try:
+        from humanclaw_gym.motion.flow.generator import BatchedMotionService, FlowMotionGenerator
+    except ImportError as exc:  # pragma: no cover - torch missing
+        return {"skipped": str(exc)}
+    try:
+        gens = [FlowMotionGenerator() for _ in range(batch)]
+    except ImportError as exc:
+        return {"skipped": str(exc)}
+    for k, g in enumerate(gens):
+        g.reset(np.array([0.0, 0.0, 0.0]), 0.1 * k, seed=k)
+    service = BatchedMotionService()
+    one, many = [], []
+    for i in range(repeats + 1):
+        call = ACTIONS[i % len(ACTIONS)]
+        t = time.perf_counter()
+        gens[0].generate(call)
+        dt_one = time.perf_counter() - t
+        calls = [ACTIONS[(i + k) % len(ACTIONS)] for k in range(batch)]
+        t = time.perf_counter()
+        service.generate_many(list(zip(gens, calls, strict=True)))
+        dt_many = time.perf_counter() - t
+        if i > 0:  # the first round warms the model up
+            one.append(dt_one)
+            many.append(dt_many)
+    return {
+        "one_decision": _ms(one),
+        f"batch_of_{batch}": _ms(many),
+        f"batch_{batch}_over_one": statistics.median(many) / statistics.median(one),
+        "torch_threads": _torch_threads(),
+    }
+
+
+def _torch_threads() -> int | None:
+    try:
+        import torch
+
+        return int(torch.get_num_threads())
+    except ImportError:  # pragma: no cover
+        return None
 
 
 def bench_async_worker_rss() -> float:
@@ -496,7 +660,12 @@ def main() -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/report.json"))
     parser.add_argument("--steps", type=int, default=40, help="decision steps per measurement")
-    parser.add_argument("--quick", action="store_true", help="skip vector and wrapper benchmarks")
+    parser.add_argument(
+        "--quick", action="store_true", help="skip vector, flow and wrapper benchmarks"
+    )
+    parser.add_argument(
+        "--vector-steps", type=int, default=8, help="vector-env steps per configuration"
+    )
     parser.add_argument(
         "--hssd-objects",
         type=int,
@@ -516,24 +685,38 @@ def main() -> int:
             "MESA_SHADER_CACHE_DISABLE": os.environ.get("MESA_SHADER_CACHE_DISABLE"),
         },
     }
-    print("env step ...", flush=True)
-    env_report, env = bench_env_step(args.steps)
-    report.update(env_report)
-    print("direct backends ...", flush=True)
-    report["direct_backends"] = bench_direct(env, args.steps)
-    print("raw pybullet ...", flush=True)
-    report["raw_pybullet"] = bench_raw_pybullet(env, args.steps)
+    report["machine"]["load_average_start"] = list(os.getloadavg())
+    print("env step, pybullet and MuJoCo interleaved ...", flush=True)
+    backends, runs = bench_backends(args.steps)
+    report["physics_backends"] = backends
+    pyb = backends["pybullet"]
+    report["decision_step"] = pyb["decision_step"]
+    report["parts"] = pyb["parts"]
+    report["first_reset_s"] = pyb["first_reset_s"]
+    report["renderer"] = pyb["renderer"]
+    report["direct_backends"] = pyb["direct_backends"]
+    report["raw_pybullet"] = pyb["raw_floor"]
+    env = runs["pybullet"].env
+    resets = []
+    for eid in runs["pybullet"].ids[1:] * 3:
+        t = time.perf_counter()
+        env.reset(options={"episode_id": eid})
+        resets.append(time.perf_counter() - t)
+    report["reset_same_scene"] = _ms(resets)
     print("render ...", flush=True)
     report["render"] = bench_render(env, 3 * args.steps)
     print("observation modes and sizes ...", flush=True)
     report["obs_render"] = bench_obs_render(env, args.steps)
-    env.close()
+    for run in runs.values():
+        run.env.close()
     report["memory"] = {"peak_rss_one_env_mib": _peak_rss_mib()}
     if not args.quick:
         print("wrappers ...", flush=True)
         report["wrappers"] = bench_wrappers(min(args.steps, 20))
-        print("vector ...", flush=True)
-        report["vector"] = bench_vector(min(args.steps, 20))
+        print("vector (both backends; several minutes) ...", flush=True)
+        report["vector"] = bench_vector(args.vector_steps)
+        print("flow batch ...", flush=True)
+        report["flow_batch"] = bench_flow_batch()
         try:
             report["memory"]["async_worker_rss_mib"] = bench_async_worker_rss()
         except ImportError:
@@ -559,16 +742,34 @@ def main() -> int:
         "reset_same_scene_le_100ms": report["reset_same_scene"]["median_ms"] <= 100.0,
         "peak_rss_le_1.5GiB": report["memory"]["peak_rss_one_env_mib"] <= 1536.0,
     }
+    mj = report["physics_backends"]["mujoco"]
+    targets["mujoco_decision_step_le_20ms"] = mj["decision_step"]["median_ms"] <= 20.0
+    targets["mujoco_physics_part_le_8ms"] = mj["parts"]["physics"]["median_ms"] <= 8.0
+    targets["mujoco_overhead_le_1.2x"] = mj["overhead_vs_direct"] <= 1.2
     if "vector" in report:
-        targets["async2_ge_1.6x_async1"] = report["vector"]["async_2_over_1"] >= 1.6
+        ratios = report["vector"]["ratios"]
+        targets["async2_ge_1.6x_async1"] = ratios["pybullet_async_2_over_1"] >= 1.6
+        targets["mujoco_batched8_ge_1.8x_pybullet_async8"] = (
+            ratios["mujoco_batched_8_over_pybullet_async_8"] >= 1.8
+        )
+        targets["batched8_obs_equal_sync8"] = report["vector"].get("batched_8_obs_equal_sync_8")
+    if "flow_batch" in report and "batch_8_over_one" in report["flow_batch"]:
+        targets["flow_batch8_le_3x_one"] = report["flow_batch"]["batch_8_over_one"] <= 3.0
     report["targets"] = targets
+    report["machine"]["load_average_end"] = list(os.getloadavg())
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     os.replace(tmp, args.out)
     print(
         json.dumps(
-            {k: report[k] for k in ("decision_step", "overhead_vs_direct", "targets")}, indent=2
+            {
+                "decision_step": report["decision_step"],
+                "overhead_vs_direct": report["overhead_vs_direct"],
+                "mujoco_over_pybullet": report["physics_backends"]["mujoco_over_pybullet"],
+                "targets": report["targets"],
+            },
+            indent=2,
         )
     )
     print(f"report written to {args.out}")

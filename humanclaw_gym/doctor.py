@@ -97,6 +97,8 @@ PACKAGES: tuple[PackageInfo, ...] = (
     PackageInfo("viser", "viser", "optional", "viewer", "browser debug viewer"),
     PackageInfo("smplx", "smplx", "optional", "smplx", "SMPL-X body model"),
     PackageInfo("trimesh", "trimesh", "optional", "hssd", "mesh scenes (HSSD scene datasets)"),
+    PackageInfo("mujoco", "mujoco", "optional", "mujoco", "physics='mujoco' backend"),
+    PackageInfo("numba", "numba", "optional", "mujoco", "compiled MuJoCo drive maths"),
     PackageInfo("habitat-sim", "habitat_sim", "optional", None, "upstream Habitat scenes"),
     PackageInfo("matplotlib", "matplotlib", "optional", "plot", "metric plots"),
 )

@@ -17,6 +17,8 @@ the reference release's operation order, which must not change with this module.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = [
@@ -128,7 +130,35 @@ def wrap_angle(angle_rad: np.ndarray | float) -> np.ndarray:
     return (a + np.pi) % (2.0 * np.pi) - np.pi
 
 
+# Matrices of single angles already built (the generator asks for the same foot yaws and
+# pitches many times per chunk): copies of the very same values are returned.
+_SINGLE_CACHE: dict[tuple[int, float, bool], np.ndarray] = {}
+_SINGLE_CACHE_MAX = 4096
+
+
+def _single_axis_rotation(a: float, axis: int) -> np.ndarray:
+    key = (axis, a, math.copysign(1.0, a) > 0.0)  # -0.0 == 0.0, but sin(-0.0) is -0.0
+    cached = _SINGLE_CACHE.get(key)
+    if cached is not None:
+        return cached.copy()
+    c, s = float(np.cos(a)), float(np.sin(a))
+    if axis == 0:
+        m = np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+    elif axis == 1:
+        m = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    else:
+        m = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    if len(_SINGLE_CACHE) >= _SINGLE_CACHE_MAX:
+        _SINGLE_CACHE.clear()
+    _SINGLE_CACHE[key] = m.copy()
+    return m
+
+
 def _axis_rotation(angle_rad: np.ndarray | float, axis: int) -> np.ndarray:
+    if isinstance(angle_rad, (float, np.floating)) or (
+        isinstance(angle_rad, np.ndarray) and angle_rad.ndim == 0
+    ):  # one angle: the same values as below, without the broadcasting machinery
+        return _single_axis_rotation(float(angle_rad), axis)
     a = np.asarray(angle_rad, dtype=np.float64)
     c, s = np.cos(a), np.sin(a)
     m = np.zeros(a.shape + (3, 3))

@@ -1,4 +1,6 @@
-"""Procedural motion executed by the half-physics on open floor matches the request (10 %)."""
+"""Procedural motion executed by the half-physics on open floor matches the request (10 %).
+
+Every test runs against every physics backend (pybullet and MuJoCo)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import numpy as np
 import pytest
 
 from humanclaw_gym import SkillCall
+from humanclaw_gym.backends import registry
 from humanclaw_gym.body import heading_yaw
 from humanclaw_gym.motion.procedural import ProceduralMotionGenerator
 from humanclaw_gym.scenes.spec import Part, Room, SceneObject, SceneSpec
@@ -26,12 +29,27 @@ def _open_floor() -> SceneSpec:
     return SceneSpec(scene_id="open_floor", rooms=(room,), objects=(floor,))
 
 
-@pytest.fixture(scope="module")
-def physics():
-    from humanclaw_gym.physics.pybullet_backend import PybulletHalfPhysics
+def _has(module: str) -> bool:
+    import importlib.util
 
-    backend = PybulletHalfPhysics()
-    backend.build(_open_floor())
+    return importlib.util.find_spec(module) is not None
+
+
+PHYSICS_BACKENDS = [
+    "pybullet",
+    pytest.param("mujoco", marks=pytest.mark.skipif(not _has("mujoco"), reason="no mujoco")),
+]
+
+
+def _make(name: str, scene: SceneSpec):
+    backend = registry.create("physics", name)
+    backend.build(scene)
+    return backend
+
+
+@pytest.fixture(scope="module", params=PHYSICS_BACKENDS)
+def physics(request):
+    backend = _make(request.param, _open_floor())
     yield backend
     backend.close()
 
@@ -197,12 +215,9 @@ def test_realized_motion_of_every_skill_on_open_floor(physics):
     _check_realized_motion(generated, realized, skills, _EVERY_SKILL)
 
 
-@pytest.fixture(scope="module")
-def furniture_physics():
-    from humanclaw_gym.physics.pybullet_backend import PybulletHalfPhysics
-
-    backend = PybulletHalfPhysics()
-    backend.build(_furniture_floor())
+@pytest.fixture(scope="module", params=PHYSICS_BACKENDS)
+def furniture_physics(request):
+    backend = _make(request.param, _furniture_floor())
     yield backend
     backend.close()
 
@@ -217,10 +232,10 @@ def test_realized_motion_next_to_furniture(furniture_physics):
     assert np.all(pos[:, 0, 0] < 0.37 - 0.2) and np.all(pos[:, 0, 0] > -0.25 + 0.1)  # still between
 
 
+@pytest.mark.parametrize("name", PHYSICS_BACKENDS)
 @pytest.mark.parametrize("height", [0.42, 0.5, 0.54])
-def test_sit_on_a_bed_ends_seated_and_never_rises(height):
+def test_sit_on_a_bed_ends_seated_and_never_rises(height, name):
     """A body standing 0.17 m in front of a seat (the episodes' approach pose) sits down."""
-    from humanclaw_gym.physics.pybullet_backend import PybulletHalfPhysics
     from humanclaw_gym.scenes.navgrid import APPROACH_OFFSET_M
 
     floor = _open_floor().objects[0]
@@ -229,8 +244,7 @@ def test_sit_on_a_bed_ends_seated_and_never_rises(height):
         (Part("box", (0.8, height / 2, 1.0), (0.0, height / 2, 0.0)),),
     )  # fmt: skip
     scene = SceneSpec("bed_floor", (Room(0, "bedroom", (-5, -5), (5, 5)),), (floor, seat))
-    backend = PybulletHalfPhysics()
-    backend.build(scene)
+    backend = _make(name, scene)
     try:
         calls = [f"Sit down<{height}>", f"Sit down<{height}>"]
         gen = ProceduralMotionGenerator()
@@ -252,5 +266,57 @@ def test_sit_on_a_bed_ends_seated_and_never_rises(height):
         assert contact_last == [True, True]  # the pelvis rests on the bed (GeoInteractSR)
         pos, _ = forward_kinematics(realized)
         assert np.all(pos[:, list(WRISTS), 1] < pos[:, HEAD, None, 1])
+    finally:
+        backend.close()
+
+
+def _stair_scene(up: bool, edge_m: float, steps: int = 3) -> SceneSpec:
+    """A straight flight of ``steps`` stairs (the generator's rise and run) along +Z, going
+    up (treads rising away from the start) or down (the body starts on the top tread); the
+    first edge is ``edge_m`` ahead of the start pelvis."""
+    from humanclaw_gym.scenes.spec import STAIR_RISE_M, STAIR_RUN_M
+
+    parts = []
+    far, back = edge_m + steps * STAIR_RUN_M + 0.6, -1.0
+    for i in range(steps):
+        edge = edge_m + i * STAIR_RUN_M
+        if up:  # tread i spans from its edge to the far end
+            top, z0, z1 = (i + 1) * STAIR_RISE_M, edge, far
+        else:  # tread i spans from behind the start to its edge
+            top, z0, z1 = (steps - i) * STAIR_RISE_M, back, edge
+        parts.append(Part("box", (0.6, top / 2, (z1 - z0) / 2), (0.0, top / 2, (z0 + z1) / 2)))
+    stairs = SceneObject(2, "stairs", "stairs", (0.0, 0.0, 0.0), 0.0, tuple(parts))
+    room = Room(0, "hallway", (-5.0, -5.0), (5.0, 5.0))
+    return SceneSpec("stairs", (room,), (_open_floor().objects[0], stairs))
+
+
+@pytest.mark.parametrize("name", PHYSICS_BACKENDS)
+@pytest.mark.parametrize("up", [True, False], ids=["upstairs", "downstairs"])
+def test_stairs_are_climbed_and_descended(name, up):
+    """Three Climb upstairs (Walk downstairs) decisions on a real flight of stairs: the body
+    rises (sinks) one step per decision, moves one run forward and keeps its joints."""
+    from humanclaw_gym.scenes.spec import STAIR_RISE_M, STAIR_RUN_M
+
+    steps = 3
+    backend = _make(name, _stair_scene(up, 0.25 if up else 0.12, steps))
+    try:
+        gen = ProceduralMotionGenerator()
+        floor = 0.0 if up else steps * STAIR_RISE_M
+        history = gen.reset(np.array([0.0, floor, 0.0]), 0.0)
+        backend.reset(history[-1])
+        call = "Climb upstairs<normal>" if up else "Walk downstairs<normal>"
+        generated, realized = [], []
+        for k in range(steps):
+            chunk = gen.generate(call)
+            for frame in chunk:
+                backend.step_frame(frame)
+                realized.append(backend.realized_frame())
+            generated.append(chunk)
+            now = realized[-1]
+            rise = (k + 1) * STAIR_RISE_M * (1 if up else -1)
+            assert now[1] == pytest.approx(STANDING_PELVIS_HEIGHT_M + floor + rise, abs=0.04)
+            assert now[2] == pytest.approx((k + 1) * STAIR_RUN_M, abs=0.05)
+        err = np.degrees(joint_tracking_error_rad(np.concatenate(generated), np.array(realized)))
+        assert err.max() <= MOTION_ANOMALY_BOUND_DEG
     finally:
         backend.close()

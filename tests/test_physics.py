@@ -1,7 +1,10 @@
-"""Tests of the pybullet half-physics backend (humanclaw_gym/physics/pybullet_backend.py),
-its rotation helpers and the humanoid URDF (humanclaw_gym/body/urdf.py).
+"""Tests of the half-physics backends (humanclaw_gym/physics/pybullet_backend.py and
+mujoco_backend.py), their rotation helpers and the humanoid URDF (humanclaw_gym/body/urdf.py).
 
 Every clause of the frame contract gets a purpose-built scene and hand-made generated frames.
+The contract tests run against every physics backend (the ``make_backend`` fixture is
+parametrized over them); tests of one backend's mechanics (how pybullet's calls are ordered,
+MuJoCo's model fields) name it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from humanclaw_gym.backends import registry
 from humanclaw_gym.backends.protocols import PhysicsBackend
 from humanclaw_gym.body import urdf as urdf_mod
 from humanclaw_gym.body.skeleton import (
@@ -39,6 +43,21 @@ from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID
 from humanclaw_gym.scenes.spec import Part, Room, SceneObject, SceneSpec
 
 pybullet = pytest.importorskip("pybullet")
+
+try:
+    import mujoco  # noqa: F401
+
+    _HAVE_MUJOCO = True
+except ImportError:  # pragma: no cover - the mujoco extra is part of the test extra
+    _HAVE_MUJOCO = False
+
+#: Every registered physics backend the contract tests run against.
+PHYSICS_BACKENDS = [
+    "pybullet",
+    pytest.param(
+        "mujoco", marks=pytest.mark.skipif(not _HAVE_MUJOCO, reason="mujoco not installed")
+    ),
+]
 
 FLOOR_ID, WALL_ID, TABLE_ID, CUP_ID, SHELF_ID, BOX_ID = 1, 2, 3, 4, 5, 6
 DEG = math.pi / 180.0
@@ -111,9 +130,36 @@ def _root_yaw(frame: np.ndarray) -> float:
     return math.atan2(fwd[0], fwd[2])
 
 
+@pytest.fixture(params=PHYSICS_BACKENDS)
+def physics_name(request) -> str:
+    """The registry name of the physics backend under test."""
+    return request.param
+
+
+def _backend_class(name: str):
+    return registry.entry("physics", name).load()
+
+
 @pytest.fixture
-def make_backend() -> Iterator:
-    """Factory of built backends, all closed at teardown."""
+def make_backend(physics_name) -> Iterator:
+    """Factory of built backends of the parametrized physics, all closed at teardown."""
+    made: list = []
+    cls = _backend_class(physics_name)
+
+    def make(scene: SceneSpec, **kwargs):
+        backend = cls(**kwargs)
+        made.append(backend)
+        backend.build(scene)
+        return backend
+
+    yield make
+    for backend in made:
+        backend.close()
+
+
+@pytest.fixture
+def make_pybullet() -> Iterator:
+    """Factory of built pybullet backends (tests of pybullet's own mechanics)."""
     made: list[PybulletHalfPhysics] = []
 
     def make(scene: SceneSpec, **kwargs) -> PybulletHalfPhysics:
@@ -218,34 +264,52 @@ def test_urdf_link_frames_follow_forward_kinematics(make_backend) -> None:
 # --------------------------------------------------------------------------------------
 # protocol, lifecycle, errors
 # --------------------------------------------------------------------------------------
-def test_protocol_and_capabilities() -> None:
-    backend = PybulletHalfPhysics()
+@pytest.mark.parametrize("name", PHYSICS_BACKENDS)
+def test_protocol_and_capabilities(name) -> None:
+    cls = _backend_class(name)
+    backend = cls()
     assert isinstance(backend, PhysicsBackend)
-    assert backend.capabilities.name == "pybullet"
+    assert backend.capabilities.name == name
+    assert backend.capabilities == registry.entry("physics", name).capabilities
     assert backend.capabilities.contacts and backend.capabilities.ray_cast
     contract = backend.contract()
+    assert contract["backend"] == name
     assert contract["substeps_per_frame"] == 4 and contract["root_velocity_substeps"] == [0, 2]
-    # this backend's default gain is 1.0 everywhere; the reference's values are recorded
+    assert contract["substep_s"] == pytest.approx(1.0 / 120.0)
+    assert contract["max_drive_per_frame_rad"] == pytest.approx(30.0 * DEG)
+    # the default gain is 1.0 everywhere; the reference's values are recorded
     assert set(contract["pjsc_gains"].values()) == {1.0}
     assert contract["reference_pjsc_gains"]["left_shoulder"] == 0.03
-    assert PybulletHalfPhysics(pjsc_gains=REFERENCE_PJSC_GAINS).contract()["pjsc_gains"][
+    assert cls(pjsc_gains=REFERENCE_PJSC_GAINS).contract()["pjsc_gains"][
         "left_shoulder"
     ] == pytest.approx(0.03)
     assert contract["human_friction"] == 0.4 and contract["scene_friction"] == 1.0
+    assert contract["gravity_m_s2"] == 9.8 and contract["restitution"] == 0.0
+    # every constructor option is recorded under its own name (forward replay rebuilds
+    # the backend from those entries)
+    import inspect
+
+    params = [p for p in inspect.signature(cls).parameters if p != "self"]
+    assert params and all(p in contract for p in params)
     backend.close()
 
 
-def test_bad_arguments_are_rejected(make_backend) -> None:
+def test_bad_arguments_are_rejected(make_backend, physics_name) -> None:
+    cls = _backend_class(physics_name)
     with pytest.raises(ValueError, match="solver_iterations"):
-        PybulletHalfPhysics(0)
+        cls(0)
     with pytest.raises(TypeError, match="solver_iterations"):
-        PybulletHalfPhysics(2.5)  # type: ignore[arg-type]
+        cls(2.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="pjsc_gains.*unknown joint 'wing'"):
-        PybulletHalfPhysics(pjsc_gains={"wing": 0.5})
+        cls(pjsc_gains={"wing": 0.5})
     with pytest.raises(ValueError, match=r"pjsc_gains\['neck'\] must be in \[0, 1\]"):
-        PybulletHalfPhysics(pjsc_gains={"neck": 2.0})
+        cls(pjsc_gains={"neck": 2.0})
+    with pytest.raises(ValueError, match="root_correction_gain"):
+        cls(root_correction_gain=1.5)
+    with pytest.raises(ValueError, match="motor_torque_scale"):
+        cls(motor_torque_scale=0.0)
     with pytest.raises(RuntimeError, match="build"):
-        PybulletHalfPhysics().reset(_standing())
+        cls().reset(_standing())
     backend = make_backend(_scene())
     with pytest.raises(RuntimeError, match="reset"):
         backend.step_frame(_standing())
@@ -258,11 +322,33 @@ def test_bad_arguments_are_rejected(make_backend) -> None:
     backend.reset(_standing())
     with pytest.raises(ValueError, match="from_y must be > to_y"):
         backend.ray_cast_down(0.0, 0.0, 0.0, 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        backend.ray_cast_down(0.0, float("nan"), 1.0, 0.0)
     with pytest.raises(RuntimeError, match="already built"):
         backend.build(_scene())
 
 
-def test_close_is_idempotent_and_safe_after_failed_build(monkeypatch) -> None:
+def test_close_is_idempotent(physics_name) -> None:
+    cls = _backend_class(physics_name)
+    never_built = cls()
+    never_built.close()
+    never_built.close()
+    backend = cls()
+    backend.build(_scene())
+    backend.reset(_standing())
+    backend.step_frame(_standing())
+    backend.close()
+    backend.close()
+    with pytest.raises(RuntimeError, match="build"):
+        backend.step_frame(_standing())
+    with pytest.raises(RuntimeError, match="build"):
+        backend.reset(_standing())
+    backend.build(_scene())  # a closed backend can be built again
+    backend.reset(_standing())
+    backend.close()
+
+
+def test_pybullet_close_is_safe_after_failed_build(monkeypatch) -> None:
     never_built = PybulletHalfPhysics()
     never_built.close()
     never_built.close()
@@ -292,7 +378,6 @@ def test_close_is_idempotent_and_safe_after_failed_build(monkeypatch) -> None:
 def test_two_backends_in_one_process_are_independent(make_backend) -> None:
     a = make_backend(_scene())
     b = make_backend(_scene(_table()))
-    assert a._client != b._client
     a.reset(_standing())
     b.reset(_standing(0.0, 3.0))
     for _ in range(5):
@@ -306,8 +391,8 @@ def test_two_backends_in_one_process_are_independent(make_backend) -> None:
 # --------------------------------------------------------------------------------------
 # the frame contract, clause by clause
 # --------------------------------------------------------------------------------------
-def test_materials_read_back(make_backend) -> None:
-    backend = make_backend(_scene(_table(), _cup()))
+def test_pybullet_materials_read_back(make_pybullet) -> None:
+    backend = make_pybullet(_scene(_table(), _cup()))
     backend.reset(_standing())
 
     def info(body: int, link: int) -> tuple:
@@ -347,7 +432,7 @@ def test_stands_at_the_right_height(make_backend) -> None:
     assert mean_joint_error < 5.0 * DEG
 
 
-def _walk(backend: PybulletHalfPhysics, frames: np.ndarray) -> np.ndarray:
+def _walk(backend, frames: np.ndarray) -> np.ndarray:
     realized = []
     for frame in frames:
         backend.step_frame(frame)
@@ -401,8 +486,8 @@ def test_root_path_is_realized_on_open_floor(make_backend) -> None:
     assert np.all(realized[:, 1] > STANDING_PELVIS_HEIGHT_M - 0.05)
 
 
-def test_root_velocity_written_before_substeps_0_and_2_only(make_backend) -> None:
-    backend = make_backend(_scene())
+def test_pybullet_root_velocity_written_before_substeps_0_and_2_only(make_pybullet) -> None:
+    backend = make_pybullet(_scene())
     backend.reset(_standing())
     log: list[tuple[str, tuple]] = []
     real_call = backend._call
@@ -656,9 +741,7 @@ def test_ray_cast_down_hits_the_table_and_ignores_the_humanoid(make_backend) -> 
 # --------------------------------------------------------------------------------------
 # determinism and snapshots
 # --------------------------------------------------------------------------------------
-def _episode(
-    backend: PybulletHalfPhysics, speed: float, query_contacts: bool = False
-) -> np.ndarray:
+def _episode(backend, speed: float, query_contacts: bool = False) -> np.ndarray:
     start = _standing()
     backend.reset(start)
     if query_contacts:

@@ -283,6 +283,14 @@ def _register_defaults() -> None:
         ),
         "pybullet DIRECT, half-physics frame contract, Y-up gravity",
     )
+    register_physics(
+        "mujoco",
+        "humanclaw_gym.physics.mujoco_backend:MujocoHalfPhysics",
+        # no triangle meshes: MuJoCo collides a mesh as its convex hull, which would fill
+        # the rooms of an imported (HSSD) home; scenes with mesh parts are refused
+        PhysicsCapabilities(name="mujoco", part_shapes=frozenset({"box", "cylinder", "sphere"})),
+        "MuJoCo, the same half-physics frame contract, native ball-joint drives (mujoco extra)",
+    )
     register_render(
         "moderngl",
         "humanclaw_gym.render.moderngl_backend:ModernglRenderer",

@@ -1,9 +1,11 @@
 """The vector entry point: ``gym.make_vec("HumanClawFindNavInteract-v0", num_envs=N)``.
 
-Builds a Gymnasium :class:`~gymnasium.vector.SyncVectorEnv` (``mode="sync"``, default) or
+Builds a Gymnasium :class:`~gymnasium.vector.SyncVectorEnv` (``mode="sync"``, default),
 :class:`~gymnasium.vector.AsyncVectorEnv` (``mode="async"``, one process per sub-env,
-started with ``spawn``) whose sub-env ``i`` plays shard ``i`` of ``N`` of the episode list,
-so no episode is played by two sub-envs. Autoreset mode is Gymnasium's ``NEXT_STEP``.
+started with ``spawn``) or :class:`~humanclaw_gym.envs.batched.BatchedVectorEnv`
+(``mode="batched"``: one process, the sub-envs stepped together on threads) whose sub-env
+``i`` plays shard ``i`` of ``N`` of the episode list, so no episode is played by two
+sub-envs. Autoreset mode is Gymnasium's ``NEXT_STEP``.
 
 Actions of a vector env: the batched ``Dict`` (each entry stacked along a first axis of
 length N, as ``envs.action_space.sample()`` gives) or a list/tuple of N per-sub-env
@@ -184,16 +186,23 @@ def make_vector_env(
 
     Args:
         num_envs: number of sub-envs (>= 1); sub-env ``i`` plays episode shard ``i``.
-        mode: ``"sync"`` (one process) or ``"async"`` (one worker process per sub-env).
+        mode: ``"sync"`` (one process), ``"async"`` (one worker process per sub-env) or
+            ``"batched"`` (one process, the sub-envs stepped together on threads; pays off
+            with ``physics="mujoco"``, see :mod:`humanclaw_gym.envs.batched`).
         wrappers: callables applied to each sub-env (e.g. a metrics wrapper factory).
         max_episode_steps: ignored (the env truncates at its own ``max_steps``); accepted
             because Gymnasium passes the spec's value.
-        **kwargs: forwarded to :class:`~humanclaw_gym.envs.FindNavInteractEnv`.
+        **kwargs: forwarded to :class:`~humanclaw_gym.envs.FindNavInteractEnv`, except
+            ``max_concurrent`` (``mode="batched"``: sub-envs running at once, default the
+            number of CPUs).
     """
     if not isinstance(num_envs, int) or num_envs < 1:
         raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
-    if mode not in ("sync", "async"):
-        raise ValueError(f"mode must be 'sync' or 'async', got {mode!r}")
+    if mode not in ("sync", "async", "batched"):
+        raise ValueError(f"mode must be 'sync', 'async' or 'batched', got {mode!r}")
+    max_concurrent = kwargs.pop("max_concurrent", None)
+    if max_concurrent is not None and mode != "batched":
+        raise ValueError("max_concurrent is an option of mode='batched' only")
     if "num_shards" in kwargs or "shard_index" in kwargs:
         raise ValueError(
             "num_shards/shard_index are set by the vector entry point; do not pass them"
@@ -204,6 +213,10 @@ def make_vector_env(
         functools.partial(_make_sub_env, i, num_envs, tuple(wrappers), dict(kwargs))
         for i in range(num_envs)
     ]
+    if mode == "batched":
+        from humanclaw_gym.envs.batched import BatchedVectorEnv
+
+        return BatchedVectorEnv(fns, max_concurrent=max_concurrent)
     if mode == "sync":
         # Batched motion pays off only for a batched generator; it is a no-op otherwise.
         return BatchedMotionSyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)

@@ -115,6 +115,53 @@ def knee_angle(leg: LegGeometry, distance_m: np.ndarray) -> np.ndarray:
     return np.clip(phi, 0.0, MAX_KNEE_FLEX_RAD)
 
 
+def _knee_angle_scalar(leg: LegGeometry, distance_m: float) -> float:
+    """:func:`knee_angle` of one distance, with the same operations on scalars."""
+    d = min(max(float(distance_m), leg.reach_min), leg.reach_max)
+    m = np.hypot(leg.knee_p, leg.knee_q)
+    delta = np.arctan2(leg.knee_q, leg.knee_p)
+    k = d * d / 2.0 - leg.knee_const
+    phi = delta + np.arccos(min(max(k / m, -1.0), 1.0))
+    return float(min(max(phi, 0.0), MAX_KNEE_FLEX_RAD))
+
+
+def _norm3(v: np.ndarray) -> np.float64:
+    """``np.linalg.norm`` of a 1-D vector (the same ``dot`` and ``sqrt``)."""
+    return np.sqrt(v.dot(v))
+
+
+def _columns(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``np.stack([a, b, c], axis=1)`` of three 3-vectors (C-contiguous ``(3, 3)``)."""
+    out = np.empty((3, 3))
+    out[:, 0] = a
+    out[:, 1] = b
+    out[:, 2] = c
+    return out
+
+
+def _linspace(start: float, stop: float, num: int) -> np.ndarray:
+    """``np.linspace(start, stop, num)`` for two floats and ``num >= 2``, the same steps."""
+    y = np.arange(0, num, dtype=np.float64)
+    delta = np.subtract(stop, start, dtype=np.float64)
+    div = num - 1
+    step = delta / div
+    if step == 0:
+        y /= div
+        y *= delta
+    else:
+        y *= step
+    y += start
+    y[-1] = stop
+    return y
+
+
+def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.cross`` of two 3-vectors (the same products and differences)."""
+    a0, a1, a2 = float(a[0]), float(a[1]), float(a[2])
+    b0, b1, b2 = float(b[0]), float(b[1]), float(b[2])
+    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+
+
 def tiptoe_ankle(
     leg: LegGeometry, flat_ankle: np.ndarray, yaw_rad: float, theta_rad: np.ndarray
 ) -> np.ndarray:
@@ -145,7 +192,7 @@ def max_hip_height(
         max_tiptoe_rad: largest allowed heel raise.
     """
     n = max(2, int(np.degrees(max_tiptoe_rad) / 2.5) + 1)
-    thetas = np.linspace(0.0, max(max_tiptoe_rad, 0.0), n)
+    thetas = _linspace(0.0, max(max_tiptoe_rad, 0.0), n)
     ankles = tiptoe_ankle(leg, flat_ankle, yaw_rad, thetas)
     horiz = np.hypot(ankles[:, 0] - hip_xz[0], ankles[:, 2] - hip_xz[1])
     reach = leg.reach_max * 0.9995
@@ -166,10 +213,10 @@ def solve_tiptoe(
 ) -> float:
     """Smallest heel raise in ``[min_rad, max(min_rad, max_rad)]`` that lets the leg reach."""
     hi = max(min_rad, max_rad)
-    thetas = np.linspace(min_rad, hi, max(2, int(np.degrees(hi - min_rad) / 0.25) + 1))
+    thetas = _linspace(min_rad, hi, max(2, int(np.degrees(hi - min_rad) / 0.25) + 1))
     ankles = tiptoe_ankle(leg, flat_ankle, yaw_rad, thetas)
     dist = np.linalg.norm(ankles - hip, axis=1)
-    ok = np.nonzero(dist <= leg.reach_max * 0.9999)[0]
+    ok = (dist <= leg.reach_max * 0.9999).nonzero()[0]
     if ok.size == 0:
         return float(thetas[np.argmin(dist)])
     return float(thetas[ok[0]])
@@ -198,25 +245,27 @@ def solve_leg(
     Returns:
         Local rotation matrices of the hip, the knee and the ankle, each ``(3, 3)``.
     """
+    # (Speed: the norms are np.linalg.norm's own dot + sqrt and the cross products its own
+    # component products, written out; every value is bit-identical to the library calls.)
     d = np.asarray(ankle_target, dtype=np.float64) - hip
-    dist = float(np.linalg.norm(d))
+    dist = float(_norm3(d))
     d_hat = d / dist if dist > 1e-9 else np.array([0.0, -1.0, 0.0])
-    phi = float(knee_angle(leg, dist))
+    phi = _knee_angle_scalar(leg, dist)
     r_knee = rot_x(phi)
     leg_vec = leg.thigh + r_knee @ leg.shin
-    l_hat = leg_vec / np.linalg.norm(leg_vec)
+    l_hat = leg_vec / _norm3(leg_vec)
     x_axis = np.array([1.0, 0.0, 0.0])
     x_perp = x_axis - (x_axis @ l_hat) * l_hat
-    x_perp /= np.linalg.norm(x_perp)
+    x_perp /= _norm3(x_perp)
     a_perp = hinge_axis - (hinge_axis @ d_hat) * d_hat
-    norm = np.linalg.norm(a_perp)
+    norm = _norm3(a_perp)
     if norm < 1e-6:  # hinge along the leg: fall back on the pelvis' left axis
         fallback = pelvis_rot[:, 0]
         a_perp = fallback - (fallback @ d_hat) * d_hat
-        norm = np.linalg.norm(a_perp)
+        norm = _norm3(a_perp)
     a_perp /= norm
-    src = np.stack([l_hat, x_perp, np.cross(l_hat, x_perp)], axis=1)
-    dst = np.stack([d_hat, a_perp, np.cross(d_hat, a_perp)], axis=1)
+    src = _columns(l_hat, x_perp, _cross3(l_hat, x_perp))
+    dst = _columns(d_hat, a_perp, _cross3(d_hat, a_perp))
     g_hip = dst @ src.T
     hip_local = pelvis_rot.T @ g_hip
     g_knee = g_hip @ r_knee

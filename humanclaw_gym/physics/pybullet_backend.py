@@ -31,6 +31,22 @@ import numpy as np
 
 from humanclaw_gym.backends.protocols import PhysicsCapabilities
 from humanclaw_gym.body.skeleton import FRAME_DIM, JOINT_NAMES, NUM_JOINTS
+from humanclaw_gym.physics.contract import (
+    FRAME_RATE_HZ,
+    GRAVITY_M_S2,
+    HUMAN_FRICTION,
+    MAX_DRIVE_PER_FRAME_RAD,
+    MOTOR_MAX_TORQUE_NM,
+    PJSC_GAINS,
+    REFERENCE_PJSC_GAINS,
+    RESTITUTION,
+    ROOT_ANGULAR_SUBSTEP,
+    ROOT_VELOCITY_SUBSTEPS,
+    SCENE_FRICTION,
+    SUBSTEP_S,
+    SUBSTEPS_PER_FRAME,
+    validate_frame,
+)
 from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, empty_contacts
 from humanclaw_gym.rotations import (
     cap_rotvec,
@@ -63,47 +79,11 @@ __all__ = [
 ]
 
 # ---------------------------------------------------------------------------------------
-# The frame contract (public so that replay manifests can record it).
+# The frame contract: shared by the backends (humanclaw_gym.physics.contract), re-exported
+# here; the collision margin is this backend's.
 # ---------------------------------------------------------------------------------------
-#: Rate of generated frames, Hz.
-FRAME_RATE_HZ = 30.0
-#: Bullet substeps per generated frame.
-SUBSTEPS_PER_FRAME = 4
-#: Length of one Bullet substep, seconds (1/120).
-SUBSTEP_S = 1.0 / (FRAME_RATE_HZ * SUBSTEPS_PER_FRAME)
-#: Zero-based substeps before which the generated root x/z velocity is written.
-ROOT_VELOCITY_SUBSTEPS: tuple[int, ...] = (0, 2)
-#: Zero-based substep before which the root angular velocity is written (once per frame;
-#: it must be one of ``ROOT_VELOCITY_SUBSTEPS``: both are written by one base-velocity call).
-ROOT_ANGULAR_SUBSTEP = 0
-#: Magnitude of gravity along world -Y, m/s^2.
-GRAVITY_M_S2 = 9.8
-#: Cap of every joint drive and of the root angular drive, per generated frame.
-MAX_DRIVE_PER_FRAME_RAD = math.radians(30.0)
-#: Lateral friction of every humanoid link, the base (pelvis) included.
-HUMAN_FRICTION = 0.4
-#: Lateral friction of every scene object (Bullet multiplies the two bodies' values).
-SCENE_FRICTION = 1.0
-#: Restitution of every body.
-RESTITUTION = 0.0
 #: Collision margin set on every created body, metres.
 COLLISION_MARGIN_M = 0.01
-#: PJSC gains of the reference contract that differ from its default 1.0 (SMPL "shoulder" =
-#: upper-arm joint). Not this backend's default: in it they keep a rotation lost in a contact
-#: for seconds (docs/physics.md, "Where this backend differs from the reference contract");
-#: pass ``pjsc_gains=REFERENCE_PJSC_GAINS`` to run with them.
-REFERENCE_PJSC_GAINS: dict[str, float] = {
-    "left_shoulder": 0.03,
-    "right_shoulder": 0.03,
-    "left_wrist": 0.1,
-    "right_wrist": 0.1,
-    "left_ankle": 0.1,
-    "right_ankle": 0.1,
-}
-#: This backend's default PJSC gains that differ from 1.0: none (every joint recovers a lost
-#: rotation at up to the 30-degree drive cap per frame).
-PJSC_GAINS: dict[str, float] = {}
-
 _NUM_BODY_JOINTS = NUM_JOINTS - 1
 _LINKS = list(range(_NUM_BODY_JOINTS))
 _ZERO_VEL3 = [[0.0, 0.0, 0.0]] * _NUM_BODY_JOINTS
@@ -131,31 +111,7 @@ _MOTOR_POSITION_GAIN = 5.0
 # a wall at 1.2 m/s sinks 5.2 cm with pybullet's default and 2.4 cm with 0.4; the motors use
 # the separate non-contact erp.
 _CONTACT_ERP = 0.4
-_MOTOR_MAX_TORQUE_NM: dict[str, float] = {
-    "left_hip": 400.0,
-    "right_hip": 400.0,
-    "spine1": 400.0,
-    "left_knee": 400.0,
-    "right_knee": 400.0,
-    "spine2": 400.0,
-    "left_ankle": 250.0,
-    "right_ankle": 250.0,
-    "spine3": 400.0,
-    "left_foot": 60.0,
-    "right_foot": 60.0,
-    "neck": 80.0,
-    "left_collar": 120.0,
-    "right_collar": 120.0,
-    "head": 60.0,
-    "left_shoulder": 120.0,
-    "right_shoulder": 120.0,
-    "left_elbow": 80.0,
-    "right_elbow": 80.0,
-    "left_wrist": 30.0,
-    "right_wrist": 30.0,
-    "left_hand": 15.0,
-    "right_hand": 15.0,
-}
+_MOTOR_MAX_TORQUE_NM = MOTOR_MAX_TORQUE_NM
 
 
 def contract_summary() -> dict[str, Any]:
@@ -182,14 +138,7 @@ def contract_summary() -> dict[str, Any]:
     }
 
 
-def _validate_frame(frame_75: np.ndarray, where: str) -> np.ndarray:
-    frame = np.asarray(frame_75, dtype=np.float64)
-    if frame.shape != (FRAME_DIM,):
-        raise ValueError(f"{where}: frame_75 must have shape ({FRAME_DIM},), got {frame.shape}")
-    if not np.all(np.isfinite(frame)):
-        bad = int(np.flatnonzero(~np.isfinite(frame))[0])
-        raise ValueError(f"{where}: frame_75 must be finite, value {bad} is {frame[bad]}")
-    return frame
+_validate_frame = validate_frame
 
 
 def _frame_rotations(frame: np.ndarray) -> np.ndarray:
@@ -271,6 +220,7 @@ class PybulletHalfPhysics:
             gains[name] = float(gain)
         self.solver_iterations = solver_iterations
         self.root_correction_gain = float(root_correction_gain)
+        self.motor_torque_scale = float(motor_torque_scale)
         self.pjsc_gains = np.array([gains.get(name, 1.0) for name in JOINT_NAMES[1:]])
         self._pjsc_col = self.pjsc_gains[:, None]
         self._motor_forces = [
@@ -314,6 +264,7 @@ class PybulletHalfPhysics:
         out["pjsc_gains"] = {
             name: float(g) for name, g in zip(JOINT_NAMES[1:], self.pjsc_gains, strict=True)
         }
+        out["motor_torque_scale"] = self.motor_torque_scale
         out["motor_max_torque_nm"] = {
             name: float(f[0]) for name, f in zip(JOINT_NAMES[1:], self._motor_forces, strict=True)
         }

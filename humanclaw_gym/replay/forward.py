@@ -85,7 +85,7 @@ def _tuning_kwargs(factory: Any, contract: dict[str, Any]) -> dict[str, Any]:
 
 def forward_replay(
     rollout_dir: str | os.PathLike[str],
-    physics: str = "pybullet",
+    physics: str | None = None,
     scene: Any = None,
     solver_iterations: int | None = None,
 ) -> ForwardReplayReport:
@@ -93,7 +93,9 @@ def forward_replay(
 
     Args:
         rollout_dir: directory of a replay bundle (verified on load).
-        physics: registry name of the physics backend.
+        physics: registry name of the physics backend; None (default) uses the backend the
+            manifest's physics contract names (``"backend"``), ``"pybullet"`` for bundles
+            that record none.
         scene: SceneSpec to use instead of ``episodes.load_scene`` (hash still checked).
         solver_iterations: override; by default the physics is built with the tuning the
             manifest's contract records (every contract entry named like a keyword
@@ -109,6 +111,8 @@ def forward_replay(
     scene_spec = load_scene_checked(bundle, scene)
     recorded_contract = bundle.manifest.get("physics") or {}
     from_backend = bundle.manifest.get("physics_contract_source") == "backend"
+    if physics is None:
+        physics = str(recorded_contract.get("backend") or "pybullet")
     entry = registry.entries("physics").get(physics)
     if entry is None:
         known = ", ".join(sorted(registry.entries("physics"))) or "none"

@@ -1,0 +1,108 @@
+"""The half-physics frame contract shared by every physics backend (numbers only).
+
+``docs/physics.md`` states each clause. The backends (:mod:`.pybullet_backend`,
+:mod:`.mujoco_backend`) implement these values with their own mechanics and record them,
+with their tuning, in ``contract()`` (replay manifests). No simulator is imported here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from humanclaw_gym.body.skeleton import FRAME_DIM
+
+__all__ = [
+    "FRAME_RATE_HZ",
+    "GRAVITY_M_S2",
+    "HUMAN_FRICTION",
+    "MAX_DRIVE_PER_FRAME_RAD",
+    "MOTOR_MAX_TORQUE_NM",
+    "PJSC_GAINS",
+    "REFERENCE_PJSC_GAINS",
+    "RESTITUTION",
+    "ROOT_ANGULAR_SUBSTEP",
+    "ROOT_VELOCITY_SUBSTEPS",
+    "SCENE_FRICTION",
+    "SUBSTEPS_PER_FRAME",
+    "SUBSTEP_S",
+    "validate_frame",
+]
+
+#: Rate of generated frames, Hz.
+FRAME_RATE_HZ = 30.0
+#: Physics substeps per generated frame.
+SUBSTEPS_PER_FRAME = 4
+#: Length of one physics substep, seconds (1/120).
+SUBSTEP_S = 1.0 / (FRAME_RATE_HZ * SUBSTEPS_PER_FRAME)
+#: Zero-based substeps before which the generated root x/z velocity is written.
+ROOT_VELOCITY_SUBSTEPS: tuple[int, ...] = (0, 2)
+#: Zero-based substep before which the root angular velocity is written (once per frame;
+#: it is one of ``ROOT_VELOCITY_SUBSTEPS``: both are written together).
+ROOT_ANGULAR_SUBSTEP = 0
+#: Magnitude of gravity along world -Y, m/s^2.
+GRAVITY_M_S2 = 9.8
+#: Cap of every joint drive and of the root angular drive, per generated frame.
+MAX_DRIVE_PER_FRAME_RAD = math.radians(30.0)
+#: Lateral friction of every humanoid link, the base (pelvis) included.
+HUMAN_FRICTION = 0.4
+#: Lateral friction of every scene object (the humanoid-vs-object friction is the
+#: humanoid's 0.4: Bullet multiplies the two values, MuJoCo gives the humanoid priority).
+SCENE_FRICTION = 1.0
+#: Restitution of every body.
+RESTITUTION = 0.0
+#: PJSC gains of the reference contract that differ from its default 1.0 (SMPL "shoulder" =
+#: upper-arm joint). Not the backends' default: in them they keep a rotation lost in a contact
+#: for seconds (docs/physics.md, "Where this backend differs from the reference contract");
+#: pass ``pjsc_gains=REFERENCE_PJSC_GAINS`` to run with them.
+REFERENCE_PJSC_GAINS: dict[str, float] = {
+    "left_shoulder": 0.03,
+    "right_shoulder": 0.03,
+    "left_wrist": 0.1,
+    "right_wrist": 0.1,
+    "left_ankle": 0.1,
+    "right_ankle": 0.1,
+}
+#: The backends' default PJSC gains that differ from 1.0: none (every joint recovers a lost
+#: rotation at up to the 30-degree drive cap per frame).
+PJSC_GAINS: dict[str, float] = {}
+
+#: Largest torque per axis of each joint's drive (N m): a strong adult's. Legs and spine
+#: carry the body (vertical root motion is gravity/contact driven).
+MOTOR_MAX_TORQUE_NM: dict[str, float] = {
+    "left_hip": 400.0,
+    "right_hip": 400.0,
+    "spine1": 400.0,
+    "left_knee": 400.0,
+    "right_knee": 400.0,
+    "spine2": 400.0,
+    "left_ankle": 250.0,
+    "right_ankle": 250.0,
+    "spine3": 400.0,
+    "left_foot": 60.0,
+    "right_foot": 60.0,
+    "neck": 80.0,
+    "left_collar": 120.0,
+    "right_collar": 120.0,
+    "head": 60.0,
+    "left_shoulder": 120.0,
+    "right_shoulder": 120.0,
+    "left_elbow": 80.0,
+    "right_elbow": 80.0,
+    "left_wrist": 30.0,
+    "right_wrist": 30.0,
+    "left_hand": 15.0,
+    "right_hand": 15.0,
+}
+
+
+def validate_frame(frame_75: np.ndarray, where: str) -> np.ndarray:
+    """``frame_75`` as a finite ``float64 (75,)`` array, or ValueError naming ``where``."""
+    frame = np.asarray(frame_75, dtype=np.float64)
+    if frame.shape != (FRAME_DIM,):
+        raise ValueError(f"{where}: frame_75 must have shape ({FRAME_DIM},), got {frame.shape}")
+    if not np.all(np.isfinite(frame)):
+        bad = int(np.flatnonzero(~np.isfinite(frame))[0])
+        raise ValueError(f"{where}: frame_75 must be finite, value {bad} is {frame[bad]}")
+    return frame

@@ -1,0 +1,817 @@
+"""MuJoCo implementation of the half-physics frame contract (``physics="mujoco"``).
+
+The same contract as :mod:`humanclaw_gym.physics.pybullet_backend` (``docs/physics.md``
+states every clause and where this backend's mechanics differ); one generated 30 Hz frame
+(:meth:`MujocoHalfPhysics.step_frame`):
+
+1. Drives from the previous generated frame, the new one and the realized state: root x/z
+   velocity, root angular velocity and a PJSC command per joint (shortest arcs, 30 degrees
+   per frame at most, PJSC gain 1.0 for every joint by default). Before substep 0 every
+   joint's velocity is set to the rate that reaches its command in one frame (the joint
+   velocity drive) and the root's angular and x/z velocity are written.
+2. Four MuJoCo steps of 1/120 s (``implicitfast``). The root x/z velocity is written again
+   before substep 2; gravity and contacts act on every substep (vertical root motion is
+   never written).
+3. The realized state is read back once and cached.
+
+The model is MJCF text generated here from the skeleton and the scene: the humanoid is a
+free-floating pelvis with 23 ball joints, each driven natively by three position actuators
+(``gear`` on the joint's local axes; the actuator length of a ball joint is the rotation
+vector of its quaternion), whose stiffness is clamped at the same per-joint torques as
+pybullet's motors, while the joint damping sits on the joints (``dof_damping``, integrated
+implicitly; a clamped actuator damping lets light links such as hands and toes blow up).
+The drive maths runs compiled (:mod:`humanclaw_gym.physics._mujoco_drive`, numba).
+``mujoco`` is imported only inside :meth:`MujocoHalfPhysics.build`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from humanclaw_gym.backends.protocols import PhysicsCapabilities
+from humanclaw_gym.body.skeleton import (
+    FRAME_DIM,
+    JOINT_NAMES,
+    NUM_JOINTS,
+    PARENTS,
+    REST_JOINTS_M,
+    link_shapes,
+)
+from humanclaw_gym.body.urdf import shape_principal_inertia
+from humanclaw_gym.physics import _mujoco_drive as drive
+from humanclaw_gym.physics.contract import (
+    FRAME_RATE_HZ,
+    GRAVITY_M_S2,
+    HUMAN_FRICTION,
+    MAX_DRIVE_PER_FRAME_RAD,
+    MOTOR_MAX_TORQUE_NM,
+    PJSC_GAINS,
+    REFERENCE_PJSC_GAINS,
+    RESTITUTION,
+    ROOT_ANGULAR_SUBSTEP,
+    ROOT_VELOCITY_SUBSTEPS,
+    SCENE_FRICTION,
+    SUBSTEP_S,
+    SUBSTEPS_PER_FRAME,
+    validate_frame,
+)
+from humanclaw_gym.physics.rotations import quat_log
+from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, empty_contacts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from humanclaw_gym.scenes.spec import SceneObject, SceneSpec
+
+__all__ = [
+    "CONTACT_MARGIN_M",
+    "CONTACT_SOLIMP",
+    "CONTACT_SOLREF",
+    "MujocoHalfPhysics",
+]
+
+_NUM_BODY_JOINTS = NUM_JOINTS - 1
+#: ``contacts()`` reports pairs closer than this (metres), like pybullet's near contacts;
+#: contacts push only once the surfaces touch (the model's margin is 0).
+CONTACT_MARGIN_M = 0.01
+#: Contact softness: time constant (s) and damping ratio. The time constant is MuJoCo's
+#: smallest safe value at 1/120 s substeps (2 substeps): walls and floors give way less
+#: than with MuJoCo's default 0.02 s (docs/physics.md, "The MuJoCo backend").
+CONTACT_SOLREF: tuple[float, float] = (2.0 * SUBSTEP_S, 1.0)
+#: Contact impedance (d0, dwidth, width, midpoint, power): MuJoCo's default. A stiffer
+#: impedance everywhere made the Newton solver stop at its iteration cap on 6 % of the
+#: substeps of a walk and cost about 20 % more.
+CONTACT_SOLIMP: tuple[float, float, float, float, float] = (0.9, 0.95, 0.001, 0.5, 2.0)
+#: Contact impedance of the feet (ankle and toe boxes), which carry the body and are pressed
+#: into the floor by their drives: stiffer, and it wins the mix with the other geom's. Its
+#: measured effect and why not stiffer still: docs/physics.md.
+FOOT_SOLIMP: tuple[float, float, float, float, float] | None = (0.99, 0.999, 0.001, 0.5, 2.0)
+_FOOT_LINKS = ("left_ankle", "right_ankle", "left_foot", "right_foot")
+# Joint drives, from each joint's torque cap (pybullet's motor torques). The joint damping
+# reaches the cap at the largest drive velocity (30 degrees per frame); integrated
+# implicitly, it holds the joint on the velocity drive's path, and its feed-forward at the
+# drive velocity, clamped at the cap, cancels it on the path. A blocked limb therefore
+# pushes with at most the cap from the feed-forward plus the cap of the spring.
+_DAMPING_CAP_VELOCITY_RAD_S = MAX_DRIVE_PER_FRAME_RAD * FRAME_RATE_HZ
+# The position actuator (the spring) reaches the cap at this error (rad), unless the
+# joint's effective inertia needs a softer spring for the explicit stiffness to stay stable.
+_STIFFNESS_CAP_ERROR_RAD = 0.3
+# Rotor inertia added to every ball-joint dof (kg m^2): keeps the lightest links stable.
+_ARMATURE = 2e-3
+_PARK_POSITION = (0.0, -1000.0, 0.0)
+_HUMAN_GROUP = 1  # geom group of the humanoid (rays see only group 0)
+
+
+def _fmt(values: Any) -> str:
+    return " ".join(f"{float(v):.17g}" for v in np.ravel(values))
+
+
+def _wxyz(q_xyzw: Any) -> tuple[float, float, float, float]:
+    x, y, z, w = (float(v) for v in q_xyzw)
+    return (w, x, y, z)
+
+
+def _quat_matrix(q_xyzw: Any) -> np.ndarray:
+    x, y, z, w = (float(v) for v in q_xyzw)
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+# pybullet/MuJoCo cylinders run along local +Z; scene cylinders along +Y.
+_CYLINDER_Z_TO_Y = (math.sqrt(0.5), -math.sqrt(0.5), 0.0, 0.0)  # wxyz, -90 deg about X
+
+
+def _human_mjcf() -> str:
+    """The humanoid's bodies (nested after PARENTS), its joints and geoms."""
+    shapes = link_shapes()
+    children: dict[int, list[int]] = {j: [] for j in range(NUM_JOINTS)}
+    for j in range(1, NUM_JOINTS):
+        children[PARENTS[j]].append(j)
+
+    def geom(j: int) -> str:
+        s = shapes[j]
+        common = (
+            f'name="h_{JOINT_NAMES[j]}" pos="{_fmt(s.offset_m)}" '
+            f'quat="{_fmt(_wxyz(s.quat_xyzw))}" class="human"'
+        )
+        if FOOT_SOLIMP is not None and JOINT_NAMES[j] in _FOOT_LINKS:  # wins the mix
+            common += f' solimp="{_fmt(FOOT_SOLIMP)}" solmix="1000000"'
+        if s.kind == "capsule":
+            return f'<geom type="capsule" size="{s.radius:.17g} {s.half_length:.17g}" {common}/>'
+        if s.kind == "box":
+            return f'<geom type="box" size="{_fmt(s.half_extents)}" {common}/>'
+        return f'<geom type="sphere" size="{s.radius:.17g}" {common}/>'
+
+    def inertial(j: int) -> str:
+        s = shapes[j]
+        rot = _quat_matrix(s.quat_xyzw)
+        t = rot @ np.diag(shape_principal_inertia(s)) @ rot.T
+        full = (t[0, 0], t[1, 1], t[2, 2], t[0, 1], t[0, 2], t[1, 2])
+        return (
+            f'<inertial pos="{_fmt(s.offset_m)}" mass="{s.mass_kg:.17g}" '
+            f'fullinertia="{_fmt(full)}"/>'
+        )
+
+    def body(j: int, depth: int) -> str:
+        pad = "  " * depth
+        name = JOINT_NAMES[j]
+        if j == 0:
+            head = f'{pad}<body name="{name}" pos="{_fmt(_PARK_POSITION)}">\n'
+            joint = f'{pad}  <freejoint name="root"/>\n'
+        else:
+            offset = REST_JOINTS_M[j] - REST_JOINTS_M[PARENTS[j]]
+            head = f'{pad}<body name="{name}" pos="{_fmt(offset)}">\n'
+            joint = f'{pad}  <joint name="{name}" type="ball" class="human"/>\n'
+        inner = "".join(body(c, depth + 1) for c in children[j])
+        return f"{head}{joint}{pad}  {inertial(j)}\n{pad}  {geom(j)}\n{inner}{pad}</body>\n"
+
+    return body(0, 2)
+
+
+def _object_mjcf(obj: SceneObject, geom_names: list[tuple[int, int]]) -> str:
+    """Geoms of one scene object (in the world body when static, in a free body when
+    dynamic). ``geom_names`` collects ``(object_id, part_index)`` per geom, in order."""
+    lines = []
+    volumes = []
+    for part in obj.parts:
+        if part.shape == "box":
+            volumes.append(8.0 * part.size[0] * part.size[1] * part.size[2])
+        elif part.shape == "cylinder":
+            volumes.append(math.pi * part.size[0] ** 2 * 2.0 * part.size[1])
+        else:
+            volumes.append(4.0 / 3.0 * math.pi * part.size[0] ** 3)
+    total = sum(volumes)
+    rot = obj.rotation()
+    q_obj = obj.quat_xyzw()
+    for index, part in enumerate(obj.parts):
+        if part.shape not in ("box", "cylinder", "sphere"):
+            raise ValueError(
+                f"object {obj.name!r}: part shape {part.shape!r} is not supported by the "
+                "mujoco physics backend (box, cylinder, sphere)"
+            )
+        geom_names.append((obj.object_id, index))
+        if obj.dynamic:  # body frame = object frame
+            pos = np.asarray(part.offset, dtype=np.float64)
+            base_q = (1.0, 0.0, 0.0, 0.0)
+            cls = "dynamic"
+        else:  # world frame
+            pos = np.asarray(obj.position) + rot @ np.asarray(part.offset)
+            base_q = _wxyz(q_obj)
+            cls = "scene"
+        if part.shape == "cylinder":
+            q = _qmul_wxyz(base_q, _CYLINDER_Z_TO_Y)
+            size = f"{part.size[0]:.17g} {part.size[1]:.17g}"
+        elif part.shape == "box":
+            q = base_q
+            size = _fmt(part.size)
+        else:
+            q = base_q
+            size = f"{part.size[0]:.17g}"
+        mass = ""
+        if obj.dynamic:
+            share = volumes[index] / total if total > 0.0 else 1.0 / len(obj.parts)
+            mass = f' mass="{obj.mass_kg * share:.17g}"'
+        lines.append(
+            f'<geom name="o{obj.object_id}_{index}" type="{part.shape}" size="{size}" '
+            f'pos="{_fmt(pos)}" quat="{_fmt(q)}" class="{cls}"{mass}/>'
+        )
+    if not obj.dynamic:
+        return "\n".join(f"    {line}" for line in lines) + "\n"
+    head = (
+        f'    <body name="obj{obj.object_id}" pos="{_fmt(obj.position)}" '
+        f'quat="{_fmt(_wxyz(q_obj))}">\n      <freejoint name="obj{obj.object_id}"/>\n'
+    )
+    return head + "".join(f"      {line}\n" for line in lines) + "    </body>\n"
+
+
+def _qmul_wxyz(a: tuple, b: tuple) -> tuple[float, float, float, float]:
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return (
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    )
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """Opaque snapshot of :meth:`MujocoHalfPhysics.get_state`."""
+
+    owner: int
+    episode: int
+    physics: np.ndarray
+    prev_xz: np.ndarray
+    prev_rot: np.ndarray
+    command: np.ndarray
+
+
+class MujocoHalfPhysics:
+    """Half-physics execution of generated humanoid motion in MuJoCo.
+
+    Every instance owns its model and data; several backends live in one process and may
+    step on different threads at once (MuJoCo releases the GIL while stepping, and the
+    compiled drive maths does too).
+
+    Determinism: :meth:`reset` resets the data (``mj_resetData``: warm starts, contacts and
+    every buffer) and places the objects and the humanoid, so an episode's trajectory is
+    bit-identical whatever ran before it and on a fresh instance. Snapshots of
+    :meth:`get_state` (MuJoCo's full integration state plus the drive state) restore exactly
+    and stay valid until the next :meth:`reset`. Queries (contacts, link poses, rays) never
+    change the trajectory.
+
+    Args:
+        solver_iterations: MuJoCo constraint-solver (Newton) iterations per substep at most;
+            the solver stops earlier once converged.
+        root_correction_gain: weight of the realized-to-generated correction in the root
+            angular drive (as in pybullet: 1.0 tracks the generated orientation).
+        pjsc_gains: per-joint PJSC gain overrides by joint name, each in ``[0, 1]``
+            (default 1.0 for every joint; the reference contract's values are
+            :data:`~humanclaw_gym.physics.contract.REFERENCE_PJSC_GAINS`).
+        motor_torque_scale: multiplies every joint's maximum actuator torque (> 0).
+        target_ramp: move each joint's actuator target along the frame's path substep by
+            substep (True, default), or hold the frame's command for all four substeps.
+    """
+
+    capabilities = PhysicsCapabilities(
+        name="mujoco", part_shapes=frozenset({"box", "cylinder", "sphere"})
+    )
+
+    def __init__(
+        self,
+        solver_iterations: int = 20,
+        *,
+        root_correction_gain: float = 1.0,
+        pjsc_gains: dict[str, float] | None = None,
+        motor_torque_scale: float = 1.0,
+        target_ramp: bool = True,
+    ) -> None:
+        if isinstance(solver_iterations, bool) or not isinstance(solver_iterations, int):
+            raise TypeError(f"solver_iterations must be an int, got {solver_iterations!r}")
+        if not 1 <= solver_iterations <= 1000:
+            raise ValueError(f"solver_iterations must be in [1, 1000], got {solver_iterations}")
+        if not 0.0 <= float(root_correction_gain) <= 1.0:
+            raise ValueError(f"root_correction_gain must be in [0, 1], got {root_correction_gain}")
+        if not float(motor_torque_scale) > 0.0:
+            raise ValueError(f"motor_torque_scale must be > 0, got {motor_torque_scale}")
+        if not isinstance(target_ramp, bool):
+            raise TypeError(f"target_ramp must be a bool, got {target_ramp!r}")
+        gains = dict(PJSC_GAINS)
+        for name, gain in (pjsc_gains or {}).items():
+            if name not in JOINT_NAMES[1:]:
+                raise ValueError(f"pjsc_gains: unknown joint {name!r}; allowed: {JOINT_NAMES[1:]}")
+            if not 0.0 <= float(gain) <= 1.0:
+                raise ValueError(f"pjsc_gains[{name!r}] must be in [0, 1], got {gain}")
+            gains[name] = float(gain)
+        self.solver_iterations = solver_iterations
+        self.root_correction_gain = float(root_correction_gain)
+        self.pjsc_gains = np.array([gains.get(name, 1.0) for name in JOINT_NAMES[1:]])
+        self.motor_torque_scale = float(motor_torque_scale)
+        self.target_ramp = target_ramp
+        self._max_torque = np.array(
+            [MOTOR_MAX_TORQUE_NM[name] * self.motor_torque_scale for name in JOINT_NAMES[1:]]
+        )
+
+        self._mj: Any = None
+        self._model: Any = None
+        self._data: Any = None
+        self._scene: SceneSpec | None = None
+        self._episode = 0
+        self._episode_ready = False
+        self._kinematics_current = False
+        # bookkeeping filled by build()
+        self._geom_owner = np.zeros(0, dtype=np.int32)  # per geom: object id, 0 humanoid
+        self._geom_part = np.zeros(0, dtype=np.int32)  # per geom: part or joint index
+        self._dynamic_ids: tuple[int, ...] = ()
+        self._dynamic_id_set: frozenset[int] = frozenset()
+        self._dynamic_qpos_adr = np.zeros(0, dtype=np.int64)
+        self._dynamic_init = np.zeros((0, 7))
+        self._qpos_adr = np.zeros(NUM_JOINTS, dtype=np.int64)
+        self._dof_adr = np.zeros(NUM_JOINTS, dtype=np.int64)
+        self._act_adr = np.zeros(_NUM_BODY_JOINTS, dtype=np.int64)
+        self._body_ids = np.zeros(NUM_JOINTS, dtype=np.int64)
+        self._damping = np.zeros(_NUM_BODY_JOINTS)
+        self._stiffness = np.zeros(_NUM_BODY_JOINTS)
+        self._ray_groups = np.array([1, 0, 0, 0, 0, 0], dtype=np.uint8)
+        # controller + realized state
+        self._prev_xz = np.zeros(2)
+        self._prev_rot = np.tile([0.0, 0.0, 0.0, 1.0], (NUM_JOINTS, 1))
+        self._command = np.tile([0.0, 0.0, 0.0, 1.0], (_NUM_BODY_JOINTS, 1))
+        self._real_pos = np.zeros(3)
+        self._real_rot = np.tile([0.0, 0.0, 0.0, 1.0], (NUM_JOINTS, 1))
+        self._ctrl_sched = np.zeros((SUBSTEPS_PER_FRAME, 3 * _NUM_BODY_JOINTS))
+        self._v_root = np.zeros(2)
+        self._bad_qacc = 0
+
+    # ================================================================== contract
+    def contract(self) -> dict[str, Any]:
+        """The frame contract and this instance's tuning, JSON-ready (for replay manifests);
+        constructor options are recorded under their own names."""
+        return {
+            "backend": "mujoco",
+            "frame_rate_hz": FRAME_RATE_HZ,
+            "substeps_per_frame": SUBSTEPS_PER_FRAME,
+            "substep_s": SUBSTEP_S,
+            "root_velocity_substeps": list(ROOT_VELOCITY_SUBSTEPS),
+            "root_angular_substep": ROOT_ANGULAR_SUBSTEP,
+            "gravity_m_s2": GRAVITY_M_S2,
+            "max_drive_per_frame_rad": MAX_DRIVE_PER_FRAME_RAD,
+            "human_friction": HUMAN_FRICTION,
+            "scene_friction": SCENE_FRICTION,
+            "restitution": RESTITUTION,
+            # contacts push only from zero separation on (no skin outside the geometry)
+            "collision_margin_m": 0.0,
+            "contact_report_margin_m": CONTACT_MARGIN_M,
+            "contact_solref": list(CONTACT_SOLREF),
+            "contact_solimp": list(CONTACT_SOLIMP),
+            "foot_contact_solimp": None if FOOT_SOLIMP is None else list(FOOT_SOLIMP),
+            "integrator": "implicitfast",
+            "joint_velocity_drive": "written before substep 0, capped like the drive",
+            "damping_cap_velocity_rad_s": _DAMPING_CAP_VELOCITY_RAD_S,
+            "stiffness_cap_error_rad": _STIFFNESS_CAP_ERROR_RAD,
+            "armature_kg_m2": _ARMATURE,
+            "solver_iterations": self.solver_iterations,
+            "root_correction_gain": self.root_correction_gain,
+            "pjsc_gains": {
+                name: float(g) for name, g in zip(JOINT_NAMES[1:], self.pjsc_gains, strict=True)
+            },
+            "reference_pjsc_gains": dict(REFERENCE_PJSC_GAINS),
+            "motor_torque_scale": self.motor_torque_scale,
+            "motor_max_torque_nm": {
+                name: float(f) for name, f in zip(JOINT_NAMES[1:], self._max_torque, strict=True)
+            },
+            "target_ramp": self.target_ramp,
+        }
+
+    # ================================================================== lifecycle
+    def build(self, scene: SceneSpec) -> None:
+        """Compile the model of the scene and the humanoid (MJCF generated here).
+
+        Raises:
+            RuntimeError: already built.
+            ValueError: a part shape this backend cannot collide (meshes), naming the object.
+            ImportError: ``mujoco`` is not installed (``pip install 'humanclaw-gym[mujoco]'``).
+        """
+        if self._model is not None:
+            raise RuntimeError("MujocoHalfPhysics.build: already built; call close() first")
+        try:
+            import mujoco
+        except ImportError as exc:
+            raise ImportError(
+                "physics='mujoco' needs the mujoco package: pip install 'humanclaw-gym[mujoco]'"
+            ) from exc
+        xml, geom_map, dynamic = self._mjcf(scene)
+        model = mujoco.MjModel.from_xml_string(xml)
+        data = mujoco.MjData(model)
+        self._mj = mujoco
+        self._model = model
+        self._data = data
+        self._scene = scene
+        self._index(geom_map, dynamic)
+        self._tune_drives()
+
+    def _mjcf(self, scene: SceneSpec) -> tuple[str, list[tuple[int, int]], list[SceneObject]]:
+        geom_map: list[tuple[int, int]] = []
+        statics: list[str] = []
+        dynamics: list[str] = []
+        dynamic_objects: list[SceneObject] = []
+        for obj in scene.objects:
+            text = _object_mjcf(obj, geom_map)
+            if obj.dynamic:
+                dynamics.append(text)
+                dynamic_objects.append(obj)
+            else:
+                statics.append(text)
+        solref = _fmt(CONTACT_SOLREF)
+        solimp = _fmt(CONTACT_SOLIMP)
+        actuators = []
+        for j in range(1, NUM_JOINTS):
+            name = JOINT_NAMES[j]
+            limit = self._max_torque[j - 1]
+            for axis, gear in (("x", "1 0 0"), ("y", "0 1 0"), ("z", "0 0 1")):
+                actuators.append(
+                    f'    <position name="{name}_{axis}" joint="{name}" gear="{gear}" kp="1" '
+                    f'forcelimited="true" forcerange="{-limit:.17g} {limit:.17g}"/>\n'
+                )
+        xml = (
+            '<mujoco model="humanclaw_half_physics">\n'
+            '  <compiler angle="radian" autolimits="true"/>\n'
+            f'  <option timestep="{SUBSTEP_S:.17g}" gravity="0 {-GRAVITY_M_S2:.17g} 0" '
+            f'integrator="implicitfast" iterations="{self.solver_iterations}"/>\n'
+            "  <default>\n"
+            f'    <geom solref="{solref}" solimp="{solimp}"/>\n'
+            '    <default class="human">\n'
+            f'      <geom contype="2" conaffinity="1" group="{_HUMAN_GROUP}" priority="1" '
+            f'friction="{HUMAN_FRICTION} 0.005 0.0001"/>\n'
+            f'      <joint armature="{_ARMATURE}"/>\n'
+            "    </default>\n"
+            '    <default class="scene">\n'
+            f'      <geom contype="1" conaffinity="3" group="0" friction="{SCENE_FRICTION} 0.005 0.0001"/>\n'
+            "    </default>\n"
+            '    <default class="dynamic">\n'
+            f'      <geom contype="1" conaffinity="3" group="0" friction="{SCENE_FRICTION} 0.005 0.0001"/>\n'
+            "    </default>\n"
+            "  </default>\n"
+            "  <worldbody>\n"
+            f"{_human_mjcf()}"
+            f"{''.join(statics)}"
+            f"{''.join(dynamics)}"
+            "  </worldbody>\n"
+            "  <actuator>\n"
+            f"{''.join(actuators)}"
+            "  </actuator>\n"
+            "</mujoco>\n"
+        )
+        # the humanoid's geoms come first in the model (its bodies are written first)
+        human_geoms = [(HUMAN_ID, -1)] * NUM_JOINTS
+        return xml, human_geoms + geom_map, dynamic_objects
+
+    def _index(self, geom_map: list[tuple[int, int]], dynamic: list[SceneObject]) -> None:
+        mj, m = self._mj, self._model
+        owner = np.zeros(m.ngeom, dtype=np.int32)
+        part = np.zeros(m.ngeom, dtype=np.int32)
+        for j, name in enumerate(JOINT_NAMES):
+            g = mj.mj_name2id(m, mj.mjtObj.mjOBJ_GEOM, f"h_{name}")
+            owner[g], part[g] = HUMAN_ID, j
+        static_i = 0
+        for object_id, index in geom_map[NUM_JOINTS:]:
+            g = mj.mj_name2id(m, mj.mjtObj.mjOBJ_GEOM, f"o{object_id}_{index}")
+            if g < 0:  # pragma: no cover - names are generated above
+                raise RuntimeError(f"geom of object {object_id} part {index} is missing")
+            owner[g], part[g] = object_id, index
+            static_i += 1
+        self._geom_owner, self._geom_part = owner, part
+        for j, name in enumerate(JOINT_NAMES):
+            b = mj.mj_name2id(m, mj.mjtObj.mjOBJ_BODY, name)
+            self._body_ids[j] = b
+            jnt = mj.mj_name2id(m, mj.mjtObj.mjOBJ_JOINT, "root" if j == 0 else name)
+            self._qpos_adr[j] = m.jnt_qposadr[jnt]
+            self._dof_adr[j] = m.jnt_dofadr[jnt]
+            if j > 0:
+                a = mj.mj_name2id(m, mj.mjtObj.mjOBJ_ACTUATOR, f"{name}_x")
+                self._act_adr[j - 1] = a
+                for k, axis in enumerate("xyz"):
+                    if mj.mj_name2id(m, mj.mjtObj.mjOBJ_ACTUATOR, f"{name}_{axis}") != a + k:
+                        raise RuntimeError(f"actuators of joint {name!r} are not consecutive")
+        ids, adr, init = [], [], []
+        for obj in dynamic:
+            jnt = mj.mj_name2id(m, mj.mjtObj.mjOBJ_JOINT, f"obj{obj.object_id}")
+            ids.append(obj.object_id)
+            adr.append(int(m.jnt_qposadr[jnt]))
+            init.append([*obj.position, *_wxyz(obj.quat_xyzw())])
+        self._dynamic_ids = tuple(ids)
+        self._dynamic_id_set = frozenset(ids)
+        self._dynamic_qpos_adr = np.array(adr, dtype=np.int64)
+        self._dynamic_init = np.array(init, dtype=np.float64).reshape(-1, 7)
+
+    def _tune_drives(self) -> None:
+        """Damping and stiffness of every joint from its torque cap; the stiffness is
+        limited by the joint's effective inertia at rest (diagonal of the mass matrix,
+        armature included) so that the explicit spring stays stable next to the implicit
+        damping: ``kp * h^2 / I <= 2 + h * d / I`` (half the stability bound of this
+        semi-implicit scheme)."""
+        mj, m, d = self._mj, self._model, self._data
+        mj.mj_resetData(m, d)
+        d.qpos[self._qpos_adr[0] : self._qpos_adr[0] + 3] = (0.0, 0.0, 0.0)
+        mj.mj_forward(m, d)
+        full = np.zeros((m.nv, m.nv))
+        mj.mj_fullM(m, d, full)
+        h = SUBSTEP_S
+        for i in range(_NUM_BODY_JOINTS):
+            d0 = int(self._dof_adr[i + 1])
+            inertia = float(np.min(np.diag(full)[d0 : d0 + 3]))
+            cap = float(self._max_torque[i])
+            damping = cap / _DAMPING_CAP_VELOCITY_RAD_S
+            stiffness = min(
+                cap / _STIFFNESS_CAP_ERROR_RAD, (2.0 + h * damping / inertia) * inertia / h**2
+            )
+            self._stiffness[i] = stiffness
+            self._damping[i] = damping
+            m.dof_damping[d0 : d0 + 3] = damping
+            a0 = int(self._act_adr[i])
+            for k in range(3):
+                m.actuator_gainprm[a0 + k, 0] = stiffness
+                m.actuator_biasprm[a0 + k, 1] = -stiffness
+        mj.mj_resetData(m, d)
+
+    def close(self) -> None:
+        """Release the model and data. Idempotent."""
+        self._model = None
+        self._data = None
+        self._episode_ready = False
+
+    # ================================================================== helpers
+    def _require_built(self, where: str) -> None:
+        if self._model is None:
+            raise RuntimeError(f"MujocoHalfPhysics.{where}: call build(scene) first")
+
+    def _require_episode(self, where: str) -> None:
+        self._require_built(where)
+        if not self._episode_ready:
+            raise RuntimeError(f"MujocoHalfPhysics.{where}: call reset(frame_75) first")
+
+    def _ensure_kinematics(self) -> None:
+        if not self._kinematics_current:
+            self._mj.mj_kinematics(self._model, self._data)
+            self._kinematics_current = True
+
+    def _read_state(self) -> None:
+        ok = drive.read_state(self._data.qpos, self._qpos_adr, self._real_pos, self._real_rot)
+        bad = int(self._data.warning[self._mj.mjtWarning.mjWARN_BADQACC].number)
+        if not ok or bad != self._bad_qacc:
+            self._bad_qacc = bad
+            self._episode_ready = False
+            raise RuntimeError(
+                "mujoco simulation diverged: the humanoid state is not finite or MuJoCo "
+                "reset the data after a bad acceleration (e.g. a deep initial overlap)"
+            )
+
+    # ================================================================== episode
+    def reset(self, frame_75: np.ndarray) -> None:
+        """Reset the data, put the dynamic objects back and place the humanoid exactly at
+        ``frame_75`` at rest; clear the drives.
+
+        Raises:
+            ValueError: ``frame_75`` is not a finite ``(75,)`` vector.
+        """
+        self._require_built("reset")
+        frame = validate_frame(frame_75, "reset")
+        mj, m, d = self._mj, self._model, self._data
+        self._episode_ready = False
+        self._episode += 1
+        mj.mj_resetData(m, d)
+        self._bad_qacc = 0
+        for row, adr in enumerate(self._dynamic_qpos_adr):
+            d.qpos[adr : adr + 7] = self._dynamic_init[row]
+        drive.set_pose(frame, d.qpos, self._qpos_adr, self._prev_rot)
+        self._prev_xz[:] = frame[[0, 2]]
+        self._command[:] = self._prev_rot[1:]
+        self._kinematics_current = False
+        self._read_state()
+        self._episode_ready = True
+
+    def step_frame(self, frame_75: np.ndarray) -> None:
+        """Execute one generated 30 Hz frame: drives, then 4 substeps of 1/120 s.
+
+        Raises:
+            ValueError: ``frame_75`` is not a finite ``(75,)`` vector.
+            RuntimeError: called before :meth:`reset`, or the simulation diverged.
+        """
+        self._require_episode("step_frame")
+        frame = validate_frame(frame_75, "step_frame")
+        mj, m, d = self._mj, self._model, self._data
+        drive.begin_frame(
+            frame,
+            self._prev_xz,
+            self._prev_rot,
+            self._real_rot,
+            self._command,
+            self.pjsc_gains,
+            self.root_correction_gain,
+            MAX_DRIVE_PER_FRAME_RAD,
+            FRAME_RATE_HZ,
+            d.qvel,
+            d.qfrc_applied,
+            self._ctrl_sched,
+            self._dof_adr,
+            self._act_adr,
+            self._damping,
+            self._max_torque,
+            1 if self.target_ramp else 0,
+            self._v_root,
+        )
+        self._kinematics_current = False
+        root = int(self._dof_adr[0])
+        sched = self._ctrl_sched
+        if self.target_ramp:
+            for sub in range(SUBSTEPS_PER_FRAME):
+                if sub in ROOT_VELOCITY_SUBSTEPS and sub != 0:
+                    d.qvel[root] = self._v_root[0]
+                    d.qvel[root + 2] = self._v_root[1]
+                d.ctrl[:] = sched[sub]
+                mj.mj_step(m, d)
+        else:
+            d.ctrl[:] = sched[0]
+            mj.mj_step(m, d, 2)
+            d.qvel[root] = self._v_root[0]
+            d.qvel[root + 2] = self._v_root[1]
+            mj.mj_step(m, d, 2)
+        self._read_state()
+
+    # ================================================================== readouts
+    def realized_frame(self) -> np.ndarray:
+        """The humanoid's realized pose as a 75-D frame (root position, root axis-angle and
+        each joint's local axis-angle, angles in ``[0, pi]``), ``float64 (75,)``."""
+        self._require_episode("realized_frame")
+        out = np.empty(FRAME_DIM)
+        out[0:3] = self._real_pos
+        out[3:] = quat_log(self._real_rot).reshape(-1)
+        return out
+
+    def link_poses(self) -> np.ndarray:
+        """World pose ``[x, y, z, qx, qy, qz, qw]`` of every link frame (= joint frame),
+        rows in ``JOINT_NAMES`` order, ``float64 (24, 7)``."""
+        self._require_episode("link_poses")
+        self._ensure_kinematics()
+        d = self._data
+        out = np.empty((NUM_JOINTS, 7))
+        out[:, 0:3] = d.xpos[self._body_ids]
+        q = d.xquat[self._body_ids]
+        out[:, 3:6] = q[:, 1:4]
+        out[:, 6] = q[:, 0]
+        return out
+
+    def link_origins(self) -> np.ndarray:
+        """Row 0: the articulated root; rows 1..24: every link origin in ``JOINT_NAMES``
+        order (row 1 = pelvis, the same point as row 0). ``float64 (25, 3)``."""
+        poses = self.link_poses()
+        return np.concatenate([self._real_pos[None, :], poses[:, 0:3]], axis=0)
+
+    @property
+    def dynamic_object_ids(self) -> tuple[int, ...]:
+        """Scene ids of the dynamic objects (scene order), the rows of :meth:`object_poses`."""
+        return self._dynamic_ids
+
+    def object_poses(self) -> np.ndarray:
+        """World pose of every dynamic object's frame (not its centre of mass), ``(M, 7)``."""
+        self._require_built("object_poses")
+        d = self._data
+        out = np.empty((len(self._dynamic_ids), 7))
+        for row, adr in enumerate(self._dynamic_qpos_adr):
+            q = d.qpos[adr : adr + 7]
+            out[row, 0:3] = q[0:3]
+            n = math.sqrt(float(q[3] ** 2 + q[4] ** 2 + q[5] ** 2 + q[6] ** 2))
+            out[row, 3:6] = q[4:7] / n
+            out[row, 6] = q[3] / n
+        return out
+
+    def contacts(self) -> np.ndarray:
+        """Contact points of the current state (:data:`CONTACT_DTYPE` rows), computed on call.
+
+        Returned: every humanoid-vs-object point (``a = HUMAN_ID``, ``link_a`` = skeleton
+        joint index), every dynamic-vs-dynamic and dynamic-vs-static point (object rows with
+        ``a < b``). ``link`` fields of objects are the exact part index of the colliding geom.
+
+        Collision detection runs on the current (realized) state: pairs closer than
+        :data:`CONTACT_MARGIN_M` are reported, so ``distance`` may be slightly positive (a
+        near contact, as pybullet's manifold points); consumers needing touching contacts
+        filter ``distance <= 0``. Right after :meth:`reset` these are the contacts of the
+        placed pose (the initial-penetration check). The query never changes the
+        simulation: every step runs its own collision pass.
+        """
+        self._require_episode("contacts")
+        mj, m, d = self._mj, self._model, self._data
+        self._ensure_kinematics()
+        # report near contacts too: the margin applies to this query only (each substep runs
+        # its own collision pass with the model's zero margin)
+        margins = m.geom_margin.copy()
+        m.geom_margin[:] = CONTACT_MARGIN_M
+        try:
+            mj.mj_collision(m, d)
+        finally:
+            m.geom_margin[:] = margins
+        n = int(d.ncon)
+        if n == 0:
+            return empty_contacts()
+        con = d.contact
+        g1 = np.asarray(con.geom1[:n])
+        g2 = np.asarray(con.geom2[:n])
+        dist = np.asarray(con.dist[:n], dtype=np.float64)
+        pos = np.asarray(con.pos[:n], dtype=np.float64)
+        normal = np.asarray(con.frame[:n, 0:3], dtype=np.float64)  # from geom1 to geom2
+        on1 = pos - 0.5 * dist[:, None] * normal
+        on2 = pos + 0.5 * dist[:, None] * normal
+        owner, part = self._geom_owner, self._geom_part
+        o1, o2 = owner[g1], owner[g2]
+        p1, p2 = part[g1], part[g2]
+        swap = (o2 == HUMAN_ID) | ((o1 != HUMAN_ID) & (o1 > o2))
+        a = np.where(swap, o2, o1)
+        b = np.where(swap, o1, o2)
+        la = np.where(swap, p2, p1)
+        lb = np.where(swap, p1, p2)
+        pa = np.where(swap[:, None], on2, on1)
+        pb = np.where(swap[:, None], on1, on2)
+        dyn = np.fromiter(self._dynamic_id_set, dtype=np.int64, count=len(self._dynamic_id_set))
+        keep = (a == HUMAN_ID) & (b != HUMAN_ID)
+        keep |= (a != HUMAN_ID) & (np.isin(a, dyn) | np.isin(b, dyn))
+        keep &= dist <= CONTACT_MARGIN_M  # box-box manifolds may hold points a bit farther
+        if not np.any(keep):
+            return empty_contacts()
+        out = np.zeros(int(keep.sum()), dtype=CONTACT_DTYPE)
+        out["a"], out["link_a"] = a[keep], la[keep]
+        out["b"], out["link_b"] = b[keep], lb[keep]
+        out["pos_a"], out["pos_b"] = pa[keep], pb[keep]
+        out["distance"] = dist[keep]
+        return out
+
+    def ray_cast_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
+        """Height of the first scene surface hit by a vertical ray at ``(x, z)`` from
+        ``from_y`` down to ``to_y`` (the humanoid is not seen), or None."""
+        self._require_built("ray_cast_down")
+        values = [float(v) for v in (x, z, from_y, to_y)]
+        if not all(math.isfinite(v) for v in values):
+            raise ValueError(f"ray_cast_down: x, z, from_y, to_y must be finite, got {values}")
+        if not from_y > to_y:
+            raise ValueError(
+                f"ray_cast_down: from_y must be > to_y, got from_y={from_y}, to_y={to_y}"
+            )
+        mj, m, d = self._mj, self._model, self._data
+        self._ensure_kinematics()
+        geom = np.array([-1], dtype=np.int32)
+        origin = np.array([values[0], values[2], values[1]])
+        dist = mj.mj_ray(m, d, origin, np.array([0.0, -1.0, 0.0]), self._ray_groups, 1, -1, geom)
+        if dist < 0.0 or dist > values[2] - values[3]:
+            return None
+        return float(values[2] - dist)
+
+    # ================================================================== snapshots
+    def get_state(self) -> object:
+        """Snapshot of the whole simulation (MuJoCo's integration state: time, positions,
+        velocities, actuation, applied forces, warm start) and of the drive state, valid
+        until the next :meth:`reset`; restoring it and stepping the same frames reproduces
+        them exactly."""
+        self._require_episode("get_state")
+        mj, m, d = self._mj, self._model, self._data
+        spec = mj.mjtState.mjSTATE_INTEGRATION
+        state = np.empty(mj.mj_stateSize(m, spec))
+        mj.mj_getState(m, d, state, spec)
+        return _Snapshot(
+            owner=id(self),
+            episode=self._episode,
+            physics=state,
+            prev_xz=self._prev_xz.copy(),
+            prev_rot=self._prev_rot.copy(),
+            command=self._command.copy(),
+        )
+
+    def set_state(self, state: object) -> None:
+        """Restore a snapshot taken by :meth:`get_state` in the current episode.
+
+        Raises:
+            ValueError: not a snapshot of this backend, or taken before the last reset.
+        """
+        self._require_built("set_state")
+        if not isinstance(state, _Snapshot) or state.owner != id(self):
+            raise ValueError("set_state: state must be a snapshot from this backend's get_state()")
+        if state.episode != self._episode:
+            raise ValueError(
+                f"set_state: the snapshot is from episode {state.episode}, the current episode is "
+                f"{self._episode}; snapshots are valid until the next reset()"
+            )
+        mj, m, d = self._mj, self._model, self._data
+        mj.mj_setState(m, d, state.physics, mj.mjtState.mjSTATE_INTEGRATION)
+        self._prev_xz[:] = state.prev_xz
+        self._prev_rot[:] = state.prev_rot
+        self._command[:] = state.command
+        self._kinematics_current = False
+        self._bad_qacc = int(d.warning[mj.mjtWarning.mjWARN_BADQACC].number)
+        self._read_state()
+        self._episode_ready = True

@@ -1,0 +1,62 @@
+"""The procedural generator's output is byte-identical to the recorded one.
+
+``tests/fixtures/procedural_golden.json`` holds the SHA-256 of every chunk (float64, C
+order) the generator produced, before its speed-up, for three episodes (all eight skills,
+seated transitions, stairs, three seeds and start poses). The speed-up (issue #18: written
+out cross products, norms, linspace and single-angle rotations, a cache of single-angle
+matrices) must not change a bit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from humanclaw_gym.motion import _legs
+from humanclaw_gym.motion.procedural import ProceduralMotionGenerator
+from humanclaw_gym.motion.rotations import rot_x, rot_y, rot_z
+
+_GOLDEN = Path(__file__).parent / "fixtures" / "procedural_golden.json"
+
+
+def _digest(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a, dtype=np.float64).tobytes()).hexdigest()
+
+
+@pytest.mark.parametrize("episode", [0, 1, 2])
+def test_procedural_frames_are_byte_identical_to_the_recorded_ones(episode) -> None:
+    doc = json.loads(_GOLDEN.read_text())
+    ep = doc["episodes"][episode]
+    gen = ProceduralMotionGenerator()
+    history = gen.reset(np.array(ep["start"]), ep["yaw"], seed=ep["seed"])
+    assert _digest(history) == ep["reset_sha256"]
+    for i, (call, expected) in enumerate(zip(ep["calls"], ep["chunk_sha256"], strict=True)):
+        assert _digest(gen.generate(call)) == expected, f"chunk {i} ({call}) changed"
+
+
+def test_fast_helpers_equal_the_numpy_calls_they_replace() -> None:
+    rng = np.random.default_rng(11)
+    vecs = list(rng.normal(size=(200, 3))) + [np.zeros(3), np.array([-0.0, 1.0, 0.0])]
+    for a, b in zip(vecs[:-1], vecs[1:], strict=True):
+        assert np.array_equal(_legs._cross3(a, b), np.cross(a, b))
+        assert _legs._norm3(a) == np.linalg.norm(a)
+        stacked = np.stack([a, b, a], axis=1)
+        columns = _legs._columns(a, b, a)
+        assert np.array_equal(columns, stacked) and columns.flags.c_contiguous
+    for start, stop in [(0.0, 0.5), (0.1, 0.1), (-0.3, 0.7), (0.0, 0.0), (1e-310, 2e-310)]:
+        for num in (2, 3, 17):
+            assert np.array_equal(_legs._linspace(start, stop, num), np.linspace(start, stop, num))
+    for angle in [*rng.normal(size=50), 0.0, -0.0, np.float32(0.3), np.array(1.2)]:
+        for fn in (rot_x, rot_y, rot_z):
+            single = fn(angle)
+            batch = fn(np.array([float(angle)]))[0]
+            assert single.tobytes() == batch.tobytes()  # signed zeros included
+            single[0, 0] = 99.0  # a caller may modify its matrix: the cache is not affected
+            assert fn(angle).tobytes() == batch.tobytes()
+    leg = _legs.leg_geometry()[0]
+    for d in [*rng.uniform(0.2, 1.0, 50), leg.reach_min, leg.reach_max, 5.0]:
+        assert _legs._knee_angle_scalar(leg, d) == float(_legs.knee_angle(leg, d))
