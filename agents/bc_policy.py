@@ -729,6 +729,37 @@ def load_checkpoint_policy(
     )
 
 
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "bc_default.pt"
+"""The behaviour-cloning checkpoint shipped with the package (``--agent bc``); how it was
+made is in ``checkpoints/bc_default.json`` and docs/learned_policy.md."""
+
+
+def load_default_policy(seed: int = 0, env: Any = None) -> BCPolicy:
+    """The shipped checkpoint as a :class:`BCPolicy` (the ``bc`` entry point).
+
+    The file's SHA-256 must equal the one recorded in ``checkpoints/bc_default.json``.
+
+    Raises:
+        FileNotFoundError: the package was installed without its checkpoint.
+        CheckpointError: the file differs from the recorded one, or fails its own checks.
+    """
+    record_path = DEFAULT_CHECKPOINT.with_suffix(".json")
+    if not DEFAULT_CHECKPOINT.is_file() or not record_path.is_file():
+        raise FileNotFoundError(
+            f"{DEFAULT_CHECKPOINT} (or its record {record_path.name}) is missing; reinstall "
+            "humanclaw-gym or use --agent checkpoint:PATH"
+        )
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    digest = hashlib.sha256(DEFAULT_CHECKPOINT.read_bytes()).hexdigest()
+    if digest != record.get("sha256"):
+        raise CheckpointError(
+            DEFAULT_CHECKPOINT,
+            "sha256",
+            f"the file hashes to {digest}, {record_path.name} records {record.get('sha256')}",
+        )
+    return load_checkpoint_policy(DEFAULT_CHECKPOINT, seed=seed, env=env)
+
+
 def policy_from_env(seed: int = 0) -> BCPolicy:
     """:func:`load_checkpoint_policy` with the path from ``$HUMANCLAW_BC_CHECKPOINT``
     (for ``--agent humanclaw_agents.bc_policy:policy_from_env``)."""
