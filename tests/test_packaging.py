@@ -34,3 +34,35 @@ def test_import_is_cheap_and_registers_the_env():
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _pinned() -> dict[str, str]:
+    out = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            out[name.lower().replace("_", "-")] = version
+    return out
+
+
+def test_constraints_pin_every_dependency_of_the_readme_installs():
+    """The README installs with -c constraints.txt: every requirement of the core and of
+    the extras it names is pinned to one version, and torch to the CPU wheel's 2.13.0."""
+    import re
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    project = data["project"]
+    wanted = list(project["dependencies"])
+    for extra in ("render", "test"):
+        wanted += project["optional-dependencies"][extra]
+    pinned = _pinned()
+    names = {
+        re.split(r"[<>=!~\[ ;]", req, maxsplit=1)[0].lower().replace("_", "-") for req in wanted
+    }
+    missing = sorted(n for n in names if n not in pinned)
+    assert not missing, f"constraints.txt does not pin {missing}"
+    assert pinned["torch"] == "2.13.0"
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert readme.count("-c constraints.txt") >= 2 and "-c constraints.txt" in ci
