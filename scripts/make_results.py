@@ -32,7 +32,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +61,16 @@ BASELINES: tuple[Baseline, ...] = (
         ("--agent", "oracle", "--motion", "flow"),
     ),
     Baseline("random", "random (seed 0)", ("--agent", "random", "--seed", "0")),
+    Baseline(
+        "bc",
+        "behaviour cloning (CNN, [learned_policy.md](learned_policy.md))",
+        ("--agent", "bc"),
+    ),
+    Baseline(
+        "oracle_mujoco",
+        "oracle, MuJoCo physics (`--physics mujoco`)",
+        ("--agent", "oracle", "--physics", "mujoco"),
+    ),
 )
 
 
@@ -166,6 +175,9 @@ class RunArgs:
     """baseline names to run (default: all)"""
     workers: int = 2
     """worker processes per run"""
+    keep: Path = ROOT / "outputs" / "results"
+    """where the run directories are kept (KEEP/<name>; replaced on a rerun), e.g. for
+    benchmarks/physics_parity.py and benchmarks/motion_fidelity.py"""
 
 
 @dataclass
@@ -183,21 +195,23 @@ def run(args: RunArgs) -> int:
         print(f"unknown baselines {unknown}: known {[b.name for b in BASELINES]}", file=sys.stderr)
         return 2
     for b in chosen:
-        with tempfile.TemporaryDirectory(prefix=f"results_{b.name}_") as tmp:
-            cmd = [
-                sys.executable, "-m", "humanclaw_gym", "run", "--episodes", "val100", *b.args,
-                "--metrics", "--workers", str(args.workers), "--output", tmp, "--quiet",
-            ]  # fmt: skip
-            print("$", " ".join(cmd[2:]), flush=True)
-            t0 = time.perf_counter()
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-            RESULTS.mkdir(parents=True, exist_ok=True)
-            summary = json.loads((Path(tmp) / "metrics_summary.json").read_text())
-            summary["source"] = {"command": "humanclaw run --episodes val100 " + " ".join(b.args)}
-            tmp_out = summary_path(b.name).with_suffix(".tmp")
-            tmp_out.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-            shutil.move(tmp_out, summary_path(b.name))
-            print(f"  {b.name}: {time.perf_counter() - t0:.0f} s -> {summary_path(b.name)}")
+        out = args.keep / b.name
+        if out.exists():
+            shutil.rmtree(out)
+        cmd = [
+            sys.executable, "-m", "humanclaw_gym", "run", "--episodes", "val100", *b.args,
+            "--metrics", "--workers", str(args.workers), "--output", str(out), "--quiet",
+        ]  # fmt: skip
+        print("$", " ".join(cmd[2:]), flush=True)
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        summary = json.loads((out / "metrics_summary.json").read_text())
+        summary["source"] = {"command": "humanclaw run --episodes val100 " + " ".join(b.args)}
+        tmp_out = summary_path(b.name).with_suffix(".tmp")
+        tmp_out.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        shutil.move(tmp_out, summary_path(b.name))
+        print(f"  {b.name}: {time.perf_counter() - t0:.0f} s -> {summary_path(b.name)}")
     return 0
 
 

@@ -57,6 +57,3 @@ def test_fast_helpers_equal_the_numpy_calls_they_replace() -> None:
             assert single.tobytes() == batch.tobytes()  # signed zeros included
             single[0, 0] = 99.0  # a caller may modify its matrix: the cache is not affected
             assert fn(angle).tobytes() == batch.tobytes()
-    leg = _legs.leg_geometry()[0]
-    for d in [*rng.uniform(0.2, 1.0, 50), leg.reach_min, leg.reach_max, 5.0]:
-        assert _legs._knee_angle_scalar(leg, d) == float(_legs.knee_angle(leg, d))

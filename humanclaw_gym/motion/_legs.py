@@ -115,16 +115,6 @@ def knee_angle(leg: LegGeometry, distance_m: np.ndarray) -> np.ndarray:
     return np.clip(phi, 0.0, MAX_KNEE_FLEX_RAD)
 
 
-def _knee_angle_scalar(leg: LegGeometry, distance_m: float) -> float:
-    """:func:`knee_angle` of one distance, with the same operations on scalars."""
-    d = min(max(float(distance_m), leg.reach_min), leg.reach_max)
-    m = np.hypot(leg.knee_p, leg.knee_q)
-    delta = np.arctan2(leg.knee_q, leg.knee_p)
-    k = d * d / 2.0 - leg.knee_const
-    phi = delta + np.arccos(min(max(k / m, -1.0), 1.0))
-    return float(min(max(phi, 0.0), MAX_KNEE_FLEX_RAD))
-
-
 def _norm3(v: np.ndarray) -> np.float64:
     """``np.linalg.norm`` of a 1-D vector (the same ``dot`` and ``sqrt``)."""
     return np.sqrt(v.dot(v))
@@ -250,7 +240,7 @@ def solve_leg(
     d = np.asarray(ankle_target, dtype=np.float64) - hip
     dist = float(_norm3(d))
     d_hat = d / dist if dist > 1e-9 else np.array([0.0, -1.0, 0.0])
-    phi = _knee_angle_scalar(leg, dist)
+    phi = float(knee_angle(leg, dist))  # (a scalar rewrite differed in the last bit)
     r_knee = rot_x(phi)
     leg_vec = leg.thigh + r_knee @ leg.shin
     l_hat = leg_vec / _norm3(leg_vec)
