@@ -279,7 +279,8 @@ _SOLE_Y_M = float(
 
 @lru_cache(maxsize=1)
 def link_shapes() -> tuple[LinkShape, ...]:
-    """One primitive per joint (24 links), sized to a neutral adult (about 64 kg).
+    """One primitive per joint (24 links), sized to a neutral adult (72.5 kg with the
+    heavier end links, see below).
 
     Capsules along each limb bone, a box per foot (heel to toes, sole flat at rest),
     a wide capsule for the pelvis and the chest, a sphere for the head and the fingers.
@@ -317,6 +318,10 @@ def link_shapes() -> tuple[LinkShape, ...]:
         JOINT_INDEX["head"], "sphere", 0.1, 0.0, (0.0, 0.0, 0.0), (0.0, 0.06, 0.02), ident, 4.5
     )
     # feet: ankle link = box from heel to ball, sole flat; foot link = toes box.
+    # The end links (toes here, fingers below) are heavier than anatomical shares of the
+    # body mass: at 0.2 kg Bullet's iterative solver, holding a light link between a floor
+    # contact and a 64 kg body, left a toe twisted 30-43 degrees off its command for frames
+    # (docs/physics.md, "Light end links").
     for side in ("left", "right"):
         ankle, foot = JOINT_INDEX[f"{side}_ankle"], JOINT_INDEX[f"{side}_foot"]
         a, f = rest[ankle], rest[foot]
@@ -329,12 +334,12 @@ def link_shapes() -> tuple[LinkShape, ...]:
         toe_h = 0.022
         toe_center = np.array([f[0], sole_y + toe_h, f[2] + 0.035]) - f
         by_joint[foot] = LinkShape(foot, "box", 0.0, 0.0, (0.043, toe_h, 0.035),
-                                   tuple(float(v) for v in toe_center), ident, 0.2)  # fmt: skip
-    # fingers: small spheres beyond the hand joints.
+                                   tuple(float(v) for v in toe_center), ident, 0.5)  # fmt: skip
+    # fingers: small spheres beyond the hand joints (0.3 kg: see the toes above).
     for side, sign in (("left", 1.0), ("right", -1.0)):
         h = JOINT_INDEX[f"{side}_hand"]
         by_joint[h] = LinkShape(h, "sphere", 0.035, 0.0, (0.0, 0.0, 0.0),
-                                (sign * 0.03, 0.0, 0.0), ident, 0.2)  # fmt: skip
+                                (sign * 0.03, 0.0, 0.0), ident, 0.3)  # fmt: skip
     for j in range(NUM_JOINTS):
         shapes.append(by_joint[j])
     return tuple(shapes)
