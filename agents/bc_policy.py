@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from humanclaw_gym.fileio import atomic_path
 from humanclaw_gym.policy import Decision
 from humanclaw_gym.skills import Skill, SkillCall
 
@@ -474,16 +475,8 @@ def save_checkpoint(
         "metadata_sha256": _canonical_sha256(metadata),
         "state_dict": state,
     }
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as handle:
-            torch.save(payload, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        torch.save(payload, handle)
     return metadata
 
 

@@ -23,9 +23,7 @@ tests can check the schedule without waiting.
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,6 +34,7 @@ import numpy as np
 
 from humanclaw_agents.replies import ReplyExtractionError, ResponseFormatError
 from humanclaw_agents.transports import ChatModel
+from humanclaw_gym import fileio
 from humanclaw_gym.policy import Usage, estimate_tokens
 from humanclaw_gym.skills import SkillCallError
 
@@ -222,19 +221,7 @@ class StageRunner:
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
     """Write ``data`` as indented JSON through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-        os.replace(tmp_name, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except OSError:
-            pass
-        raise
+    fileio.write_json_atomic(path, data, ensure_ascii=False)
 
 
 def as_model(model: Any) -> ChatModel:

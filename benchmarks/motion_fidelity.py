@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +44,7 @@ import numpy as np
 import tyro
 
 from humanclaw_gym.body.skeleton import JOINT_NAMES, STANDING_PELVIS_HEIGHT_M, forward_kinematics
+from humanclaw_gym.fileio import write_json_atomic
 from humanclaw_gym.metrics.thresholds import MOTION_ANOMALY_BOUND_DEG
 from humanclaw_gym.metrics.tracking import (
     HEAD,
@@ -297,10 +297,7 @@ def main(args: Args) -> int:
     report["run_dir"] = str(args.run_dir)
     sys.stdout.write(text(report))
     if args.out_json is not None:
-        args.out_json.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out_json.with_name(f".{args.out_json.name}.tmp")
-        tmp.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, args.out_json)
+        write_json_atomic(args.out_json, report)
     return 1 if args.check and not all(report["gates"].values()) else 0
 
 

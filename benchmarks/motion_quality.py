@@ -37,7 +37,6 @@ Writes JSON and a markdown table (``--out-json`` / ``--out-md``).
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import statistics
@@ -51,6 +50,7 @@ import numpy as np  # noqa: E402
 import tyro  # noqa: E402
 
 from humanclaw_gym.body.skeleton import forward_kinematics, heading_yaw  # noqa: E402
+from humanclaw_gym.fileio import write_json_atomic, write_text_atomic  # noqa: E402
 from humanclaw_gym.metrics import (  # noqa: E402
     MOTION_ANOMALY_BOUND_DEG,
     head_roll_rad,
@@ -546,15 +546,9 @@ def main(args: Args) -> dict:
     report["seconds"] = round(time.time() - t0, 1)
     for path in (args.out_json, args.out_md):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out_json + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(report, fh, indent=2)
-    os.replace(tmp, args.out_json)
+    write_json_atomic(args.out_json, report)
     md = markdown(report)
-    tmp = args.out_md + ".tmp"
-    with open(tmp, "w") as fh:
-        fh.write(md)
-    os.replace(tmp, args.out_md)
+    write_text_atomic(args.out_md, md)
     print(md)
     return report
 

@@ -55,6 +55,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from humanclaw_gym.fileio import write_json_atomic  # noqa: E402
 from humanclaw_gym.render.moderngl_backend import apply_mesa_defaults  # noqa: E402
 
 apply_mesa_defaults()  # the renderer's own defaults (no Mesa threads), before any context
@@ -757,10 +758,7 @@ def main() -> int:
         targets["flow_batch8_le_3x_one"] = report["flow_batch"]["batch_8_over_one"] <= 3.0
     report["targets"] = targets
     report["machine"]["load_average_end"] = list(os.getloadavg())
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, args.out)
+    write_json_atomic(args.out, report, sort_keys=True)
     print(
         json.dumps(
             {

@@ -39,6 +39,8 @@ from typing import Any
 
 import tyro
 
+from humanclaw_gym.fileio import write_json_atomic, write_text_atomic
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
 DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
@@ -208,9 +210,7 @@ def run(args: RunArgs) -> int:
         RESULTS.mkdir(parents=True, exist_ok=True)
         summary = json.loads((out / "metrics_summary.json").read_text())
         summary["source"] = {"command": "humanclaw run --episodes val100 " + " ".join(b.args)}
-        tmp_out = summary_path(b.name).with_suffix(".tmp")
-        tmp_out.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-        shutil.move(tmp_out, summary_path(b.name))
+        write_json_atomic(summary_path(b.name), summary, sort_keys=True)
         print(f"  {b.name}: {time.perf_counter() - t0:.0f} s -> {summary_path(b.name)}")
     return 0
 
@@ -225,7 +225,7 @@ def docs(args: DocsArgs) -> int:
         text = path.read_text()
         new = render(text)
         if new != text:
-            path.write_text(new)
+            write_text_atomic(path, new)
             print(f"updated {path.relative_to(ROOT)}")
     return 0
 

@@ -280,3 +280,35 @@ def test_a_new_physics_backend_plugs_in_through_the_registry():
         assert physics.frames == 15 and physics.contract()["label"] == "y"
     finally:
         env.close()
+
+
+def test_every_backend_config_field_is_a_shorthand_of_env_and_run_config():
+    """A new BackendConfig field becomes an env keyword and a RunConfig keyword at once,
+    and each RunConfig shorthand lands in the field of the same name."""
+    import inspect
+    from dataclasses import fields
+
+    from humanclaw_gym.backends.config import BACKEND_FIELDS, BackendConfig
+    from humanclaw_gym.envs.find_nav_interact import _backend_config
+    from humanclaw_gym.evaluation.batch import RunConfig
+
+    assert BACKEND_FIELDS == tuple(f.name for f in fields(BackendConfig))
+    params = list(inspect.signature(RunConfig).parameters)
+    assert tuple(params[-len(BACKEND_FIELDS) :]) == BACKEND_FIELDS
+    values = {
+        "physics": "mujoco",
+        "physics_options": {"solver_iterations": 12},
+        "renderer": "tiny",
+        "motion": "flow",
+        "motion_checkpoint": "ckpt.pt",
+        "motion_options": {"steps": 3},
+        "body_model_dir": "/models",
+        "body_model_gender": "female",
+        "scene_dataset": "/hssd",
+    }
+    assert set(values) == set(BACKEND_FIELDS)
+    for name, value in values.items():
+        assert getattr(RunConfig(**{name: value}).backend, name) == value
+        assert getattr(_backend_config(None, {name: value}), name) == value
+    with pytest.raises(TypeError, match="backend keywords"):
+        _backend_config(None, {"solver_iterations": 3})

@@ -15,10 +15,10 @@ import inspect
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-__all__ = ["BODY_MODEL_GENDERS", "BackendConfig", "check_options"]
+__all__ = ["BACKEND_FIELDS", "BODY_MODEL_GENDERS", "BackendConfig", "check_options"]
 
 BODY_MODEL_GENDERS: tuple[str, ...] = ("neutral", "male", "female")
 
@@ -223,3 +223,8 @@ class BackendConfig:
             factory = registry.entry("motion", self.motion).load()
             check_options(factory, "motion", self.motion, self.motion_options, ("checkpoint",))
         return self
+
+
+#: The field names of :class:`BackendConfig`, in declaration order: the keyword shorthands
+#: that ``FindNavInteractEnv`` and ``RunConfig`` accept for them.
+BACKEND_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(BackendConfig))

@@ -31,6 +31,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from humanclaw_gym.body.skeleton import JOINT_NAMES, PARENTS, REST_JOINTS_M, LinkShape, link_shapes
+from humanclaw_gym.fileio import write_text_atomic
 
 __all__ = [
     "HUMANOID_RGBA",
@@ -213,13 +214,4 @@ def build_humanoid_urdf(path: str | os.PathLike[str] | None = None) -> Path:
     if not target.parent.is_dir():
         raise FileNotFoundError(f"URDF directory {str(target.parent)!r} does not exist")
     text = humanoid_urdf_text()
-    fd, tmp = tempfile.mkstemp(prefix=".urdf_", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return target
+    return write_text_atomic(target, text)

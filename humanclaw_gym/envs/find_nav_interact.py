@@ -17,7 +17,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from humanclaw_gym.backends.config import BackendConfig
+from humanclaw_gym.backends.config import BACKEND_FIELDS, BackendConfig
 from humanclaw_gym.envs.events import (
     NEEDS,
     ChunkEvent,
@@ -50,17 +50,7 @@ EGO_SIZE = EGO_SIZE_PX
 EXO_SIZE = EXO_SIZE_PX
 FPS = 30
 _RESET_OPTIONS = ("episode_id", "scene_id")
-_SHORTHANDS = (
-    "physics",
-    "physics_options",
-    "renderer",
-    "motion",
-    "motion_checkpoint",
-    "motion_options",
-    "body_model_dir",
-    "body_model_gender",
-    "scene_dataset",
-)
+_SHORTHANDS = BACKEND_FIELDS
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ import json
 import math
 import os
 import re
-import tempfile
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -49,6 +48,7 @@ from humanclaw_gym.episodes.schema import (
     reference_yaw_to_ours,
     yaw_to_quat_xyzw,
 )
+from humanclaw_gym.fileio import write_bytes_atomic as _write_bytes_atomic
 from humanclaw_gym.scenes.spec import INTERACT_CATEGORIES, SceneSpec, SceneSpecError
 
 __all__ = [
@@ -123,20 +123,9 @@ def gzip_bytes(data: bytes) -> bytes:
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same directory."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; shipped data must be readable
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return out
+    """Write ``data`` to ``path`` atomically, readable by everyone the umask allows
+    (:func:`humanclaw_gym.fileio.write_bytes_atomic`)."""
+    return _write_bytes_atomic(path, data)
 
 
 def _read_gz_bytes(path: Path) -> bytes:

@@ -32,7 +32,7 @@ from dataclasses import InitVar, asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from humanclaw_gym.backends.config import BackendConfig
+from humanclaw_gym.backends.config import BACKEND_FIELDS, BackendConfig
 
 __all__ = [
     "BatchSummary",
@@ -56,17 +56,7 @@ class EpisodeSpec:
     category: str
 
 
-_BACKEND_SHORTHANDS = (
-    "physics",
-    "physics_options",
-    "renderer",
-    "motion",
-    "motion_checkpoint",
-    "motion_options",
-    "body_model_dir",
-    "body_model_gender",
-    "scene_dataset",
-)
+_BACKEND_SHORTHANDS = BACKEND_FIELDS
 
 
 @dataclass(frozen=True)

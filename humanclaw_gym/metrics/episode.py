@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +35,7 @@ import numpy as np
 
 from humanclaw_gym.body.skeleton import BODY_GROUPS, FRAME_DIM, NUM_JOINTS
 from humanclaw_gym.episodes.schema import DIFFICULTY_LABELS
+from humanclaw_gym.fileio import write_text_atomic
 from humanclaw_gym.metrics._checks import (
     as_contacts,
     as_finite_float,
@@ -116,21 +116,7 @@ def write_metrics_json(path: str | os.PathLike[str], metrics: Mapping[str, Any])
     """
     path = Path(path)
     text = json.dumps(metrics, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    return write_text_atomic(path, text)
 
 
 class EpisodeMetricRecorder:

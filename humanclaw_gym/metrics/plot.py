@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from humanclaw_gym.fileio import atomic_path
 
 __all__ = ["plot_success_breakdown", "success_figure"]
 
@@ -58,18 +59,8 @@ def plot_success_breakdown(summary: Mapping[str, Any], path: str | os.PathLike[s
     if not fmt:
         raise ValueError(f"plot path needs a file suffix such as .png, got {str(path)!r}")
     fig = success_figure(summary)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         fig.savefig(tmp, format=fmt, dpi=120)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
     return path
 
 

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from humanclaw_gym.body.skeleton import FRAME_DIM
+from humanclaw_gym.body.skeleton import FRAME_DIM, JOINT_NAMES
 
 __all__ = [
     "FRAME_RATE_HZ",
@@ -27,6 +27,7 @@ __all__ = [
     "SCENE_FRICTION",
     "SUBSTEPS_PER_FRAME",
     "SUBSTEP_S",
+    "check_drive_tuning",
     "validate_frame",
 ]
 
@@ -106,3 +107,43 @@ def validate_frame(frame_75: np.ndarray, where: str) -> np.ndarray:
         bad = int(np.flatnonzero(~np.isfinite(frame))[0])
         raise ValueError(f"{where}: frame_75 must be finite, value {bad} is {frame[bad]}")
     return frame
+
+
+def check_drive_tuning(
+    solver_iterations: int,
+    root_correction_gain: float,
+    motor_torque_scale: float,
+    pjsc_gains: dict[str, float] | None,
+) -> np.ndarray:
+    """Check a physics backend's drive tuning (the constructor options every backend of
+    this contract shares) before anything is built.
+
+    Args:
+        solver_iterations: constraint solver iterations per substep, an int in [1, 1000].
+        root_correction_gain: share of the root drift corrected per frame, in [0, 1].
+        motor_torque_scale: factor on :data:`MOTOR_MAX_TORQUE_NM`, > 0.
+        pjsc_gains: per-joint PJSC gain overrides (joint name -> gain in [0, 1]) on top of
+            :data:`PJSC_GAINS`.
+
+    Returns:
+        ``float64 (23,)``: the PJSC gain of every joint in ``JOINT_NAMES[1:]`` order.
+
+    Raises:
+        TypeError / ValueError: naming the option and its allowed range.
+    """
+    if isinstance(solver_iterations, bool) or not isinstance(solver_iterations, int):
+        raise TypeError(f"solver_iterations must be an int, got {solver_iterations!r}")
+    if not 1 <= solver_iterations <= 1000:
+        raise ValueError(f"solver_iterations must be in [1, 1000], got {solver_iterations}")
+    if not 0.0 <= float(root_correction_gain) <= 1.0:
+        raise ValueError(f"root_correction_gain must be in [0, 1], got {root_correction_gain}")
+    if not float(motor_torque_scale) > 0.0:
+        raise ValueError(f"motor_torque_scale must be > 0, got {motor_torque_scale}")
+    gains = dict(PJSC_GAINS)
+    for name, gain in (pjsc_gains or {}).items():
+        if name not in JOINT_NAMES[1:]:
+            raise ValueError(f"pjsc_gains: unknown joint {name!r}; allowed: {JOINT_NAMES[1:]}")
+        if not 0.0 <= float(gain) <= 1.0:
+            raise ValueError(f"pjsc_gains[{name!r}] must be in [0, 1], got {gain}")
+        gains[name] = float(gain)
+    return np.array([gains.get(name, 1.0) for name in JOINT_NAMES[1:]])

@@ -49,7 +49,6 @@ from humanclaw_gym.physics.contract import (
     HUMAN_FRICTION,
     MAX_DRIVE_PER_FRAME_RAD,
     MOTOR_MAX_TORQUE_NM,
-    PJSC_GAINS,
     REFERENCE_PJSC_GAINS,
     RESTITUTION,
     ROOT_ANGULAR_SUBSTEP,
@@ -57,6 +56,7 @@ from humanclaw_gym.physics.contract import (
     SCENE_FRICTION,
     SUBSTEP_S,
     SUBSTEPS_PER_FRAME,
+    check_drive_tuning,
     validate_frame,
 )
 from humanclaw_gym.physics.rotations import quat_log
@@ -294,26 +294,14 @@ class MujocoHalfPhysics:
         motor_torque_scale: float = 1.0,
         target_ramp: bool = True,
     ) -> None:
-        if isinstance(solver_iterations, bool) or not isinstance(solver_iterations, int):
-            raise TypeError(f"solver_iterations must be an int, got {solver_iterations!r}")
-        if not 1 <= solver_iterations <= 1000:
-            raise ValueError(f"solver_iterations must be in [1, 1000], got {solver_iterations}")
-        if not 0.0 <= float(root_correction_gain) <= 1.0:
-            raise ValueError(f"root_correction_gain must be in [0, 1], got {root_correction_gain}")
-        if not float(motor_torque_scale) > 0.0:
-            raise ValueError(f"motor_torque_scale must be > 0, got {motor_torque_scale}")
+        pjsc = check_drive_tuning(
+            solver_iterations, root_correction_gain, motor_torque_scale, pjsc_gains
+        )
         if not isinstance(target_ramp, bool):
             raise TypeError(f"target_ramp must be a bool, got {target_ramp!r}")
-        gains = dict(PJSC_GAINS)
-        for name, gain in (pjsc_gains or {}).items():
-            if name not in JOINT_NAMES[1:]:
-                raise ValueError(f"pjsc_gains: unknown joint {name!r}; allowed: {JOINT_NAMES[1:]}")
-            if not 0.0 <= float(gain) <= 1.0:
-                raise ValueError(f"pjsc_gains[{name!r}] must be in [0, 1], got {gain}")
-            gains[name] = float(gain)
         self.solver_iterations = solver_iterations
         self.root_correction_gain = float(root_correction_gain)
-        self.pjsc_gains = np.array([gains.get(name, 1.0) for name in JOINT_NAMES[1:]])
+        self.pjsc_gains = pjsc
         self.motor_torque_scale = float(motor_torque_scale)
         self.target_ramp = target_ramp
         self._max_torque = np.array(

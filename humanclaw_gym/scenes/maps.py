@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from humanclaw_gym.fileio import atomic_path
 from humanclaw_gym.scenes.spec import SceneObject, SceneSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -328,17 +328,8 @@ def render_map(
 def save_map(image: PILImage.Image, path: str | os.PathLike[str]) -> Path:
     """Write a PNG atomically (temporary file in the same directory, then rename)."""
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            image.save(fh, format="PNG")
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_path(out) as tmp:
+        image.save(tmp, format="PNG")
     return out
 
 

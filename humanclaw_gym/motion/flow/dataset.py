@@ -282,25 +282,16 @@ class ChunkSet:
 
     def save(self, path: str) -> None:
         """Write the set to an ``.npz`` file atomically."""
-        import os
-        import tempfile
+        from humanclaw_gym.fileio import atomic_path
 
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".chunks-", suffix=".npz")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(
-                    fh,
-                    history=self.history,
-                    future=self.future,
-                    branch=self.branch,
-                    condition=self.condition,
-                )
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(
+                fh,
+                history=self.history,
+                future=self.future,
+                branch=self.branch,
+                condition=self.condition,
+            )
 
     @staticmethod
     def load(path: str) -> ChunkSet:
