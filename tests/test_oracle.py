@@ -74,3 +74,26 @@ def test_no_fast_walk_close_to_a_wall():
     mask_open[grid.world_to_cell(3.4, 1.5)] = True
     call, _ = OraclePolicy()._follow_path(st_open, grid, mask_open, 2.8)
     assert call.skill is Skill.WALK and call.speed == "fast"
+
+
+def test_oracle_episodes_that_once_twisted_a_toe_or_finger_have_no_motion_anomaly(tmp_path):
+    """The val100 oracle episodes whose light toe (0.2 kg) was left 31-43 degrees off its
+    command during turns and steps, and the one whose finger sphere brushed a bed, run with
+    no frame over the motion-anomaly bound (docs/physics.md, "Light end links")."""
+    import json
+    import subprocess
+    import sys
+
+    ids = ["hc_val_003_010", "hc_val_028_007", "hc_val_031_007", "hc_val_031_016", "hc_val_004_006"]
+    listing = tmp_path / "episodes.json"
+    listing.write_text(json.dumps(ids))
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "humanclaw_gym", "run", "--episodes", str(listing)]
+    cmd += ["--agent", "oracle", "--metrics", "--quiet", "--output", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=600)
+    files = sorted(out.rglob("metrics.json"))
+    assert len(files) == len(ids)
+    for path in files:
+        metrics = json.loads(path.read_text())
+        assert metrics["motion_anomaly"] == 0, (path, metrics["max_joint_tracking_error_deg"])
+        assert metrics["max_joint_tracking_error_deg"] < 30.0
