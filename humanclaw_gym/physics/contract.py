@@ -28,6 +28,7 @@ __all__ = [
     "SUBSTEPS_PER_FRAME",
     "SUBSTEP_S",
     "check_drive_tuning",
+    "check_ray_down",
     "validate_frame",
 ]
 
@@ -147,3 +148,14 @@ def check_drive_tuning(
             raise ValueError(f"pjsc_gains[{name!r}] must be in [0, 1], got {gain}")
         gains[name] = float(gain)
     return np.array([gains.get(name, 1.0) for name in JOINT_NAMES[1:]])
+
+
+def check_ray_down(x: float, z: float, from_y: float, to_y: float) -> list[float]:
+    """The arguments of a backend's ``ray_cast_down`` as floats ``[x, z, from_y, to_y]``
+    (metres, world frame), or ValueError: all finite and ``from_y > to_y``."""
+    values = [float(v) for v in (x, z, from_y, to_y)]
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError(f"ray_cast_down: x, z, from_y, to_y must be finite, got {values}")
+    if not from_y > to_y:
+        raise ValueError(f"ray_cast_down: from_y must be > to_y, got from_y={from_y}, to_y={to_y}")
+    return values

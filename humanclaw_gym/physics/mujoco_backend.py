@@ -57,6 +57,7 @@ from humanclaw_gym.physics.contract import (
     SUBSTEP_S,
     SUBSTEPS_PER_FRAME,
     check_drive_tuning,
+    check_ray_down,
     validate_frame,
 )
 from humanclaw_gym.physics.rotations import quat_log
@@ -744,13 +745,7 @@ class MujocoHalfPhysics:
         """Height of the first scene surface hit by a vertical ray at ``(x, z)`` from
         ``from_y`` down to ``to_y`` (the humanoid is not seen), or None."""
         self._require_built("ray_cast_down")
-        values = [float(v) for v in (x, z, from_y, to_y)]
-        if not all(math.isfinite(v) for v in values):
-            raise ValueError(f"ray_cast_down: x, z, from_y, to_y must be finite, got {values}")
-        if not from_y > to_y:
-            raise ValueError(
-                f"ray_cast_down: from_y must be > to_y, got from_y={from_y}, to_y={to_y}"
-            )
+        values = check_ray_down(x, z, from_y, to_y)
         mj, m, d = self._mj, self._model, self._data
         self._ensure_kinematics()
         geom = np.array([-1], dtype=np.int32)
