@@ -25,7 +25,11 @@ from humanclaw_gym.backends import registry  # noqa: E402
 from humanclaw_gym.body.skeleton import NUM_JOINTS, link_shapes  # noqa: E402
 from humanclaw_gym.physics import _mujoco_drive  # noqa: E402
 from humanclaw_gym.physics.contract import MOTOR_MAX_TORQUE_NM  # noqa: E402
-from humanclaw_gym.physics.mujoco_backend import MujocoHalfPhysics  # noqa: E402
+from humanclaw_gym.physics.mujoco_backend import (  # noqa: E402
+    CONTACT_SOLIMP,
+    CONTACT_SOLREF,
+    MujocoHalfPhysics,
+)
 from humanclaw_gym.scenes.spec import MeshRef, Part, SceneObject  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -87,10 +91,9 @@ def test_model_materials_masses_and_drives(backend) -> None:
     backend.step_frame(_set_joint(_standing(), "left_hip", (-1.5, 0.0, 0.0)))
     hip = int(backend._dof_adr[1])
     assert abs(backend._data.qfrc_applied[hip]) == pytest.approx(caps[0])  # clamped at 400
-    # the feet (ankle and toe boxes) have stiffer contacts than the rest
-    feet = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"h_{n}") for n in
-            ("left_ankle", "right_ankle", "left_foot", "right_foot")]  # fmt: skip
-    assert np.all(m.geom_solimp[feet, 0] > m.geom_solimp[~human, 0].max())
+    # one contact impedance and softness on every geom, the feet included
+    np.testing.assert_allclose(m.geom_solimp, np.tile(CONTACT_SOLIMP, (m.ngeom, 1)))
+    np.testing.assert_allclose(m.geom_solref, np.tile(CONTACT_SOLREF, (m.ngeom, 1)))
 
 
 def _joint_names() -> list[str]:

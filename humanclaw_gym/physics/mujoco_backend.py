@@ -81,15 +81,12 @@ CONTACT_MARGIN_M = 0.01
 #: smallest safe value at 1/120 s substeps (2 substeps): walls and floors give way less
 #: than with MuJoCo's default 0.02 s (docs/physics.md, "The MuJoCo backend").
 CONTACT_SOLREF: tuple[float, float] = (2.0 * SUBSTEP_S, 1.0)
-#: Contact impedance (d0, dwidth, width, midpoint, power): MuJoCo's default. A stiffer
-#: impedance everywhere made the Newton solver stop at its iteration cap on 6 % of the
-#: substeps of a walk and cost about 20 % more.
+#: Contact impedance (d0, dwidth, width, midpoint, power): MuJoCo's default, on every geom.
+#: A stiffer impedance everywhere made the Newton solver stop at its iteration cap on 6 % of
+#: the substeps of a walk and cost about 20 % more; a stiffer one on the feet only (once used
+#: against twisted light toes, which the heavier toes cured) cost 70 % more iterations
+#: (docs/physics.md, "The MuJoCo backend").
 CONTACT_SOLIMP: tuple[float, float, float, float, float] = (0.9, 0.95, 0.001, 0.5, 2.0)
-#: Contact impedance of the feet (ankle and toe boxes), which carry the body and are pressed
-#: into the floor by their drives: stiffer, and it wins the mix with the other geom's. Its
-#: measured effect and why not stiffer still: docs/physics.md.
-FOOT_SOLIMP: tuple[float, float, float, float, float] | None = (0.99, 0.999, 0.001, 0.5, 2.0)
-_FOOT_LINKS = ("left_ankle", "right_ankle", "left_foot", "right_foot")
 # Joint drives, from each joint's torque cap (pybullet's motor torques). The joint damping
 # reaches the cap at the largest drive velocity (30 degrees per frame); integrated
 # implicitly, it holds the joint on the velocity drive's path, and its feed-forward at the
@@ -142,8 +139,6 @@ def _human_mjcf() -> str:
             f'name="h_{JOINT_NAMES[j]}" pos="{_fmt(s.offset_m)}" '
             f'quat="{_fmt(_wxyz(s.quat_xyzw))}" class="human"'
         )
-        if FOOT_SOLIMP is not None and JOINT_NAMES[j] in _FOOT_LINKS:  # wins the mix
-            common += f' solimp="{_fmt(FOOT_SOLIMP)}" solmix="1000000"'
         if s.kind == "capsule":
             return f'<geom type="capsule" size="{s.radius:.17g} {s.half_length:.17g}" {common}/>'
         if s.kind == "box":
@@ -361,7 +356,6 @@ class MujocoHalfPhysics:
             "contact_report_margin_m": CONTACT_MARGIN_M,
             "contact_solref": list(CONTACT_SOLREF),
             "contact_solimp": list(CONTACT_SOLIMP),
-            "foot_contact_solimp": None if FOOT_SOLIMP is None else list(FOOT_SOLIMP),
             "integrator": "implicitfast",
             "joint_velocity_drive": "written before substep 0, capped like the drive",
             "damping_cap_velocity_rad_s": _DAMPING_CAP_VELOCITY_RAD_S,
