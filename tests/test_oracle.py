@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -97,3 +98,10 @@ def test_oracle_episodes_that_once_twisted_a_toe_or_finger_have_no_motion_anomal
         metrics = json.loads(path.read_text())
         assert metrics["motion_anomaly"] == 0, (path, metrics["max_joint_tracking_error_deg"])
         assert metrics["max_joint_tracking_error_deg"] < 30.0
+    # and each ends within reach and sight of its target (no wall between)
+    script = Path(__file__).resolve().parent.parent / "scripts" / "check_final_positions.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{len(ids)} episodes, 0 approach positions" in done.stdout

@@ -67,3 +67,25 @@ def test_cli_unknown_command_exits_2():
         [sys.executable, "-m", "humanclaw_gym", "frobnicate"], capture_output=True, text=True
     )
     assert out.returncode == 2 and "unknown command" in out.stderr
+
+
+def test_check_final_positions_reports_an_agent_that_ends_away_from_its_target(tmp_path):
+    """The reach-and-sight check of scripts/check_final_positions.py fails a run whose agent
+    stopped 2 m from the chair (random agent, 2 decisions), naming the episode; missing
+    bundles are an error, not a pass. (The oracle passing it: tests/test_oracle.py.)"""
+    listing = tmp_path / "one.json"
+    listing.write_text('["hc_val_028_001"]')
+    out = tmp_path / "run"
+    subprocess.run(
+        [sys.executable, "-m", "humanclaw_gym", "run", "--episodes", str(listing), "--agent",
+         "random", "--seed", "0", "--max-steps", "2", "--quiet", "--output", str(out)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    script = ROOT / "scripts" / "check_final_positions.py"
+    done = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "hc_val_028_001" in done.stdout and "not within reach and sight" in done.stdout
+    empty = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "nothing")], capture_output=True, text=True
+    )
+    assert empty.returncode != 0 and "no replay bundles" in empty.stderr
