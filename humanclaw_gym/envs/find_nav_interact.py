@@ -50,7 +50,6 @@ EGO_SIZE = EGO_SIZE_PX
 EXO_SIZE = EXO_SIZE_PX
 FPS = 30
 _RESET_OPTIONS = ("episode_id", "scene_id")
-_SHORTHANDS = BACKEND_FIELDS
 
 
 @dataclass(frozen=True)
@@ -638,11 +637,11 @@ class FindNavInteractEnv(gym.Env):
 
 def _backend_config(backend: BackendConfig | None, fields: Mapping[str, Any]) -> BackendConfig:
     """``backend`` with the keyword shorthands applied (unknown keywords refused)."""
-    unknown = sorted(set(fields) - set(_SHORTHANDS))
+    unknown = sorted(set(fields) - set(BACKEND_FIELDS))
     if unknown:
         raise TypeError(
             f"FindNavInteractEnv got unexpected keyword arguments {unknown}; backend keywords "
-            f"are {list(_SHORTHANDS)}"
+            f"are {list(BACKEND_FIELDS)}"
         )
     if backend is not None and not isinstance(backend, BackendConfig):
         raise ValueError(f"backend must be a BackendConfig, got {type(backend).__name__}")

@@ -48,7 +48,7 @@ from humanclaw_gym.episodes.schema import (
     reference_yaw_to_ours,
     yaw_to_quat_xyzw,
 )
-from humanclaw_gym.fileio import write_bytes_atomic as _write_bytes_atomic
+from humanclaw_gym.fileio import write_bytes_atomic
 from humanclaw_gym.scenes.spec import INTERACT_CATEGORIES, SceneSpec, SceneSpecError
 
 __all__ = [
@@ -120,12 +120,6 @@ def gzip_bytes(data: bytes) -> bytes:
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
         gz.write(data)
     return buf.getvalue()
-
-
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically, readable by everyone the umask allows
-    (:func:`humanclaw_gym.fileio.write_bytes_atomic`)."""
-    return _write_bytes_atomic(path, data)
 
 
 def _read_gz_bytes(path: Path) -> bytes:

@@ -56,9 +56,6 @@ class EpisodeSpec:
     category: str
 
 
-_BACKEND_SHORTHANDS = BACKEND_FIELDS
-
-
 @dataclass(frozen=True)
 class RunConfig:
     """Everything a worker needs to run episodes (picklable, for processes and Ray).
@@ -91,7 +88,7 @@ class RunConfig:
     def __post_init__(self, *shorthands: Any) -> None:
         changes = {
             name: value
-            for name, value in zip(_BACKEND_SHORTHANDS, shorthands, strict=True)
+            for name, value in zip(BACKEND_FIELDS, shorthands, strict=True)
             if value is not None
         }
         from humanclaw_gym.metrics.rules import check_rules
