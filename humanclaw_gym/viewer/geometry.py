@@ -68,18 +68,6 @@ def object_frame_wxyz(yaw_rad: float) -> tuple[float, float, float, float]:
     return (math.cos(half), 0.0, math.sin(half), 0.0)
 
 
-def _compose_wxyz(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, float, float, float]:
-    """Hamilton product ``a * b`` of two ``(w, x, y, z)`` quaternions (apply b, then a)."""
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return (
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    )
-
-
 @dataclass(frozen=True)
 class PartPlacement:
     """One scene part as a viser primitive, relative to its object's frame.
