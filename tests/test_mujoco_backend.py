@@ -126,6 +126,7 @@ def test_root_velocity_written_before_substeps_0_and_2_only(backend) -> None:
     backend.reset(_standing())
     recorder = _RecordingMujoco(backend)
     backend._mj = recorder
+    backend._compiled_frames = False  # the bindings' path; the compiled one equals it
     from humanclaw_gym.physics.rotations import (
         cap_rotvec,
         quat_conj,
@@ -169,6 +170,7 @@ def test_actuator_targets_move_along_the_frame(backend) -> None:
     backend.reset(start)
     recorder = _RecordingMujoco(backend)
     backend._mj = recorder
+    backend._compiled_frames = False  # the bindings' path; the compiled one equals it
     from test_physics import _set_joint
 
     bent = _set_joint(start, "left_elbow", (0.0, 0.4, 0.0))
@@ -181,6 +183,7 @@ def test_actuator_targets_move_along_the_frame(backend) -> None:
     held.reset(start)
     rec2 = _RecordingMujoco(held)
     held._mj = rec2
+    held._compiled_frames = False
     held.step_frame(bent)
     np.testing.assert_allclose([c[elbow + 1] for _, c in rec2.log], [0.4] * 4, atol=1e-12)
     held.close()
@@ -229,6 +232,62 @@ def test_compiled_and_interpreted_drive_maths_give_identical_trajectories(tmp_pa
         results[label] = np.load(out)
     assert results["compiled"].shape == (45, 75 + 7)
     assert np.array_equal(results["compiled"], results["interpreted"])
+
+
+@pytest.mark.parametrize("target_ramp", [True, False])
+def test_whole_chunks_without_the_gil_equal_frame_by_frame_bit_for_bit(target_ramp) -> None:
+    """step_frames runs chunks in one compiled call that calls libmujoco directly; the
+    result equals step_frame through the bindings, frame by frame, bit for bit."""
+    if _mujoco_drive.frame_runner() is None:
+        pytest.skip("numba is not installed: there is no compiled runner")
+    scene = _scene(_table(1.0, 0.3), _cup(0.8, 0.3))
+    start = _standing()
+    frames = np.array(_gait_frames(start, 45, 0.5))
+    runs = {}
+    for label in ("bindings", "compiled"):
+        b = MujocoHalfPhysics(target_ramp=target_ramp)
+        b._compiled_frames = label == "compiled"
+        b.build(scene)
+        b.reset(start)
+        out = []
+        for k in range(0, 45, 15):
+            if label == "compiled":
+                b.step_frames(frames[k : k + 15])
+            else:
+                for f in frames[k : k + 15]:
+                    b.step_frame(f)
+            out.append(
+                np.concatenate(
+                    [b._data.qpos, b._data.qvel, b.link_poses().ravel(), b.realized_frame()]
+                )
+            )
+        runs[label] = np.array(out)
+        b.close()
+    assert np.array_equal(runs["compiled"], runs["bindings"])
+
+
+def test_step_frames_checks_its_input_first_and_stops_where_it_diverges(
+    backend, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # MuJoCo appends its warning to MUJOCO_LOG.TXT here
+    start = _standing()
+    backend.reset(start)
+    frames = np.array(_gait_frames(start, 6, 0.5))
+    before = backend._data.qpos.copy()
+    with pytest.raises(ValueError, match=r"step_frames: frames has shape \(75,\)"):
+        backend.step_frames(frames[0])
+    bad = frames.copy()
+    bad[4, 10] = np.nan
+    with pytest.raises(ValueError, match=r"step_frames\[4\]"):
+        backend.step_frames(bad)
+    assert np.array_equal(backend._data.qpos, before)  # nothing ran
+    backend.step_frames(frames[:3])
+    backend._data.qpos[8] = np.nan  # MuJoCo resets the data at the next substep
+    with pytest.raises(RuntimeError, match="mujoco simulation diverged"):
+        backend.step_frames(frames[3:])
+    assert backend._data.time == pytest.approx(4 / 120)  # stopped after that frame
+    with pytest.raises(RuntimeError, match="call reset"):
+        backend.step_frames(frames[3:])
 
 
 def test_mesh_scenes_are_refused_clearly() -> None:

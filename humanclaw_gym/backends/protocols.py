@@ -71,6 +71,11 @@ class PhysicsBackend(Protocol):
     Construction takes keyword options only (``BackendConfig.physics_options``; e.g.
     pybullet's ``solver_iterations``); their names are checked against the constructor
     before anything is built, and :meth:`contract` records them.
+
+    Optional: ``step_frames(frames)`` with ``float64 (n, 75)`` frames, equal to
+    ``step_frame`` on each row in order (the MuJoCo backend runs it in one call without the
+    GIL). The simulation uses it for a whole chunk when no observer needs the state after
+    every frame.
     """
 
     capabilities: PhysicsCapabilities

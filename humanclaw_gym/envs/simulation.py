@@ -234,6 +234,14 @@ class Simulation:
         frames = self.generate(call)
         if on_chunk is not None:
             on_chunk(frames)
+        step_frames = getattr(self.physics, "step_frames", None)
+        if on_frame is None and step_frames is not None:
+            # the whole chunk in one call (the MuJoCo backend runs it without the GIL)
+            try:
+                step_frames(frames)
+            finally:
+                self._version += 1
+            return frames
         for i in range(FRAMES_PER_CHUNK):
             self.physics.step_frame(frames[i])
             self._version += 1

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Any
 
 import numpy as np
 
-__all__ = ["COMPILED", "begin_frame", "read_state", "set_pose"]
+__all__ = ["COMPILED", "begin_frame", "frame_runner", "read_state", "run_frames", "set_pose"]
 
 _SMALL = 1e-12
 
@@ -274,3 +275,143 @@ def set_pose(frame, qpos, qpos_adr, out_rot):
         qpos[b + 1] = x
         qpos[b + 2] = y
         qpos[b + 3] = z
+
+
+# --------------------------------------------------------------------------------------
+# Whole frames in one compiled call, without the GIL
+# --------------------------------------------------------------------------------------
+def _libmujoco_mj_step() -> Any:
+    """``mj_step(const mjModel*, mjData*)`` of the libmujoco that the ``mujoco`` package
+    loaded, as a ctypes function pointer taking the two addresses as 64-bit integers (the
+    x86-64 and AArch64 calling conventions pass pointers and such integers alike); None
+    when the library is not found."""
+    import ctypes
+    import glob
+
+    import mujoco
+
+    names = sorted(glob.glob(os.path.join(os.path.dirname(mujoco.__file__), "libmujoco.so*")))
+    if not names or ctypes.sizeof(ctypes.c_void_p) != 8:
+        return None
+    try:
+        address = ctypes.cast(ctypes.CDLL(names[0]).mj_step, ctypes.c_void_p).value
+    except (OSError, AttributeError):
+        return None
+    return ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64)(address)
+
+
+@_maybe_jit
+def run_frames(
+    mj_step,
+    model_addr,
+    data_addr,
+    frames,
+    prev_xz,
+    prev_rot,
+    real_rot,
+    command,
+    gains,
+    root_gain,
+    cap,
+    fps,
+    qvel,
+    qfrc,
+    ctrl,
+    ctrl_sched,
+    dof_adr,
+    act_adr,
+    ff_damping,
+    ff_limit,
+    ramp,
+    v_root_xz,
+    qpos,
+    qpos_adr,
+    real_pos,
+    warning_count,
+    warning_kinds,
+):
+    """Execute ``frames (n, 75)`` in order: per frame :func:`begin_frame`, the four
+    substeps (actuator targets, the root x/z velocity again before substep 2, ``mj_step``)
+    and :func:`read_state`, exactly as the backend does it from Python frame by frame.
+
+    Args:
+        mj_step: libmujoco's ``mj_step`` (see :func:`frame_runner`).
+        model_addr, data_addr: addresses of the ``mjModel`` and ``mjData``.
+        ctrl: MjData ``ctrl``; ``qpos``: MjData ``qpos``; ``real_pos``: ``(3,)`` written.
+        warning_count: MjData ``warning.number``; ``warning_kinds``: the indices of the
+            warnings after which MuJoCo resets the data (bad qpos, qvel, qacc).
+        The others: as for :func:`begin_frame` and :func:`read_state`.
+
+    Returns:
+        The number of frames that completed normally; ``i < n`` means frame ``i``
+        diverged (a non-finite state, or MuJoCo reset the data after a bad position,
+        velocity or acceleration) and nothing after it ran.
+    """
+    root = dof_adr[0]
+    start_warnings = 0
+    for k in warning_kinds:
+        start_warnings += warning_count[k]
+    for i in range(frames.shape[0]):
+        begin_frame(
+            frames[i],
+            prev_xz,
+            prev_rot,
+            real_rot,
+            command,
+            gains,
+            root_gain,
+            cap,
+            fps,
+            qvel,
+            qfrc,
+            ctrl_sched,
+            dof_adr,
+            act_adr,
+            ff_damping,
+            ff_limit,
+            ramp,
+            v_root_xz,
+        )
+        if ramp == 1:
+            for sub in range(4):
+                if sub == 2:
+                    qvel[root] = v_root_xz[0]
+                    qvel[root + 2] = v_root_xz[1]
+                ctrl[:] = ctrl_sched[sub]
+                mj_step(model_addr, data_addr)
+        else:
+            ctrl[:] = ctrl_sched[0]
+            mj_step(model_addr, data_addr)
+            mj_step(model_addr, data_addr)
+            qvel[root] = v_root_xz[0]
+            qvel[root + 2] = v_root_xz[1]
+            mj_step(model_addr, data_addr)
+            mj_step(model_addr, data_addr)
+        ok = read_state(qpos, qpos_adr, real_pos, real_rot)
+        warnings = 0
+        for k in warning_kinds:
+            warnings += warning_count[k]
+        if not ok or warnings != start_warnings:
+            return i
+    return frames.shape[0]
+
+
+_MJ_STEP: list[Any] = []
+
+
+def frame_runner() -> Any:
+    """``runner(model_addr, data_addr, frames, ...)``: :func:`run_frames` compiled, bound to
+    libmujoco's ``mj_step``, or None where it is not available (numba missing or disabled,
+    libmujoco not found). The compiled loop calls the library directly and holds no GIL
+    for the whole call (the bindings' ``mj_step`` gives the GIL back after every substep,
+    which makes a thread wait for it 60 times per decision). Same maths, same C function,
+    same order as the frame-by-frame path: bit-identical results (tested).
+    """
+    if not COMPILED:
+        return None
+    if not _MJ_STEP:
+        _MJ_STEP.append(_libmujoco_mj_step())
+    mj_step = _MJ_STEP[0]
+    if mj_step is None:
+        return None
+    return lambda *args: run_frames(mj_step, *args)

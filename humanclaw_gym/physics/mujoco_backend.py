@@ -280,6 +280,9 @@ class MujocoHalfPhysics:
     capabilities = PhysicsCapabilities(
         name="mujoco", part_shapes=frozenset({"box", "cylinder", "sphere"})
     )
+    #: Run frames through the compiled, GIL-free runner where it is available (tests
+    #: switch it off to compare with the frame-by-frame path through the bindings).
+    _compiled_frames = True
 
     def __init__(
         self,
@@ -333,7 +336,8 @@ class MujocoHalfPhysics:
         self._real_rot = np.tile([0.0, 0.0, 0.0, 1.0], (NUM_JOINTS, 1))
         self._ctrl_sched = np.zeros((SUBSTEPS_PER_FRAME, 3 * _NUM_BODY_JOINTS))
         self._v_root = np.zeros(2)
-        self._bad_qacc = 0
+        self._bad_qacc = 0  # MuJoCo's data resets (bad qpos/qvel/qacc) seen so far
+        self._reset_warnings = np.zeros(0, dtype=np.int64)
 
     # ================================================================== contract
     def contract(self) -> dict[str, Any]:
@@ -397,6 +401,11 @@ class MujocoHalfPhysics:
         self._mj = mujoco
         self._model = model
         self._data = data
+        warn = mujoco.mjtWarning
+        self._reset_warnings = np.array(
+            [int(warn.mjWARN_BADQPOS), int(warn.mjWARN_BADQVEL), int(warn.mjWARN_BADQACC)],
+            dtype=np.int64,
+        )
         self._scene = scene
         self._index(geom_map, dynamic)
         self._tune_drives()
@@ -546,16 +555,24 @@ class MujocoHalfPhysics:
             self._mj.mj_kinematics(self._model, self._data)
             self._kinematics_current = True
 
+    def _resets(self) -> int:
+        """How often MuJoCo reset the data after a bad position, velocity or acceleration."""
+        counts = self._data.warning.number
+        return int(sum(int(counts[k]) for k in self._reset_warnings))
+
     def _read_state(self) -> None:
         ok = drive.read_state(self._data.qpos, self._qpos_adr, self._real_pos, self._real_rot)
-        bad = int(self._data.warning[self._mj.mjtWarning.mjWARN_BADQACC].number)
-        if not ok or bad != self._bad_qacc:
-            self._bad_qacc = bad
-            self._episode_ready = False
-            raise RuntimeError(
-                "mujoco simulation diverged: the humanoid state is not finite or MuJoCo "
-                "reset the data after a bad acceleration (e.g. a deep initial overlap)"
-            )
+        if not ok or self._resets() != self._bad_qacc:
+            self._diverged()
+
+    def _diverged(self) -> None:
+        self._bad_qacc = self._resets()
+        self._episode_ready = False
+        raise RuntimeError(
+            "mujoco simulation diverged: the humanoid state is not finite or MuJoCo "
+            "reset the data after a bad position, velocity or acceleration (e.g. a deep "
+            "initial overlap)"
+        )
 
     # ================================================================== episode
     def reset(self, frame_75: np.ndarray) -> None:
@@ -590,6 +607,80 @@ class MujocoHalfPhysics:
         """
         self._require_episode("step_frame")
         frame = validate_frame(frame_75, "step_frame")
+        self._run(frame[None, :])
+
+    def step_frames(self, frames: np.ndarray) -> None:
+        """Execute generated frames in order; the same as :meth:`step_frame` on each row
+        (bit for bit), in one compiled call that does not hold the GIL, so other Python
+        threads run meanwhile (the batched vector env's sub-envs; see
+        :func:`humanclaw_gym.physics._mujoco_drive.frame_runner`).
+
+        Args:
+            frames: ``float64 (n, 75)`` generated frames, finite.
+
+        Raises:
+            ValueError: ``frames`` is not a finite ``(n, 75)`` array (checked before any
+                frame runs).
+            RuntimeError: called before :meth:`reset`, or the simulation diverged (the
+                frames after the diverged one do not run).
+        """
+        self._require_episode("step_frames")
+        arr = np.asarray(frames)
+        if arr.ndim != 2:
+            raise ValueError(
+                f"step_frames: frames has shape {arr.shape}: allowed (n, {FRAME_DIM}), finite"
+            )
+        rows = [validate_frame(row, f"step_frames[{i}]") for i, row in enumerate(arr)]
+        if rows:
+            self._run(np.stack(rows))
+
+    def _run(self, frames: np.ndarray) -> None:
+        """Drives, substeps and state read of every row of ``frames`` (checked)."""
+        m, d = self._model, self._data
+        self._kinematics_current = False
+        runner = drive.frame_runner() if self._compiled_frames else None
+        # A fatal MuJoCo error (e.g. its arena exhausted) becomes a Python exception only in
+        # calls made through the bindings; the compiled runner calls the library directly,
+        # so a simulation that has used half of its arena steps through the bindings from
+        # then on (the shipped scenes stay far below).
+        if runner is not None and d.maxuse_arena <= d.narena // 2:
+            done = runner(
+                m._address,
+                d._address,
+                frames,
+                self._prev_xz,
+                self._prev_rot,
+                self._real_rot,
+                self._command,
+                self.pjsc_gains,
+                self.root_correction_gain,
+                MAX_DRIVE_PER_FRAME_RAD,
+                FRAME_RATE_HZ,
+                d.qvel,
+                d.qfrc_applied,
+                d.ctrl,
+                self._ctrl_sched,
+                self._dof_adr,
+                self._act_adr,
+                self._damping,
+                self._max_torque,
+                1 if self.target_ramp else 0,
+                self._v_root,
+                d.qpos,
+                self._qpos_adr,
+                self._real_pos,
+                d.warning.number,
+                self._reset_warnings,
+            )
+            if done != len(frames):
+                self._diverged()
+            return
+        for frame in frames:
+            self._python_frame(frame)
+
+    def _python_frame(self, frame: np.ndarray) -> None:
+        """One frame through the bindings: the drive maths (compiled when numba is there),
+        then ``mj_step`` per substep from Python."""
         mj, m, d = self._mj, self._model, self._data
         drive.begin_frame(
             frame,
@@ -611,7 +702,6 @@ class MujocoHalfPhysics:
             1 if self.target_ramp else 0,
             self._v_root,
         )
-        self._kinematics_current = False
         root = int(self._dof_adr[0])
         sched = self._ctrl_sched
         if self.target_ramp:
@@ -789,6 +879,6 @@ class MujocoHalfPhysics:
         self._prev_rot[:] = state.prev_rot
         self._command[:] = state.command
         self._kinematics_current = False
-        self._bad_qacc = int(d.warning[mj.mjtWarning.mjWARN_BADQACC].number)
+        self._bad_qacc = self._resets()
         self._read_state()
         self._episode_ready = True
