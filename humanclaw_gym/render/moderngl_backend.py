@@ -24,6 +24,9 @@ patterns run across floor slabs, part-local metres for moving parts so that patt
 to them. At 448 x 448 on Mesa llvmpipe (one thread) a furnished room costs about 6 ms per
 frame; see ``docs/rendering.md``.
 
+The frame is finished with ``glFinish`` called through ctypes before the read-back, so the
+rasterising (most of a frame's cost on llvmpipe) runs without the GIL.
+
 Threads and fork: llvmpipe starts one rasteriser thread per core by default, and Mesa's
 shader disk cache one writer thread. Threads do not survive ``fork``: a process forked
 after the parent made a context (Gymnasium's ``AsyncVectorEnv`` forks on Linux) inherits
@@ -256,6 +259,32 @@ class _BodyMesh:
     def release(self) -> None:
         for obj in (self.vao, self.vbo, self.ibo):
             obj.release()
+
+
+_GL_FINISH: list[Any] = []
+
+
+def _gl_finish() -> Any:
+    """``glFinish`` of the EGL driver as a ctypes function, or None where EGL does not hand
+    it out. A ctypes call releases the GIL: llvmpipe rasterises a frame when it is made
+    to finish it, and doing that here instead of inside moderngl's read-back (which holds
+    the GIL) lets other Python threads run meanwhile (the batched vector env's sub-envs).
+    The pixels are the same either way."""
+    if not _GL_FINISH:
+        fn = None
+        try:
+            import ctypes
+
+            egl = ctypes.CDLL("libEGL.so.1")
+            egl.eglGetProcAddress.restype = ctypes.c_void_p
+            egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
+            address = egl.eglGetProcAddress(b"glFinish")
+            if address:
+                fn = ctypes.CFUNCTYPE(None)(address)
+        except (OSError, AttributeError):
+            fn = None
+        _GL_FINISH.append(fn)
+    return _GL_FINISH[0]
 
 
 MESA_DEFAULTS: dict[str, str] = {"LP_NUM_THREADS": "0", "MESA_SHADER_CACHE_DISABLE": "true"}
@@ -758,6 +787,9 @@ class ModernglRenderer:
                 inst.vao.render(mgl.TRIANGLES, instances=len(inst.rows))
         if self._mesh_layer is not None:
             self._mesh_layer.render(view_proj, _NO_CUT if plane is None else tuple(plane.tolist()))
+        finish = _gl_finish()
+        if finish is not None:  # rasterise now, without holding the GIL
+            finish()
         rgb_bytes = target.read(components=3, attachment=0, alignment=1, dtype="f1")
         rgb = np.frombuffer(rgb_bytes, dtype=np.uint8).reshape(h, w, 3)[::-1].copy()
         ids = None
