@@ -29,7 +29,9 @@ Measured side by side in one run, on one scene of val100:
   the sweep twice in opposite orders; the better of the two runs is kept), the ratios, and
   a check that the batched env's observations equal the sync env's;
 * ``flow_batch``: the learned motion generator (``motion="flow"``): one decision against
-  a batch of 8 sub-envs' decisions in one model call;
+  a batch of 8 sub-envs' decisions in one model call, with torch on one thread and on
+  every CPU (the batched vector env's setting); the target uses the same thread count on
+  both sides;
 * ``memory``: peak RSS of this process (one env) and of async workers;
 * ``scene_dataset``: the synthetic HSSD-format dataset (``humanclaw_gym.scenes.hssd.
   synthetic``, written to a temp dir): scene load cold (GLBs parsed, disk cache empty),
@@ -420,46 +422,53 @@ def bench_vector(steps: int, sizes: tuple[int, ...] = VECTOR_SIZES) -> dict:
 
 def bench_flow_batch(repeats: int = 5, batch: int = 8) -> dict:
     """The flow generator: one decision against ``batch`` generators' decisions staged in
-    one model call (BatchedMotionService), alternately."""
-    try:
-        from humanclaw_gym.motion.flow.generator import BatchedMotionService, FlowMotionGenerator
-    except ImportError as exc:  # pragma: no cover - torch missing
-        return {"skipped": str(exc)}
-    try:
-        gens = [FlowMotionGenerator() for _ in range(batch)]
-    except ImportError as exc:
-        return {"skipped": str(exc)}
-    for k, g in enumerate(gens):
-        g.reset(np.array([0.0, 0.0, 0.0]), 0.1 * k, seed=k)
-    service = BatchedMotionService()
-    one, many = [], []
-    for i in range(repeats + 1):
-        call = ACTIONS[i % len(ACTIONS)]
-        t = time.perf_counter()
-        gens[0].generate(call)
-        dt_one = time.perf_counter() - t
-        calls = [ACTIONS[(i + k) % len(ACTIONS)] for k in range(batch)]
-        t = time.perf_counter()
-        service.generate_many(list(zip(gens, calls, strict=True)))
-        dt_many = time.perf_counter() - t
-        if i > 0:  # the first round warms the model up
-            one.append(dt_one)
-            many.append(dt_many)
-    return {
-        "one_decision": _ms(one),
-        f"batch_of_{batch}": _ms(many),
-        f"batch_{batch}_over_one": statistics.median(many) / statistics.median(one),
-        "torch_threads": _torch_threads(),
-    }
-
-
-def _torch_threads() -> int | None:
+    one model call (BatchedMotionService), alternately; with torch on one thread (the
+    generator's default) and on every CPU (what the batched vector env gives the batched
+    model call)."""
     try:
         import torch
 
-        return int(torch.get_num_threads())
-    except ImportError:  # pragma: no cover
-        return None
+        from humanclaw_gym.motion.flow.generator import BatchedMotionService, FlowMotionGenerator
+    except ImportError as exc:  # pragma: no cover - torch missing
+        return {"skipped": str(exc)}
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    out: dict = {"cpus": cpus}
+    for threads in sorted({1, cpus}):
+        try:
+            gens = [FlowMotionGenerator(num_threads=threads) for _ in range(batch)]
+        except ImportError as exc:
+            return {"skipped": str(exc)}
+        for k, g in enumerate(gens):
+            g.reset(np.array([0.0, 0.0, 0.0]), 0.1 * k, seed=k)
+        service = BatchedMotionService(num_threads=threads)
+        one, many = [], []
+        for i in range(repeats + 1):
+            call = ACTIONS[i % len(ACTIONS)]
+            t = time.perf_counter()
+            gens[0].generate(call)
+            dt_one = time.perf_counter() - t
+            calls = [ACTIONS[(i + k) % len(ACTIONS)] for k in range(batch)]
+            t = time.perf_counter()
+            service.generate_many(list(zip(gens, calls, strict=True)))
+            dt_many = time.perf_counter() - t
+            if i > 0:  # the first round warms the model up
+                one.append(dt_one)
+                many.append(dt_many)
+        out[f"threads_{threads}"] = {
+            "one_decision": _ms(one),
+            f"batch_of_{batch}": _ms(many),
+            f"batch_{batch}_over_one": statistics.median(many) / statistics.median(one),
+            "torch_threads": int(torch.get_num_threads()),
+        }
+    torch.set_num_threads(1)
+    same = out[f"threads_{cpus}"]
+    # the target's ratio: both on the same threads, as the batched env runs the batch
+    out[f"batch_{batch}_over_one"] = same[f"batch_{batch}_over_one"]
+    # a batched env's model call (every CPU) against a single env's decision (one thread)
+    out[f"batch_{batch}_all_cpus_over_one_decision_one_thread"] = (
+        same[f"batch_of_{batch}"]["median_ms"] / out["threads_1"]["one_decision"]["median_ms"]
+    )
+    return out
 
 
 def bench_async_worker_rss() -> float:

@@ -32,10 +32,16 @@ def _kwargs() -> dict:
     return {"split": "val100", "max_steps": 4, "physics": "mujoco", "privileged": True}
 
 
-def test_batched_env_equals_single_envs_bit_for_bit():
+@pytest.mark.parametrize("motion_workers", [2, 0])
+def test_batched_env_equals_single_envs_bit_for_bit(motion_workers):
     n = 3
     envs = gym.make_vec(
-        ENV_ID, num_envs=n, vectorization_mode="vector_entry_point", mode="batched", **_kwargs()
+        ENV_ID,
+        num_envs=n,
+        vectorization_mode="vector_entry_point",
+        mode="batched",
+        motion_workers=motion_workers,
+        **_kwargs(),
     )
     singles = [FindNavInteractEnv(num_shards=n, shard_index=i, **_kwargs()) for i in range(n)]
     try:
@@ -89,11 +95,34 @@ def test_batched_env_runs_each_sub_env_on_its_own_thread():
     envs.close()  # idempotent
 
 
+def test_procedural_chunks_come_from_the_worker_processes(monkeypatch):
+    envs = gym.make_vec(ENV_ID, num_envs=2, mode="batched", motion_workers=2, **_kwargs())
+    try:
+        envs.reset(seed=0)
+        assert envs.motion_workers == 2
+        from humanclaw_gym.motion.procedural import ProceduralMotionGenerator
+
+        # computing a chunk in this process would fail; the spawned workers are unaffected
+        monkeypatch.setattr(
+            ProceduralMotionGenerator, "_pose_chunk", lambda *a, **k: pytest.fail("computed here")
+        )
+        _, _, _, _, infos = envs.step(["Walk<forward><slow>", "Turn<left><20>"])
+        assert (infos["step"] == 1).all()
+        assert envs._motion_pool is not None
+    finally:
+        envs.close()
+    assert envs._motion_pool is None  # the workers were stopped
+
+
 def test_batched_env_errors_are_clear():
     with pytest.raises(ValueError, match="max_concurrent must be an int >= 1"):
         BatchedVectorEnv([lambda: FindNavInteractEnv(**_kwargs())], max_concurrent=0)
     with pytest.raises(ValueError, match="max_concurrent is an option of mode='batched'"):
         gym.make_vec(ENV_ID, num_envs=1, mode="sync", max_concurrent=2, **_kwargs())
+    with pytest.raises(ValueError, match="motion_workers must be an int >= 0, got -1"):
+        BatchedVectorEnv([lambda: FindNavInteractEnv(**_kwargs())], motion_workers=-1)
+    with pytest.raises(ValueError, match="motion_workers is an option of mode='batched'"):
+        gym.make_vec(ENV_ID, num_envs=1, mode="async", motion_workers=2, **_kwargs())
     envs = gym.make_vec(ENV_ID, num_envs=2, mode="batched", **_kwargs())
     try:
         envs.reset(seed=0)

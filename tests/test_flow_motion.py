@@ -531,6 +531,41 @@ def test_staged_chunks_are_picked_up_or_discarded(tiny_checkpoint: Path) -> None
     np.testing.assert_allclose(out[1], want_b[1], atol=1e-4)
 
 
+def test_service_threads_apply_to_its_model_call_only(tiny_checkpoint: Path) -> None:
+    def fresh(seed: int) -> FlowMotionGenerator:
+        g = FlowMotionGenerator(tiny_checkpoint, steps=3)
+        g.reset(np.zeros(3), 0.0, seed=seed)
+        return g
+
+    calls = ["Walk<forward><slow>", "Turn<left><30>", "Side step<left><0.2>"]
+    one = BatchedMotionService().generate_many(
+        list(zip([fresh(k) for k in range(3)], calls, strict=True))
+    )
+    seen = []
+    service = BatchedMotionService(num_threads=2)
+    real = torch.set_num_threads
+
+    def spy(n: int) -> None:
+        seen.append(n)
+        real(n)
+
+    torch.set_num_threads = spy
+    try:
+        outs = [
+            service.generate_many(list(zip([fresh(k) for k in range(3)], calls, strict=True)))
+            for _ in range(2)
+        ]
+    finally:
+        torch.set_num_threads = real
+    assert torch.get_num_threads() == 1  # restored after every call
+    assert seen == [2, 1, 2, 1]
+    for a, b, c in zip(outs[0], outs[1], one, strict=True):
+        np.testing.assert_array_equal(a, b)  # the same thread count gives the same bits
+        np.testing.assert_allclose(a, c, atol=1e-4)  # another count: float rounding only
+    with pytest.raises(ValueError, match="num_threads=0 is invalid"):
+        BatchedMotionService(num_threads=0)
+
+
 def test_env_episode_end_to_end_with_the_flow_generator(tiny_checkpoint: Path) -> None:
     import gymnasium as gym
 

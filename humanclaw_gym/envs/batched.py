@@ -9,17 +9,23 @@ simulation, its motion generator and its renderer (whose GL context belongs to t
 that made it) only ever run there. A step hands every sub-env its action at once:
 
 * **motion**: generators that declare ``capabilities.batched`` (``motion="flow"``) compute
-  all chunks in ONE model call through their batching service before the sub-envs step;
-  the procedural generator runs on each sub-env's thread;
-* **physics**: the MuJoCo backend releases the GIL while it steps (``mj_step``) and while its
-  compiled drive maths runs, so the N simulations can advance concurrently on the threads
-  (pybullet's stepping was measured not to overlap);
+  all chunks in ONE model call through their batching service before the sub-envs step
+  (with as many torch threads as this process has CPUs, when the service takes a
+  ``num_threads``);
+  the procedural generator's chunks are computed in ``motion_workers`` worker processes
+  (:class:`~humanclaw_gym.motion.pool.ProceduralMotionPool`; numpy code holding the GIL
+  would otherwise run one sub-env at a time), all of them submitted before the sub-envs
+  step, and each sub-env picks its own chunk up as soon as it is ready;
+* **physics**: the MuJoCo backend runs a whole chunk (60 substeps and the compiled drive
+  maths) in one call that does not hold the GIL, so the N simulations advance
+  concurrently on the threads and next to the Python of the other sub-envs (pybullet's
+  stepping was measured not to overlap);
 * **images**: each sub-env renders its own ego image on its thread. One render pass for all
   sub-envs is not possible with the built-in renderers: each holds one scene in its own GL
   context and the sub-envs play different scenes.
 
-The procedural motion and the render hold the GIL, so on few cores the threads mostly take
-turns: measured throughput and why are in ``docs/performance.md``. Results are those of N
+The render holds the GIL (llvmpipe rasterises inside the read-back call): measured
+throughput and what bounds it are in ``docs/performance.md``. Results are those of N
 single envs with the same shards, seeds and actions, bit for bit (every sub-env's
 computation is its own; threads change only when it runs; with ``motion="flow"`` the
 batched model call rounds differently, as in the sync vector env). Autoreset is
@@ -64,10 +70,15 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
 
     Args:
         env_fns: one callable per sub-env that builds it (called on that sub-env's thread).
-        max_concurrent: how many sub-envs may run at the same moment (default: the number
-            of CPUs, at least 1); the others wait for a slot. More than the cores only adds
-            switching between threads.
+        max_concurrent: how many sub-envs may run at the same moment (default: twice the
+            number of CPUs this process may use); the others wait for a slot. A sub-env
+            spends much of its step waiting for its chunk or in code that does not hold the
+            GIL, so a few more than the cores keep them busy (measured in
+            ``docs/performance.md``).
         copy: return copies of the batched observations (Gymnasium's ``copy``).
+        motion_workers: worker processes for the procedural generator's chunks (default:
+            the number of CPUs this process may use, 0 on one CPU; 0 = compute them on
+            the sub-envs' threads). Started on the first step that needs them.
 
     Actions: the batched Gymnasium encoding (a dict of ``(N, ...)`` arrays, as for the sync
     and async vector envs), or a sequence of N single actions (SkillCalls, their text,
@@ -79,17 +90,28 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
         env_fns: Sequence[Callable[[], gym.Env]],
         max_concurrent: int | None = None,
         copy: bool = True,
+        motion_workers: int | None = None,
     ) -> None:
         fns = list(env_fns)
         if not fns:
             raise ValueError("env_fns must hold at least one sub-env factory")
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        if motion_workers is None:
+            motion_workers = cpus if cpus > 1 else 0
+        if isinstance(motion_workers, bool) or not isinstance(motion_workers, int):
+            raise ValueError(f"motion_workers must be an int >= 0, got {motion_workers!r}")
+        if motion_workers < 0:
+            raise ValueError(f"motion_workers must be an int >= 0, got {motion_workers}")
         if max_concurrent is None:
-            max_concurrent = max(1, os.cpu_count() or 1)
+            max_concurrent = 2 * max(1, cpus)
         if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int):
             raise ValueError(f"max_concurrent must be an int >= 1, got {max_concurrent!r}")
         if max_concurrent < 1:
             raise ValueError(f"max_concurrent must be an int >= 1, got {max_concurrent}")
         self.max_concurrent = max_concurrent
+        self.motion_workers = motion_workers
+        self._cpus = max(1, cpus)
+        self._motion_pool: Any = None
         self._slots = threading.BoundedSemaphore(max_concurrent)
         self._threads = [
             ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"humanclaw-env{i}")
@@ -166,7 +188,8 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
 
     def _stage_batched_motion(self, actions: list[Any]) -> None:
         """Hand every sub-env's motion skill to its generator's batching service, which
-        computes all chunks in one model call (generators declaring ``batched`` only)."""
+        computes all chunks in one model call (generators declaring ``batched``), or to the
+        procedural worker processes (procedural generators, ``motion_workers > 0``)."""
         from humanclaw_gym.policy import Decision
         from humanclaw_gym.skills import SkillCall, SkillCallError
 
@@ -176,13 +199,19 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
             if self._autoreset_envs[i]:
                 continue
             motion = getattr(self.envs[i].unwrapped, "motion_generator", None)
-            if motion is None or not getattr(motion.capabilities, "batched", False):
+            if motion is None:
+                continue
+            batched = getattr(motion.capabilities, "batched", False)
+            if not batched and not self._pool_supports(motion):
                 continue
             try:
                 call = action.action if isinstance(action, Decision) else SkillCall.coerce(action)
             except (SkillCallError, TypeError, ValueError):
                 continue  # the sub-env raises the proper error itself
             if call.is_stop:
+                continue
+            if not batched:
+                self._procedural_pool().stage(motion, call)
                 continue
             if service is None:
                 factory = getattr(motion, "batch_service", None)
@@ -194,6 +223,9 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
                 if factory is None:
                     return
                 service = factory()
+                if getattr(service, "num_threads", 0) is None:
+                    # the model call is the only work while it runs: give it every core
+                    service.num_threads = self._cpus
             pairs.append((motion, call))
         if service is not None and len(pairs) > 1:
             service.stage(pairs)
@@ -307,8 +339,26 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
 
         return tuple(self._gather([self._run(i, one, e) for i, e in enumerate(self.envs)]))
 
+    def _pool_supports(self, motion: Any) -> bool:
+        if self.motion_workers == 0:
+            return False
+        from humanclaw_gym.motion.pool import ProceduralMotionPool
+
+        return ProceduralMotionPool.supports(motion)
+
+    def _procedural_pool(self) -> Any:
+        if self._motion_pool is None:
+            from humanclaw_gym.motion.pool import ProceduralMotionPool
+
+            self._motion_pool = ProceduralMotionPool(self.motion_workers)
+        return self._motion_pool
+
     def close_extras(self, **kwargs: Any) -> None:
-        """Close every sub-env on its own thread, then stop the threads."""
+        """Stop the motion workers, close every sub-env on its own thread, then stop the
+        threads."""
+        pool, self._motion_pool = getattr(self, "_motion_pool", None), None
+        if pool is not None:
+            pool.close()
         if not hasattr(self, "envs"):
             return
         futures = [

@@ -193,8 +193,9 @@ def make_vector_env(
         max_episode_steps: ignored (the env truncates at its own ``max_steps``); accepted
             because Gymnasium passes the spec's value.
         **kwargs: forwarded to :class:`~humanclaw_gym.envs.FindNavInteractEnv`, except
-            ``max_concurrent`` (``mode="batched"``: sub-envs running at once, default the
-            number of CPUs).
+            ``max_concurrent`` and ``motion_workers`` (``mode="batched"`` only: sub-envs
+            running at once, default twice the number of CPUs; worker processes for procedural
+            motion, default the number of CPUs, 0 on one CPU).
     """
     if not isinstance(num_envs, int) or num_envs < 1:
         raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
@@ -203,6 +204,9 @@ def make_vector_env(
     max_concurrent = kwargs.pop("max_concurrent", None)
     if max_concurrent is not None and mode != "batched":
         raise ValueError("max_concurrent is an option of mode='batched' only")
+    motion_workers = kwargs.pop("motion_workers", None)
+    if motion_workers is not None and mode != "batched":
+        raise ValueError("motion_workers is an option of mode='batched' only")
     if "num_shards" in kwargs or "shard_index" in kwargs:
         raise ValueError(
             "num_shards/shard_index are set by the vector entry point; do not pass them"
@@ -216,7 +220,7 @@ def make_vector_env(
     if mode == "batched":
         from humanclaw_gym.envs.batched import BatchedVectorEnv
 
-        return BatchedVectorEnv(fns, max_concurrent=max_concurrent)
+        return BatchedVectorEnv(fns, max_concurrent=max_concurrent, motion_workers=motion_workers)
     if mode == "sync":
         # Batched motion pays off only for a batched generator; it is a no-op otherwise.
         return BatchedMotionSyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)

@@ -93,6 +93,7 @@ __all__ = [
     "SIT_BACK_DISTANCE_M",
     "THIGH_SEAT_CLEARANCE_M",
     "ProceduralMotionGenerator",
+    "generate_detached",
     "seated_pelvis_height",
 ]
 
@@ -327,6 +328,10 @@ class ProceduralMotionGenerator:
         self._ground_y = 0.0
         self._style = _Style(np.radians(74.0), np.radians(12.0), 1.0, 1.0)
         self._legs = _legs.leg_geometry()
+        # a chunk computed elsewhere (motion.pool) for the next call: (call, state version,
+        # pending result); used by generate() only while the state is unchanged
+        self._staged: tuple[SkillCall, int, Any] | None = None
+        self._state_version = 0
 
     # ---- protocol -------------------------------------------------------------------
     def reset(self, start_position: np.ndarray, start_yaw_rad: float, seed: int = 0) -> np.ndarray:
@@ -354,6 +359,8 @@ class ProceduralMotionGenerator:
             step_height_gain=float(rng.uniform(0.9, 1.1)),
         )
         self._ground_y = float(pos[1])
+        self._staged = None
+        self._state_version += 1
         frame_c = self._standing_frame()
         ref = CanonicalFrame((pos[0], pos[1], pos[2]), float(start_yaw_rad))
         frame = decanonicalize(frame_c, ref)
@@ -382,6 +389,11 @@ class ProceduralMotionGenerator:
                 "SkillCall.skill=Stop/Stand produces no motion chunk: allowed the motion skills "
                 "Walk, Turn, Climb upstairs, Sit down, Step back, Side step, Walk downstairs"
             )
+        staged, self._staged = self._staged, None
+        if staged is not None and staged[1] == self._state_version and staged[0] == call:
+            chunk, (self._history, self._ground_y) = staged[2].result()
+            self._state_version += 1
+            return chunk
         ref = CanonicalFrame(
             (self._history[-1, 0], self._ground_y, self._history[-1, 2]),
             float(heading_yaw(self._history[-1, 3:6])),
@@ -395,7 +407,22 @@ class ProceduralMotionGenerator:
             chunk = decanonicalize(self._pose_chunk(plan, start)[1:], ref)
         self._ground_y += plan.ground_change_m
         self._history = np.concatenate([self._history, chunk])[-self.history_frames :].copy()
+        self._state_version += 1
         return chunk
+
+    # ---- computing a chunk in another process (humanclaw_gym.motion.pool) -------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_staged"] = None  # a pending result stays with its owner
+        return state
+
+    def stage(self, call: SkillCall, result: Any) -> None:
+        """Park the pending result of this generator's next chunk, computed from its current
+        state by :func:`generate_detached` elsewhere (``result.result()`` returns it, e.g.
+        a ``concurrent.futures.Future``). The next :meth:`generate` with an equal call, while
+        the state is still the one staged from, waits for it and adopts it (the same chunk
+        and state as computing it here); any other call or a reset discards it."""
+        self._staged = (SkillCall.coerce(call), self._state_version, result)
 
     def history(self) -> np.ndarray:
         """Copy of the current ``(history_frames, 75)`` history."""
@@ -1097,6 +1124,16 @@ class ProceduralMotionGenerator:
 
 # Motion planner per skill, keyed by the skill table's ``motion_key``: a skill whose key is
 # here can be generated (the capability record below is derived from this table).
+def generate_detached(
+    generator: ProceduralMotionGenerator, call: SkillCall
+) -> tuple[np.ndarray, tuple[np.ndarray, float]]:
+    """Generate ``generator``'s next chunk on a copy (e.g. unpickled in a worker process):
+    ``(chunk, (history, ground_y))``, the result :meth:`ProceduralMotionGenerator.stage`
+    expects."""
+    chunk = generator.generate(call)
+    return chunk, (generator._history, generator._ground_y)
+
+
 _PLANNERS: dict[str, Any] = {
     "walk_forward": lambda g, start, c: g._plan_walk(start, c["distance_m"]),
     "turn": lambda g, start, c: g._plan_turn(start, c["angle_rad"]),

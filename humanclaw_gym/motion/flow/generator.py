@@ -30,6 +30,7 @@ parallel envs then do not oversubscribe the cores.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Sequence
@@ -480,13 +481,44 @@ class BatchedMotionService:
       This is the hook for a ``SyncVectorEnv`` wrapper: before ``vec_env.step(actions)``,
       stage ``(sub_env motion generator, action)`` for every sub-env whose action is a
       motion skill; each sub-env's own ``step`` then picks its chunk up unchanged.
+
+    Args:
+        num_threads: torch intra-op threads for the batched model call (restored after
+            it); None uses the process's setting (the generators set 1 by default). One
+            process that steps several envs on threads (the batched vector env) gives the
+            model call every core: a batch of 8 chunks has enough work per matrix product
+            to use them, a single chunk has not. Results depend on the thread count only
+            by float rounding; the same count gives the same bits.
     """
+
+    def __init__(self, num_threads: int | None = None) -> None:
+        if num_threads is not None and (
+            isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1
+        ):
+            raise ValueError(f"num_threads={num_threads!r} is invalid: allowed an int >= 1 or None")
+        self.num_threads = num_threads
+
+    @contextlib.contextmanager
+    def _threads(self):
+        if self.num_threads is None:
+            yield
+            return
+        torch = _require_torch()
+        old = torch.get_num_threads()
+        if old != self.num_threads:
+            torch.set_num_threads(self.num_threads)
+        try:
+            yield
+        finally:
+            if torch.get_num_threads() != old:
+                torch.set_num_threads(old)
 
     def generate_many(
         self, pairs: Sequence[tuple[FlowMotionGenerator, SkillCall | Any]]
     ) -> list[np.ndarray]:
         """See :func:`generate_many`."""
-        return generate_many(pairs)
+        with self._threads():
+            return generate_many(pairs)
 
     def stage(self, pairs: Sequence[tuple[FlowMotionGenerator, SkillCall | Any]]) -> int:
         """Compute and park one chunk per pair (Stop calls are skipped).
@@ -498,7 +530,8 @@ class BatchedMotionService:
         if not checked:
             return 0
         requests = [gen._prepare(call) for gen, call in checked]
-        chunks = _run(requests, commit=False)
+        with self._threads():
+            chunks = _run(requests, commit=False)
         for req, chunk in zip(requests, chunks, strict=True):
             req.owner._staged = _Staged(req.call, chunk, req.rng_state)
         return len(chunks)
