@@ -114,11 +114,12 @@ class _Instrumented:
         self.samples: list[float] = []
         self._acc = 0.0
         motion, physics_be, renderer = self.base._motion, self.base._physics, self.base._renderer
-        self._orig = (motion.generate, physics_be.step_frame, renderer.render)
+        chunk = getattr(physics_be, "step_frames", None)  # the env's path for whole chunks
+        self._orig = (motion.generate, physics_be.step_frame, renderer.render, chunk)
         self.instrument()
 
     def instrument(self) -> None:
-        og, osf, orr = self._orig
+        og, osf, orr, osfs = self._orig
 
         def gen(call):
             t = time.perf_counter()
@@ -131,6 +132,11 @@ class _Instrumented:
             osf(frame)
             self._acc += time.perf_counter() - t
 
+        def step_frames(frames):
+            t = time.perf_counter()
+            osfs(frames)
+            self._acc += time.perf_counter() - t
+
         def render(camera, instance=False, **kwargs):
             t = time.perf_counter()
             out = orr(camera, instance=instance, **kwargs)
@@ -139,6 +145,8 @@ class _Instrumented:
 
         b = self.base
         b._motion.generate, b._physics.step_frame, b._renderer.render = gen, step_frame, render
+        if osfs is not None:
+            b._physics.step_frames = step_frames
 
     def step(self, i: int) -> None:
         self._acc = 0.0
@@ -151,7 +159,9 @@ class _Instrumented:
 
     def restore(self) -> None:
         b = self.base
-        b._motion.generate, b._physics.step_frame, b._renderer.render = self._orig
+        b._motion.generate, b._physics.step_frame, b._renderer.render = self._orig[:3]
+        if self._orig[3] is not None:
+            b._physics.step_frames = self._orig[3]
 
     def report(self) -> dict:
         return {
@@ -211,8 +221,11 @@ def _direct_once(env, i: int) -> float:
     motion, physics, renderer = base._motion, base._physics, base._renderer
     t = time.perf_counter()
     frames = motion.generate(ACTIONS[i % len(ACTIONS)])
-    for f in frames:
-        physics.step_frame(f)
+    if hasattr(physics, "step_frames"):  # as the env runs a chunk
+        physics.step_frames(frames)
+    else:
+        for f in frames:
+            physics.step_frame(f)
     poses = physics.link_poses()
     renderer.set_body_pose(poses)
     ids = physics.dynamic_object_ids
