@@ -137,3 +137,30 @@ def test_batched_env_errors_are_clear():
         assert (infos["step"] == 1).all()
     finally:
         envs.close()
+
+
+_NO_MAIN_GUARD = """
+import gymnasium as gym
+import humanclaw_gym
+envs = gym.make_vec("HumanClawFindNavInteract-v0", num_envs=2, mode="batched", motion_workers=2,
+                    split="val100", max_steps=4, physics="mujoco")
+envs.reset(seed=0)
+_, _, _, _, infos = envs.step(["Walk<forward><slow>", "Turn<left><20>"])
+envs.close()
+print("steps", [int(s) for s in infos["step"]])
+"""
+
+
+def test_a_script_without_a_main_guard_runs_the_batched_env(tmp_path):
+    """The motion workers are fresh interpreters that never import the caller's script
+    (multiprocessing's spawn would, and run it again)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "plain.py"
+    script.write_text(_NO_MAIN_GUARD)
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "steps [1, 1]"

@@ -83,3 +83,21 @@ def test_pool_errors_are_clear() -> None:
     with pytest.raises(RuntimeError, match="the pool was closed"):
         pool.stage(g, SkillCall.walk("slow"))
     pool.close()  # idempotent
+
+
+def test_worker_errors_reach_the_caller() -> None:
+    (g,) = _generators(1)
+    with ProceduralMotionPool(1) as pool:
+        # the worker's own error comes back as it is (Stop/Stand produces no chunk)
+        with pytest.raises(ValueError, match="produces no motion chunk"):
+            pool.stage(g, SkillCall.stop()).result(timeout=60)
+        pool.stage(g, SkillCall.walk("slow")).result(timeout=60)  # the worker runs
+        # a worker that died fails the chunks it gets, it does not leave them waiting
+        pool._workers[0].proc.kill()
+        pool._workers[0].proc.wait()
+        with pytest.raises(RuntimeError, match=r"procedural motion worker \(pid \d+\) stopped"):
+            pool.stage(g, SkillCall.walk("slow")).result(timeout=60)
+        g.generate(SkillCall.walk("fast"))  # another call than the staged one: computed here
+        pool.stage(g, SkillCall.walk("slow"))
+        with pytest.raises(RuntimeError, match="stopped"):
+            g.generate(SkillCall.walk("slow"))  # the staged chunk's error is raised
