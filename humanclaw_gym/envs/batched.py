@@ -24,8 +24,9 @@ that made it) only ever run there. A step hands every sub-env its action at once
   sub-envs is not possible with the built-in renderers: each holds one scene in its own GL
   context and the sub-envs play different scenes.
 
-The render holds the GIL (llvmpipe rasterises inside the read-back call): measured
-throughput and what bounds it are in ``docs/performance.md``. Results are those of N
+What still holds the GIL is each sub-env's Python (the env step, the draw calls; the
+rasterising runs without it, see ``docs/rendering.md``): measured throughput is in
+``docs/performance.md``. Results are those of N
 single envs with the same shards, seeds and actions, bit for bit (every sub-env's
 computation is its own; threads change only when it runs; with ``motion="flow"`` the
 batched model call rounds differently, as in the sync vector env). Autoreset is
