@@ -98,7 +98,13 @@ PACKAGES: tuple[PackageInfo, ...] = (
     PackageInfo("smplx", "smplx", "optional", "smplx", "SMPL-X body model"),
     PackageInfo("trimesh", "trimesh", "optional", "hssd", "mesh scenes (HSSD scene datasets)"),
     PackageInfo("mujoco", "mujoco", "optional", "mujoco", "physics='mujoco' backend"),
-    PackageInfo("numba", "numba", "optional", "mujoco", "compiled MuJoCo drive maths"),
+    PackageInfo(
+        "numba",
+        "numba",
+        "optional",
+        "mujoco",
+        "compiled MuJoCo drive maths, GIL-free chunk stepping",
+    ),
     PackageInfo("habitat-sim", "habitat_sim", "optional", None, "upstream Habitat scenes"),
     PackageInfo("matplotlib", "matplotlib", "optional", "plot", "metric plots"),
 )
