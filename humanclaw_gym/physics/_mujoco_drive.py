@@ -306,6 +306,12 @@ def run_frames(
     model_addr,
     data_addr,
     frames,
+    ctrl,
+    qpos,
+    qpos_adr,
+    real_pos,
+    warning_count,
+    warning_kinds,
     prev_xz,
     prev_rot,
     real_rot,
@@ -316,7 +322,6 @@ def run_frames(
     fps,
     qvel,
     qfrc,
-    ctrl,
     ctrl_sched,
     dof_adr,
     act_adr,
@@ -324,11 +329,6 @@ def run_frames(
     ff_limit,
     ramp,
     v_root_xz,
-    qpos,
-    qpos_adr,
-    real_pos,
-    warning_count,
-    warning_kinds,
 ):
     """Execute ``frames (n, 75)`` in order: per frame :func:`begin_frame`, the four
     substeps (actuator targets, the root x/z velocity again before substep 2, ``mj_step``)
@@ -337,10 +337,11 @@ def run_frames(
     Args:
         mj_step: libmujoco's ``mj_step`` (see :func:`frame_runner`).
         model_addr, data_addr: addresses of the ``mjModel`` and ``mjData``.
-        ctrl: MjData ``ctrl``; ``qpos``: MjData ``qpos``; ``real_pos``: ``(3,)`` written.
+        ctrl: MjData ``ctrl``; ``qpos``: MjData ``qpos``; ``qpos_adr``, ``real_pos``: as
+            for :func:`read_state` (``real_rot`` is begin_frame's, updated in place).
         warning_count: MjData ``warning.number``; ``warning_kinds``: the indices of the
             warnings after which MuJoCo resets the data (bad qpos, qvel, qacc).
-        The others: as for :func:`begin_frame` and :func:`read_state`.
+        The rest: :func:`begin_frame`'s arguments after ``frame``, in its order.
 
     Returns:
         The number of frames that completed normally; ``i < n`` means frame ``i``

@@ -648,29 +648,13 @@ class MujocoHalfPhysics:
                 m._address,
                 d._address,
                 frames,
-                self._prev_xz,
-                self._prev_rot,
-                self._real_rot,
-                self._command,
-                self.pjsc_gains,
-                self.root_correction_gain,
-                MAX_DRIVE_PER_FRAME_RAD,
-                FRAME_RATE_HZ,
-                d.qvel,
-                d.qfrc_applied,
                 d.ctrl,
-                self._ctrl_sched,
-                self._dof_adr,
-                self._act_adr,
-                self._damping,
-                self._max_torque,
-                1 if self.target_ramp else 0,
-                self._v_root,
                 d.qpos,
                 self._qpos_adr,
                 self._real_pos,
                 d.warning.number,
                 self._reset_warnings,
+                *self._drive_args(),
             )
             if done != len(frames):
                 self._diverged()
@@ -678,12 +662,11 @@ class MujocoHalfPhysics:
         for frame in frames:
             self._python_frame(frame)
 
-    def _python_frame(self, frame: np.ndarray) -> None:
-        """One frame through the bindings: the drive maths (compiled when numba is there),
-        then ``mj_step`` per substep from Python."""
-        mj, m, d = self._mj, self._model, self._data
-        drive.begin_frame(
-            frame,
+    def _drive_args(self) -> tuple[Any, ...]:
+        """:func:`~humanclaw_gym.physics._mujoco_drive.begin_frame`'s arguments after the
+        frame: the drive state, the tuning and the MjData arrays it writes."""
+        d = self._data
+        return (
             self._prev_xz,
             self._prev_rot,
             self._real_rot,
@@ -702,6 +685,12 @@ class MujocoHalfPhysics:
             1 if self.target_ramp else 0,
             self._v_root,
         )
+
+    def _python_frame(self, frame: np.ndarray) -> None:
+        """One frame through the bindings: the drive maths (compiled when numba is there),
+        then ``mj_step`` per substep from Python."""
+        mj, m, d = self._mj, self._model, self._data
+        drive.begin_frame(frame, *self._drive_args())
         root = int(self._dof_adr[0])
         sched = self._ctrl_sched
         if self.target_ramp:
