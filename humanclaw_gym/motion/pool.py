@@ -12,7 +12,8 @@ on the same machine, from the same state (tested). Each worker is a fresh interp
 (``python -c``) that imports only this package and serves requests over its stdin/stdout
 pipes, so it never re-runs the caller's main module (``multiprocessing``'s spawn would,
 which needs an ``if __name__ == "__main__":`` guard in every script). Workers start on
-the first chunk; :meth:`ProceduralMotionPool.close` stops them.
+the first chunk; :meth:`ProceduralMotionPool.close` stops them (a process that exits
+without closing the pool closes the pipes, and the workers end on that).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class _Worker:
             stdout=subprocess.PIPE,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        pickle.dump([p for p in sys.path], self.proc.stdin)
+        pickle.dump(list(sys.path), self.proc.stdin)
         self.proc.stdin.flush()
         self.thread = threading.Thread(
             target=self._loop, name=f"humanclaw-motion-worker-{self.proc.pid}", daemon=True
@@ -189,10 +190,3 @@ class ProceduralMotionPool:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
-        try:
-            if self._workers:
-                self.close()
-        except Exception:
-            pass
