@@ -4,7 +4,8 @@
 order) the generator produced, before its speed-up, for three episodes (all eight skills,
 seated transitions, stairs, three seeds and start poses). The speed-up (issue #18: written
 out cross products, norms, linspace and single-angle rotations, a cache of single-angle
-matrices) must not change a bit.
+matrices; later, float-only paths of the easing curves and the knee angle) must not change
+a bit.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from humanclaw_gym.motion import _legs
+from humanclaw_gym.motion import procedural as proc
 from humanclaw_gym.motion.procedural import ProceduralMotionGenerator
 from humanclaw_gym.motion.rotations import rot_x, rot_y, rot_z
 
@@ -57,3 +59,28 @@ def test_fast_helpers_equal_the_numpy_calls_they_replace() -> None:
             assert single.tobytes() == batch.tobytes()  # signed zeros included
             single[0, 0] = 99.0  # a caller may modify its matrix: the cache is not affected
             assert fn(angle).tobytes() == batch.tobytes()
+
+
+def _same(a, b) -> bool:
+    return np.float64(a).tobytes() == np.float64(b).tobytes()  # signed zeros and NaN too
+
+
+def test_float_paths_equal_the_array_paths() -> None:
+    """One Python float through the easing curves and the knee angle gives exactly what the
+    array code gives for it as a 0-d array, which is what the generator's loops fed it
+    before (numpy then computes on scalars; a one-element array would take numpy's vector
+    power, which differs in the last bit for some inputs)."""
+    rng = np.random.default_rng(5)
+    edges = [0.0, -0.0, 1.0, 0.5, 1e-300, -1e-300, 1.0 - 1e-16, 2.0, -3.0, float("nan")]
+    values = [*(rng.random(3000) * 3.0 - 1.0).tolist(), *edges]
+    for u in values:
+        assert isinstance(proc._mj(u), float) and isinstance(proc._bump(u), float)
+        assert _same(proc._mj(u), proc._mj(np.asarray(u))), u
+        assert _same(proc._bump(u), proc._bump(np.asarray(u))), u
+        assert _same(proc._mj_window(u, 0.2, 0.9), proc._mj_window(np.asarray(u), 0.2, 0.9))
+    for leg in _legs.leg_geometry():
+        inside = leg.reach_min + rng.random(20000) * (leg.reach_max - leg.reach_min)
+        dists = [*inside.tolist(), *(rng.random(200) * 1.2).tolist(), leg.reach_min, 0.0, 1e-9]
+        dists.append(leg.reach_max)
+        for dist in dists:
+            assert _same(_legs.knee_angle(leg, dist), _legs.knee_angle(leg, np.asarray(dist)))

@@ -105,14 +105,33 @@ def lowest_offset(side: int, pitch_rad: np.ndarray, toe_rad: np.ndarray) -> np.n
     return np.minimum(heel_pts[..., 1].min(axis=1), toe_pts[..., 1].min(axis=1))
 
 
-def knee_angle(leg: LegGeometry, distance_m: np.ndarray) -> np.ndarray:
+def knee_angle(leg: LegGeometry, distance_m: np.ndarray | float) -> np.ndarray:
     """Knee flexion (rad) that puts the ankle ``distance_m`` from the hip (clamped to reach)."""
+    m, delta = _knee_constants(leg.knee_p, leg.knee_q)
+    if isinstance(distance_m, float):  # one distance: the same operations on floats
+        d = _clip_float(float(distance_m), leg.reach_min, leg.reach_max)
+        k = d**2 / 2.0 - leg.knee_const
+        phi = delta + np.arccos(_clip_float(k / m, -1.0, 1.0))
+        return np.float64(_clip_float(float(phi), 0.0, MAX_KNEE_FLEX_RAD))
     d = np.clip(np.asarray(distance_m, dtype=np.float64), leg.reach_min, leg.reach_max)
-    m = np.hypot(leg.knee_p, leg.knee_q)
-    delta = np.arctan2(leg.knee_q, leg.knee_p)
     k = d**2 / 2.0 - leg.knee_const
     phi = delta + np.arccos(np.clip(k / m, -1.0, 1.0))
     return np.clip(phi, 0.0, MAX_KNEE_FLEX_RAD)
+
+
+@lru_cache(maxsize=8)
+def _knee_constants(p: float, q: float) -> tuple[np.float64, np.float64]:
+    """Amplitude ``hypot(p, q)`` and phase ``arctan2(q, p)`` of a leg's knee equation."""
+    return np.hypot(p, q), np.arctan2(q, p)
+
+
+def _clip_float(u: float, lo: float, hi: float) -> float:
+    """``np.clip`` of one Python float, value for value (ties keep ``u``; NaN stays NaN)."""
+    if u < lo:
+        u = lo
+    if u > hi:
+        u = hi
+    return u
 
 
 def _norm3(v: np.ndarray) -> np.float64:
