@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -288,6 +289,146 @@ def test_step_frames_checks_its_input_first_and_stops_where_it_diverges(
     assert backend._data.time == pytest.approx(4 / 120)  # stopped after that frame
     with pytest.raises(RuntimeError, match="call reset"):
         backend.step_frames(frames[3:])
+
+
+def _state(b: MujocoHalfPhysics) -> np.ndarray:
+    return np.concatenate(
+        [b._data.qpos, b._data.qvel, b.link_poses().ravel(), b.realized_frame(), [b._data.time]]
+    )
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 0.002])
+def test_streamed_frames_equal_step_frames_bit_for_bit(delay_s) -> None:
+    """stream_frames runs each frame as it is published, on a helper thread, while the
+    producer makes the next (with a delay, the runner waits for frames); the state equals
+    step_frames on the same frames, bit for bit, chunk after chunk."""
+    if _mujoco_drive.frame_runner() is None:
+        pytest.skip("numba is not installed: there is no compiled runner")
+    scene = _scene(_table(1.0, 0.3), _cup(0.8, 0.3))
+    start = _standing()
+    frames = np.array(_gait_frames(start, 45, 0.5))
+    runs = {}
+    for label in ("step_frames", "streamed"):
+        b = MujocoHalfPhysics()
+        b.build(scene)
+        b.reset(start)
+        assert b.can_stream
+        out = []
+        for k in range(0, 45, 15):
+            if label == "streamed":
+                threads = []
+
+                def produce(publish, rows=frames[k : k + 15], threads=threads):
+                    for row in rows:
+                        publish(row)
+                        threads.append(threading.current_thread())
+                        time.sleep(delay_s)
+                    return "made"
+
+                assert b.stream_frames(15, produce) == "made"
+                assert set(threads) == {threading.current_thread()}  # produce runs here
+            else:
+                b.step_frames(frames[k : k + 15])
+            out.append(_state(b))
+        runs[label] = np.array(out)
+        b.close()
+    assert np.array_equal(runs["streamed"], runs["step_frames"])
+
+
+def test_streaming_errors_leave_a_clear_state(backend) -> None:
+    if _mujoco_drive.frame_runner() is None:
+        pytest.skip("numba is not installed: there is no compiled runner")
+    start = _standing()
+    backend.reset(start)
+    frames = np.array(_gait_frames(start, 15, 0.5))
+    before = _state(backend)
+
+    def fails_first(publish):
+        raise KeyError("no plan")
+
+    with pytest.raises(KeyError, match="no plan"):  # before any frame: unchanged
+        backend.stream_frames(15, fails_first)
+    bad = frames[0].copy()
+    bad[7] = np.inf
+    with pytest.raises(ValueError, match=r"stream_frames\[0\]"):
+        backend.stream_frames(15, lambda publish: publish(bad))
+    with pytest.raises(ValueError, match="count=0 is invalid"):
+        backend.stream_frames(0, lambda publish: None)
+    with pytest.raises(RuntimeError, match="0 frames published, expected count=15"):
+        backend.stream_frames(15, lambda publish: None)
+    assert np.array_equal(_state(backend), before)  # nothing ran so far
+
+    def fails_later(publish):
+        for row in frames[:4]:
+            publish(row)
+        raise KeyError("frame 4")
+
+    with pytest.raises(RuntimeError, match="failed after 4 of 15 frames ran") as info:
+        backend.stream_frames(15, fails_later)
+    assert isinstance(info.value.__cause__, KeyError)
+    assert backend._data.time == pytest.approx(4 * 4 / 120)  # exactly the 4 published
+    with pytest.raises(RuntimeError, match="call reset"):
+        backend.step_frames(frames)
+    backend.reset(start)
+    with pytest.raises(RuntimeError, match="failed after 2 of 2 frames ran") as info:
+        backend.stream_frames(2, lambda publish: [publish(r) for r in frames[:3]])
+    assert "more than count=2 frames" in str(info.value.__cause__)
+    backend.reset(start)
+    with pytest.raises(RuntimeError, match=r"3 frames published, expected count=5 \(3 ran"):
+        backend.stream_frames(5, lambda publish: [publish(r) for r in frames[:3]])
+    assert backend._data.time == pytest.approx(3 * 4 / 120)
+    backend.reset(start)
+    backend._compiled_frames = False  # no compiled runner: refused, not run another way
+    assert not backend.can_stream
+    with pytest.raises(RuntimeError, match="needs the compiled chunk runner"):
+        backend.stream_frames(15, lambda publish: None)
+
+
+def test_env_streams_chunks_into_physics_with_the_same_results(monkeypatch) -> None:
+    """With MuJoCo and the procedural generator the env overlaps generating a chunk with
+    stepping it (the frames stream into physics as they are finished); observations,
+    realized poses and infos equal those of the env that generates first, step by step."""
+    import gymnasium as gym
+
+    import humanclaw_gym  # noqa: F401
+    from humanclaw_gym.envs import simulation
+    from humanclaw_gym.episodes import load_split
+
+    if _mujoco_drive.frame_runner() is None or simulation._cpus() < 2:
+        pytest.skip("streaming needs the compiled runner and a second CPU")
+    episode = next(iter(load_split("val100"))).episode_id
+    actions = ["Walk<forward><normal>", "Turn<left><30>", "Side step<right><0.3>",
+               "Step back<0.2>", "Sit down<0.45>", "Walk<forward><slow>"]  # fmt: skip
+    streamed = []
+    original = MujocoHalfPhysics.stream_frames
+
+    def counting(self, count, produce):
+        streamed.append(count)
+        return original(self, count, produce)
+
+    monkeypatch.setattr(MujocoHalfPhysics, "stream_frames", counting)
+    runs = {}
+    for label in ("streamed", "sequential"):
+        if label == "sequential":
+            monkeypatch.setenv("HUMANCLAW_NO_STREAM", "1")
+        env = gym.make("HumanClawFindNavInteract-v0", physics="mujoco", renderer="tiny")
+        obs, _ = env.reset(options={"episode_id": episode})
+        out = [obs]
+        for action in actions:
+            obs, reward, terminated, truncated, info = env.step(action)
+            physics = env.unwrapped._sim.physics
+            out += [obs, physics.realized_frame(), physics.object_poses(), np.array([reward])]
+            if terminated or truncated:
+                break
+        runs[label] = out
+        env.close()
+        if label == "streamed":
+            assert streamed and set(streamed) == {15}
+            calls = len(streamed)
+    assert len(streamed) == calls  # none in the sequential run
+    assert len(runs["streamed"]) == len(runs["sequential"])
+    for a, b in zip(runs["streamed"], runs["sequential"], strict=True):
+        assert np.array_equal(a, b)
 
 
 def test_mesh_scenes_are_refused_clearly() -> None:
