@@ -431,6 +431,34 @@ def test_env_streams_chunks_into_physics_with_the_same_results(monkeypatch) -> N
         assert np.array_equal(a, b)
 
 
+def test_chunks_stream_only_where_a_cpu_is_likely_idle(monkeypatch) -> None:
+    """Streaming adds a thread: only the main thread of the main process streams (vector
+    env workers already keep the CPUs busy), and HUMANCLAW_NO_STREAM=1 switches it off."""
+    import gymnasium as gym
+
+    import humanclaw_gym  # noqa: F401
+    from humanclaw_gym.envs import simulation
+
+    if _mujoco_drive.frame_runner() is None or simulation._cpus() < 2:
+        pytest.skip("streaming needs the compiled runner and a second CPU")
+    env = gym.make("HumanClawFindNavInteract-v0", physics="mujoco", renderer="tiny")
+    env.reset(seed=0)
+    sim = env.unwrapped._sim
+    call = "Walk<forward><normal>"
+    assert sim._can_stream(call)
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(sim._can_stream(call)))
+    worker.start()
+    worker.join()
+    assert seen == [False]
+    monkeypatch.setattr(simulation.multiprocessing, "parent_process", lambda: object())
+    assert not sim._can_stream(call)
+    monkeypatch.undo()
+    monkeypatch.setenv("HUMANCLAW_NO_STREAM", "1")
+    assert not sim._can_stream(call)
+    env.close()
+
+
 def test_mesh_scenes_are_refused_clearly() -> None:
     with pytest.raises(registry.BackendCapabilityError, match="'mujoco' cannot collide.*'mesh'"):
         registry.resolve(

@@ -14,7 +14,9 @@ physics state, whatever number of views (observation, metrics, video) read that 
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -274,13 +276,20 @@ class Simulation:
 
     def _can_stream(self, call: Any) -> bool:
         """Whether to stream this chunk from the generator into physics (see
-        :meth:`_stream`): both backends can, there is a second CPU for it, the generator
-        will compute the chunk here (not adopt one computed elsewhere), and the environment
-        variable ``HUMANCLAW_NO_STREAM`` is not set to ``1`` (results are the same either
-        way; it only switches the overlap off)."""
+        :meth:`_stream`): both backends can, the generator will compute the chunk here (not
+        adopt one computed elsewhere), and a second CPU is likely idle: this is the main
+        thread of the main process (a single env or a sync vector env; the workers of async
+        or batched vector envs and of the evaluation CLI already keep the CPUs busy, and an
+        extra thread per worker only slows them down: measured 0.83x for 2 async workers on
+        2 CPUs) on a machine with two or more CPUs. ``HUMANCLAW_NO_STREAM=1`` switches it
+        off. The results are the same either way."""
         if os.environ.get("HUMANCLAW_NO_STREAM", "") in ("1", "true", "yes"):
             return False
         if _cpus() < 2 or not getattr(self.motion.capabilities, "streams", False):
+            return False
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        if multiprocessing.parent_process() is not None:
             return False
         if not getattr(self.physics, "can_stream", False):
             return False
