@@ -378,6 +378,17 @@ def test_streaming_errors_leave_a_clear_state(backend) -> None:
         backend.stream_frames(5, lambda publish: [publish(r) for r in frames[:3]])
     assert backend._data.time == pytest.approx(3 * 4 / 120)
     backend.reset(start)
+
+    def interrupted(publish):
+        publish(frames[0])
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):  # not turned into another error
+        backend.stream_frames(15, interrupted)
+    assert backend._data.time == pytest.approx(4 / 120)
+    with pytest.raises(RuntimeError, match="call reset"):
+        backend.step_frames(frames)
+    backend.reset(start)
     backend._compiled_frames = False  # no compiled runner: refused, not run another way
     assert not backend.can_stream
     with pytest.raises(RuntimeError, match="needs the compiled chunk runner"):

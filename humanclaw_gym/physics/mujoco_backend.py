@@ -699,8 +699,8 @@ class MujocoHalfPhysics:
             if not helper:
                 self._kinematics_current = False
                 thread = threading.Thread(target=run, name="humanclaw-physics", daemon=True)
-                helper.append(thread)
                 thread.start()
+                helper.append(thread)
 
         def close() -> int:
             """Let the runner finish the published frames and stop; how many ran."""
@@ -716,6 +716,8 @@ class MujocoHalfPhysics:
             if not helper:
                 raise
             ran = close()
+            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: as they are
+                raise
             raise RuntimeError(
                 f"stream_frames: the frame producer failed after {ran} of {count} frames ran "
                 "(the episode has advanced by them; reset it)"
