@@ -6,7 +6,11 @@
 Measured side by side in one run, on one scene of val100:
 
 * ``decision_step``: median wall time of ``env.step`` (no wrappers), and its parts:
-  motion generation, physics (15 frames), ego render;
+  motion generation, physics (15 frames), ego render. MuJoCo's env streams each chunk from
+  the generator into physics (they overlap; physics is then timed on its helper thread,
+  from its first frame to its last), so the same MuJoCo env generating first and stepping
+  after is measured in the same rounds too (``sequential``): its parts are the costs one
+  at a time, and its physics part is the one the target reads;
 * ``direct_backends``: the same work driven directly on the backend objects (motion ->
   physics -> renderer, no env): the floor the env's own overhead is compared with;
 * ``raw_pybullet``: the bare pybullet calls of one decision on the same scene (60 substeps
@@ -103,7 +107,8 @@ def _episode_ids(n: int) -> list[str]:
 class _Instrumented:
     """One env (no wrappers) whose motion, physics and render calls are timed."""
 
-    def __init__(self, physics: str) -> None:
+    def __init__(self, physics: str, stream: bool = True) -> None:
+        self.stream = stream  # False: generate, then step (HUMANCLAW_NO_STREAM=1)
         self.env = gym.make(ENV_ID, split="val100", physics=physics)
         self.base = self.env.unwrapped
         self.ids = _episode_ids(3)
@@ -164,10 +169,16 @@ class _Instrumented:
         self._acc = 0.0
         call = ACTIONS[i % len(ACTIONS)]
         sim = self.base._sim
-        self._streaming = bool(sim._can_stream(call))
-        t = time.perf_counter()
-        _, _, term, trunc, _ = self.env.step(call)
-        self.samples.append(time.perf_counter() - t)
+        if not self.stream:
+            os.environ["HUMANCLAW_NO_STREAM"] = "1"
+        try:
+            self._streaming = bool(sim._can_stream(call))
+            t = time.perf_counter()
+            _, _, term, trunc, _ = self.env.step(call)
+            self.samples.append(time.perf_counter() - t)
+        finally:
+            if not self.stream:
+                os.environ.pop("HUMANCLAW_NO_STREAM", None)
         self.parts["physics"].append(self._acc)
         self.streamed.append(self._streaming)
         if term or trunc:
@@ -197,18 +208,27 @@ def bench_backends(steps: int) -> tuple[dict, dict]:
     """pybullet and MuJoCo envs stepped alternately (decision by decision), then the same
     work on their backends directly and their raw floors, alternately as well."""
     runs = {name: _Instrumented(name) for name in ("pybullet", "mujoco")}
+    # MuJoCo's env streams its chunks (motion and physics overlap); the same env generating
+    # first and stepping after, in the same rounds, gives the parts one at a time
+    sequential = _Instrumented("mujoco", stream=False)
     direct: dict[str, list[float]] = {name: [] for name in runs}
     raw: dict[str, list[float]] = {name: [] for name in runs}
     for i in range(steps):  # env step and direct step of each backend, in turn
-        for run in runs.values():
+        for run in (*runs.values(), sequential):
             run.step(i)
         for name, run in runs.items():
             run.restore()
             direct[name].append(_direct_once(run.env, i))
             run.instrument()
-    for run in runs.values():
+    for run in (*runs.values(), sequential):
         run.restore()
     out: dict = {name: run.report() for name, run in runs.items()}
+    seq = sequential.report()
+    out["mujoco"]["sequential"] = {k: seq[k] for k in ("decision_step", "parts", "streamed_chunks")}
+    out["mujoco"]["streamed_over_sequential"] = (
+        out["mujoco"]["decision_step"]["median_ms"] / seq["decision_step"]["median_ms"]
+    )
+    sequential.env.close()
     for _ in range(steps):
         raw["pybullet"].append(_raw_pybullet_once(runs["pybullet"].env))
         raw["mujoco"].append(_raw_mujoco_once(runs["mujoco"].env))
@@ -222,7 +242,7 @@ def bench_backends(steps: int) -> tuple[dict, dict]:
         key: {n: fn(out[n]) for n in runs}
         for key, fn in (
             ("raw_floor", lambda r: r["raw_floor"]["median_ms"]),
-            ("physics_part", lambda r: r["parts"]["physics"]["median_ms"]),
+            ("physics_part", lambda r: r.get("sequential", r)["parts"]["physics"]["median_ms"]),
             ("decision_step", lambda r: r["decision_step"]["median_ms"]),
             ("direct_backends", lambda r: r["direct_backends"]["median_ms"]),
         )
@@ -790,7 +810,9 @@ def main() -> int:
     }
     mj = report["physics_backends"]["mujoco"]
     targets["mujoco_decision_step_le_20ms"] = mj["decision_step"]["median_ms"] <= 20.0
-    targets["mujoco_physics_part_le_8ms"] = mj["parts"]["physics"]["median_ms"] <= 8.0
+    # the physics part on its own: from the env that generates first and steps after
+    physics_part = mj.get("sequential", mj)["parts"]["physics"]["median_ms"]
+    targets["mujoco_physics_part_le_8ms"] = physics_part <= 8.0
     targets["mujoco_overhead_le_1.2x"] = mj["overhead_vs_direct"] <= 1.2
     if "vector" in report:
         ratios = report["vector"]["ratios"]
