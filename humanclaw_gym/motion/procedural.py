@@ -1050,12 +1050,13 @@ class ProceduralMotionGenerator:
     ) -> np.ndarray:
         """Pose frames ``0..n`` of a plan (frame 0 = the last history frame), canonical.
 
-        Frames are finished one at a time (legs, arms, the blend with the history, the
-        rotation vectors); ``emit(t, frame)``, when given, receives each finished frame
-        ``t >= 1`` at once, so that a consumer can start on it while the next ones are
-        posed. Every per-frame step runs the same numpy operations on a one-frame slice that
-        the whole-chunk form ran on all frames, which give the same bits per frame
-        (``tests/test_procedural_golden.py``).
+        The legs are posed frame by frame; the arms, the blend with the history and the
+        rotation vectors then run on all frames at once. With ``emit(t, frame)`` they run
+        on every two frames instead (0-1, 2-3, ...), right after their legs, and each
+        finished frame ``t >= 1`` is handed out at once, so that a consumer can start on it
+        while the next ones are posed: the same numpy operations on slices of the chunk,
+        which give the same bits per frame (``tests/test_procedural_golden.py``), at more
+        Python overhead, spent while physics runs the earlier frames.
         """
         n = self.frames_per_chunk
         n1 = n + 1
@@ -1068,9 +1069,27 @@ class ProceduralMotionGenerator:
         local[:, 0] = root_rot
         upper = self._pose_trunk(local, plan, pelvis, root_rot, start)
         w = 1.0 - _mj(np.arange(n1) / (_BLEND_S * self.fps))
-        resid: np.ndarray | None = None
+        resid: np.ndarray | bool | None = None
         frames = np.empty((n1, FRAME_DIM))
         frames[:, 0:3] = pelvis
+
+        def finish(f: slice, resid: np.ndarray | bool | None) -> np.ndarray | bool | None:
+            """Arms, the blend with the history and the rotation vectors of the posed frames
+            ``f`` (starting at frame 0 the first time); returns the blend's residual (False
+            when there is nothing to blend) for the next frames."""
+            self._pose_arms(local, f, plan, pelvis, upper, ankles, hip_flex)
+            # blend out any mismatch with the last history frame (joints 1..23)
+            if f.start == 0:
+                resid = rotvec_from_matrix(start.local_rot[1:] @ np.swapaxes(local[0, 1:], -1, -2))
+                if not (blend and np.max(np.linalg.norm(resid, axis=-1)) > 1e-9):
+                    resid = False
+            if resid is not False:
+                corr = matrix_from_rotvec(w[f, None, None] * resid[None])
+                local[f, 1:] = corr @ local[f, 1:]
+            count = f.stop - f.start
+            frames[f, 3:] = rotvec_from_matrix(local[f]).reshape(count, 3 * NUM_JOINTS)
+            return resid
+
         # per-foot running pose (ankle, yaw, pitch, toe) used to start swings
         running = [(f.ankle.copy(), f.yaw, f.pitch, f.toe) for f in start.feet]
         swing_begin: dict[int, tuple] = {}
@@ -1126,19 +1145,15 @@ class ProceduralMotionGenerator:
                 ankles[t, side] = ankle
                 thigh = r_hip @ leg.thigh
                 hip_flex[t, side] = np.arctan2(thigh[2], -thigh[1])
-            f = slice(t, t + 1)  # this frame, as a one-frame slice
-            self._pose_arms(local, f, plan, pelvis, upper, ankles, hip_flex)
-            # blend out any mismatch with the last history frame (joints 1..23)
-            if t == 0:
-                resid = rotvec_from_matrix(start.local_rot[1:] @ np.swapaxes(local[0, 1:], -1, -2))
-                if not (blend and np.max(np.linalg.norm(resid, axis=-1)) > 1e-9):
-                    resid = None
-            if resid is not None:
-                corr = matrix_from_rotvec(w[f, None, None] * resid[None])
-                local[f, 1:] = corr @ local[f, 1:]
-            frames[f, 3:] = rotvec_from_matrix(local[f]).reshape(1, 3 * NUM_JOINTS)
-            if emit is not None and t >= 1:
-                emit(t, frames[t])
+            if emit is not None and (t % 2 == 1 or t == n):
+                # finish the frames posed since the last hand-out (two at a time: one
+                # frame's numpy calls cost about as much as two frames') and hand them out
+                first = t - 1 if t % 2 == 1 else t
+                resid = finish(slice(first, t + 1), resid)
+                for k in range(max(first, 1), t + 1):
+                    emit(k, frames[k])
+        if emit is None:  # finish all frames at once (fewer, larger numpy calls)
+            finish(slice(0, n1), None)
         return frames
 
     def _pose_trunk(
