@@ -6,11 +6,7 @@
 Measured side by side in one run, on one scene of val100:
 
 * ``decision_step``: median wall time of ``env.step`` (no wrappers), and its parts:
-  motion generation, physics (15 frames), ego render. MuJoCo's env streams each chunk from
-  the generator into physics (they overlap; physics is then timed on its helper thread,
-  from its first frame to its last), so the same MuJoCo env generating first and stepping
-  after is measured in the same rounds too (``sequential``): its parts are the costs one
-  at a time, and its physics part is the one the target reads;
+  motion generation, physics (15 frames), ego render;
 * ``direct_backends``: the same work driven directly on the backend objects (motion ->
   physics -> renderer, no env): the floor the env's own overhead is compared with;
 * ``raw_pybullet``: the bare pybullet calls of one decision on the same scene (60 substeps
@@ -107,8 +103,7 @@ def _episode_ids(n: int) -> list[str]:
 class _Instrumented:
     """One env (no wrappers) whose motion, physics and render calls are timed."""
 
-    def __init__(self, physics: str, stream: bool = True) -> None:
-        self.stream = stream  # False: generate, then step (HUMANCLAW_NO_STREAM=1)
+    def __init__(self, physics: str) -> None:
         self.env = gym.make(ENV_ID, split="val100", physics=physics)
         self.base = self.env.unwrapped
         self.ids = _episode_ids(3)
@@ -117,29 +112,19 @@ class _Instrumented:
         self.first_reset = time.perf_counter() - t0
         self.parts: dict[str, list[float]] = {"motion": [], "physics": [], "render": []}
         self.samples: list[float] = []
-        self.streamed: list[bool] = []
         self._acc = 0.0
-        self._streaming = False
         motion, physics_be, renderer = self.base._motion, self.base._physics, self.base._renderer
         chunk = getattr(physics_be, "step_frames", None)  # the env's path for whole chunks
-        runner = getattr(physics_be, "_call_runner", None)  # MuJoCo's compiled chunk call
-        self._orig = (motion.generate, physics_be.step_frame, renderer.render, chunk, runner)
+        self._orig = (motion.generate, physics_be.step_frame, renderer.render, chunk)
         self.instrument()
 
     def instrument(self) -> None:
-        og, osf, orr, osfs, ocr = self._orig
+        og, osf, orr, osfs = self._orig
 
-        def gen(call, **kwargs):
+        def gen(call):
             t = time.perf_counter()
-            out = og(call, **kwargs)
+            out = og(call)
             self.parts["motion"].append(time.perf_counter() - t)
-            return out
-
-        def call_runner(*args):  # streamed chunks run here, on the physics helper thread
-            t = time.perf_counter()
-            out = ocr(*args)
-            if self._streaming:
-                self._acc += time.perf_counter() - t
             return out
 
         def step_frame(frame):
@@ -162,25 +147,13 @@ class _Instrumented:
         b._motion.generate, b._physics.step_frame, b._renderer.render = gen, step_frame, render
         if osfs is not None:
             b._physics.step_frames = step_frames
-        if ocr is not None:
-            b._physics._call_runner = call_runner
 
     def step(self, i: int) -> None:
         self._acc = 0.0
-        call = ACTIONS[i % len(ACTIONS)]
-        sim = self.base._sim
-        if not self.stream:
-            os.environ["HUMANCLAW_NO_STREAM"] = "1"
-        try:
-            self._streaming = bool(sim._can_stream(call))
-            t = time.perf_counter()
-            _, _, term, trunc, _ = self.env.step(call)
-            self.samples.append(time.perf_counter() - t)
-        finally:
-            if not self.stream:
-                os.environ.pop("HUMANCLAW_NO_STREAM", None)
+        t = time.perf_counter()
+        _, _, term, trunc, _ = self.env.step(ACTIONS[i % len(ACTIONS)])
+        self.samples.append(time.perf_counter() - t)
         self.parts["physics"].append(self._acc)
-        self.streamed.append(self._streaming)
         if term or trunc:
             self.env.reset(options={"episode_id": self.ids[0]})
 
@@ -189,15 +162,10 @@ class _Instrumented:
         b._motion.generate, b._physics.step_frame, b._renderer.render = self._orig[:3]
         if self._orig[3] is not None:
             b._physics.step_frames = self._orig[3]
-        if self._orig[4] is not None:
-            b._physics._call_runner = self._orig[4]
 
     def report(self) -> dict:
         return {
             "decision_step": _ms(self.samples),
-            # streamed chunks: motion and physics overlap (physics from its first frame to
-            # its last, on the helper thread), so the parts add up to more than the step
-            "streamed_chunks": sum(self.streamed),
             "parts": {k: _ms(v) for k, v in self.parts.items() if v},
             "first_reset_s": self.first_reset,
             "renderer": self.base.backend_info,
@@ -208,27 +176,18 @@ def bench_backends(steps: int) -> tuple[dict, dict]:
     """pybullet and MuJoCo envs stepped alternately (decision by decision), then the same
     work on their backends directly and their raw floors, alternately as well."""
     runs = {name: _Instrumented(name) for name in ("pybullet", "mujoco")}
-    # MuJoCo's env streams its chunks (motion and physics overlap); the same env generating
-    # first and stepping after, in the same rounds, gives the parts one at a time
-    sequential = _Instrumented("mujoco", stream=False)
     direct: dict[str, list[float]] = {name: [] for name in runs}
     raw: dict[str, list[float]] = {name: [] for name in runs}
     for i in range(steps):  # env step and direct step of each backend, in turn
-        for run in (*runs.values(), sequential):
+        for run in runs.values():
             run.step(i)
         for name, run in runs.items():
             run.restore()
             direct[name].append(_direct_once(run.env, i))
             run.instrument()
-    for run in (*runs.values(), sequential):
+    for run in runs.values():
         run.restore()
     out: dict = {name: run.report() for name, run in runs.items()}
-    seq = sequential.report()
-    out["mujoco"]["sequential"] = {k: seq[k] for k in ("decision_step", "parts", "streamed_chunks")}
-    out["mujoco"]["streamed_over_sequential"] = (
-        out["mujoco"]["decision_step"]["median_ms"] / seq["decision_step"]["median_ms"]
-    )
-    sequential.env.close()
     for _ in range(steps):
         raw["pybullet"].append(_raw_pybullet_once(runs["pybullet"].env))
         raw["mujoco"].append(_raw_mujoco_once(runs["mujoco"].env))
@@ -242,7 +201,7 @@ def bench_backends(steps: int) -> tuple[dict, dict]:
         key: {n: fn(out[n]) for n in runs}
         for key, fn in (
             ("raw_floor", lambda r: r["raw_floor"]["median_ms"]),
-            ("physics_part", lambda r: r.get("sequential", r)["parts"]["physics"]["median_ms"]),
+            ("physics_part", lambda r: r["parts"]["physics"]["median_ms"]),
             ("decision_step", lambda r: r["decision_step"]["median_ms"]),
             ("direct_backends", lambda r: r["direct_backends"]["median_ms"]),
         )
@@ -260,14 +219,12 @@ def _direct_once(env, i: int) -> float:
 
     base = env.unwrapped
     motion, physics, renderer = base._motion, base._physics, base._renderer
-    call = ACTIONS[i % len(ACTIONS)]
     t = time.perf_counter()
-    if base._sim._can_stream(call):  # as the env runs a chunk: streamed into physics
-        physics.stream_frames(15, lambda publish: motion.generate(call, emit=publish))
-    elif hasattr(physics, "step_frames"):
-        physics.step_frames(motion.generate(call))
+    frames = motion.generate(ACTIONS[i % len(ACTIONS)])
+    if hasattr(physics, "step_frames"):  # as the env runs a chunk
+        physics.step_frames(frames)
     else:
-        for f in motion.generate(call):
+        for f in frames:
             physics.step_frame(f)
     poses = physics.link_poses()
     renderer.set_body_pose(poses)
@@ -810,9 +767,7 @@ def main() -> int:
     }
     mj = report["physics_backends"]["mujoco"]
     targets["mujoco_decision_step_le_20ms"] = mj["decision_step"]["median_ms"] <= 20.0
-    # the physics part on its own: from the env that generates first and steps after
-    physics_part = mj.get("sequential", mj)["parts"]["physics"]["median_ms"]
-    targets["mujoco_physics_part_le_8ms"] = physics_part <= 8.0
+    targets["mujoco_physics_part_le_8ms"] = mj["parts"]["physics"]["median_ms"] <= 8.0
     targets["mujoco_overhead_le_1.2x"] = mj["overhead_vs_direct"] <= 1.2
     if "vector" in report:
         ratios = report["vector"]["ratios"]

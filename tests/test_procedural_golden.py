@@ -19,7 +19,6 @@ import pytest
 
 from humanclaw_gym.motion import _legs
 from humanclaw_gym.motion import procedural as proc
-from humanclaw_gym.motion.canonical import CanonicalFrame, decanonicalize, decanonicalize_row
 from humanclaw_gym.motion.procedural import ProceduralMotionGenerator
 from humanclaw_gym.motion.rotations import rot_x, rot_y, rot_z
 
@@ -39,54 +38,6 @@ def test_procedural_frames_are_byte_identical_to_the_recorded_ones(episode) -> N
     assert _digest(history) == ep["reset_sha256"]
     for i, (call, expected) in enumerate(zip(ep["calls"], ep["chunk_sha256"], strict=True)):
         assert _digest(gen.generate(call)) == expected, f"chunk {i} ({call}) changed"
-
-
-@pytest.mark.parametrize("episode", [0, 1, 2])
-def test_streamed_frames_are_the_recorded_ones_too(episode) -> None:
-    """``generate(call, emit=...)`` finishes the frames one at a time and hands each out at
-    once; the frames and the chunk are the recorded ones, bit for bit."""
-    doc = json.loads(_GOLDEN.read_text())
-    ep = doc["episodes"][episode]
-    gen = ProceduralMotionGenerator()
-    gen.reset(np.array(ep["start"]), ep["yaw"], seed=ep["seed"])
-    for i, (call, expected) in enumerate(zip(ep["calls"], ep["chunk_sha256"], strict=True)):
-        emitted: list[np.ndarray] = []
-        chunk = gen.generate(call, emit=emitted.append)
-        assert len(emitted) == len(chunk) and _digest(np.stack(emitted)) == expected, i
-        assert _digest(chunk) == expected, f"chunk {i} ({call}) changed"
-
-
-def test_a_failing_emit_leaves_the_generator_unchanged() -> None:
-    gen = ProceduralMotionGenerator()
-    gen.reset(np.zeros(3), 0.3, seed=1)
-    twin = ProceduralMotionGenerator()
-    twin.reset(np.zeros(3), 0.3, seed=1)
-
-    def stop_at_five(frame, seen=[]):  # noqa: B006 - counts the calls
-        seen.append(frame)
-        if len(seen) == 5:
-            raise KeyError("consumer gone")
-
-    with pytest.raises(KeyError, match="consumer gone"):
-        gen.generate("Walk<forward><normal>", emit=stop_at_five)
-    assert np.array_equal(gen.history(), twin.history())
-    assert np.array_equal(gen.generate("Turn<left><30>"), twin.generate("Turn<left><30>"))
-
-
-def test_one_row_of_decanonicalize_equals_the_chunks_row() -> None:
-    """The streamed frames are turned to world coordinates one at a time, with the same
-    bits as the whole chunk's conversion."""
-    rng = np.random.default_rng(3)
-    for _ in range(200):
-        chunk = rng.normal(size=(16, 75)) * 0.8
-        ref = CanonicalFrame(tuple(rng.normal(size=3)), float(rng.uniform(-4.0, 4.0)))
-        whole = decanonicalize(chunk[1:], ref)
-        for i in range(15):
-            assert decanonicalize_row(chunk[i + 1], ref, i, 15).tobytes() == whole[i].tobytes()
-    with pytest.raises(ValueError, match=r"index=15 is invalid: allowed 0..count-1 = 14"):
-        decanonicalize_row(chunk[1], ref, 15, 15)
-    with pytest.raises(ValueError, match=r"frame_c must have shape \(75,\)"):
-        decanonicalize_row(chunk[1:3], ref, 0, 15)
 
 
 def test_fast_helpers_equal_the_numpy_calls_they_replace() -> None:

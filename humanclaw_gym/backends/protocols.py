@@ -76,12 +76,6 @@ class PhysicsBackend(Protocol):
     ``step_frame`` on each row in order (the MuJoCo backend runs it in one call without the
     GIL). The simulation uses it for a whole chunk when no observer needs the state after
     every frame.
-
-    Optional: ``can_stream`` (bool) and ``stream_frames(count, produce)``: ``produce(publish)``
-    runs on the calling thread and publishes the frames one at a time, each running on a
-    helper thread as soon as it is published, with the same result as ``step_frames`` on
-    them. The simulation streams a chunk this way when the motion generator declares
-    ``MotionCapabilities.streams``, so that generating and stepping overlap.
     """
 
     capabilities: PhysicsCapabilities
@@ -325,15 +319,11 @@ class MotionCapabilities:
         name: registry name, e.g. ``"procedural"`` or ``"flow"``.
         skills: the :class:`~humanclaw_gym.skills.Skill` values it can generate (ints).
         batched: can generate several envs' chunks in one call (``generate_batch``).
-        streams: ``generate(call, emit=fn)`` calls ``fn(frame)`` with each world frame as
-            soon as it is finished, bit-identical to the returned chunk (the simulation then
-            runs physics on it meanwhile, when the physics backend ``can_stream``).
     """
 
     name: str
     skills: frozenset[int] = frozenset(range(8))
     batched: bool = False
-    streams: bool = False
 
 
 @runtime_checkable

@@ -13,10 +13,6 @@ physics state, whatever number of views (observation, metrics, video) read that 
 
 from __future__ import annotations
 
-import functools
-import multiprocessing
-import os
-import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -30,12 +26,6 @@ __all__ = ["FRAMES_PER_CHUNK", "Simulation"]
 
 FRAMES_PER_CHUNK = 15
 """Generated 30 Hz frames per skill call (0.5 s)."""
-
-
-@functools.lru_cache(maxsize=1)
-def _cpus() -> int:
-    """CPUs this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 class Simulation:
@@ -241,8 +231,6 @@ class Simulation:
         Raises:
             RuntimeError: the generator returned frames of a wrong shape or non-finite.
         """
-        if on_chunk is None and on_frame is None and self._can_stream(call):
-            return self._stream(call)
         frames = self.generate(call)
         if on_chunk is not None:
             on_chunk(frames)
@@ -264,60 +252,11 @@ class Simulation:
     def generate(self, call: Any) -> np.ndarray:
         """The motion generator's next chunk, checked: ``float64 (15, 75)``, finite."""
         frames = np.asarray(self.motion.generate(call), dtype=np.float64)
-        self._check_frames(frames, (FRAMES_PER_CHUNK, 75))
-        return frames
-
-    def _check_frames(self, frames: np.ndarray, shape: tuple[int, ...]) -> None:
-        if frames.shape != shape or not np.all(np.isfinite(frames)):
+        if frames.shape != (FRAMES_PER_CHUNK, 75) or not np.all(np.isfinite(frames)):
             raise RuntimeError(
                 f"motion generator {self.config.motion!r} returned frames of shape "
                 f"{frames.shape} (expected (15, 75), finite)"
             )
-
-    def _can_stream(self, call: Any) -> bool:
-        """Whether to stream this chunk from the generator into physics (see
-        :meth:`_stream`): both backends can, the generator will compute the chunk here (not
-        adopt one computed elsewhere), and a second CPU is likely idle: this is the main
-        thread of the main process (a single env or a sync vector env; the workers of async
-        or batched vector envs and of the evaluation CLI already keep the CPUs busy, and an
-        extra thread per worker only slows them down: measured 0.83x for 2 async workers on
-        2 CPUs) on a machine with two or more CPUs. ``HUMANCLAW_NO_STREAM=1`` switches it
-        off. The results are the same either way."""
-        if os.environ.get("HUMANCLAW_NO_STREAM", "") in ("1", "true", "yes"):
-            return False
-        if _cpus() < 2 or not getattr(self.motion.capabilities, "streams", False):
-            return False
-        if threading.current_thread() is not threading.main_thread():
-            return False
-        if multiprocessing.parent_process() is not None:
-            return False
-        if not getattr(self.physics, "can_stream", False):
-            return False
-        staged_for = getattr(self.motion, "staged_for", None)
-        return not (staged_for is not None and staged_for(call))
-
-    def _stream(self, call: Any) -> np.ndarray:
-        """Generate and execute one chunk with the two overlapping: the generator hands out
-        each frame as soon as it is finished and physics runs it on a helper thread without
-        the GIL meanwhile (``stream_frames``). The same frames run in the same order as
-        generating first and stepping after: the same state, bit for bit. An error before
-        the first frame leaves the simulation unchanged; one after it leaves the episode
-        advanced by the frames that ran (the physics then requires a reset)."""
-
-        def produce(publish: Callable[[np.ndarray], None]) -> Any:
-            def emit(frame: np.ndarray) -> None:
-                row = np.asarray(frame, dtype=np.float64)
-                self._check_frames(row, (75,))
-                publish(row)
-
-            return self.motion.generate(call, emit=emit)
-
-        try:
-            chunk = self.physics.stream_frames(FRAMES_PER_CHUNK, produce)
-        finally:
-            self._version += 1
-        frames = np.asarray(chunk, dtype=np.float64)
-        self._check_frames(frames, (FRAMES_PER_CHUNK, 75))
         return frames
 
     # ------------------------------------------------------------------------------------

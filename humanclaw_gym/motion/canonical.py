@@ -46,7 +46,6 @@ __all__ = [
     "canonicalize_points",
     "decanonicalize",
     "decanonicalize_points",
-    "decanonicalize_row",
     "foot_corner_offsets",
     "joint_positions_velocities",
     "sole_heights",
@@ -218,45 +217,6 @@ def decanonicalize(frames_c: np.ndarray, ref: CanonicalFrame) -> np.ndarray:
     if not isinstance(ref, CanonicalFrame):
         raise TypeError(f"ref must be a CanonicalFrame, got {type(ref).__name__}")
     return _transform(frames_c, ref.rotation(), np.asarray(ref.origin_m), pre=False)
-
-
-def decanonicalize_row(
-    frame_c: np.ndarray, ref: CanonicalFrame, index: int, count: int
-) -> np.ndarray:
-    """Row ``index`` of :func:`decanonicalize` of a ``(count, 75)`` chunk whose row
-    ``index`` is ``frame_c``, bit for bit, for frames that are finished one at a time.
-
-    The position product runs on a ``(count, 3)`` matrix laid out like the chunk's (the
-    frame in its row, zeros elsewhere), so the row does not depend on how BLAS rounds a
-    one-row product (for a general 3x3 matrix that differs from a row of a 15-row product
-    in the last bit about half the time here; for the yaw rotations used here it has not
-    been seen to). Each product row depends only on its own input row; the rotation part
-    is elementwise per frame.
-
-    Args:
-        frame_c: ``(75,)`` canonical frame.
-        ref: the :class:`CanonicalFrame` it is expressed in.
-        index: its row in the chunk, ``0 <= index < count``.
-        count: the chunk's number of rows.
-
-    Returns:
-        ``float64 (75,)`` world frame (fresh array).
-    """
-    row = _as_frames(frame_c, "frame_c")
-    if row.shape != (FRAME_DIM,):
-        raise ValueError(f"frame_c must have shape ({FRAME_DIM},), got {row.shape}")
-    if not 0 <= index < count:
-        raise ValueError(f"index={index} is invalid: allowed 0..count-1 = {count - 1}")
-    if not isinstance(ref, CanonicalFrame):
-        raise TypeError(f"ref must be a CanonicalFrame, got {type(ref).__name__}")
-    # the chunk was a view starting one row into a larger array: keep that layout
-    pad = np.zeros((count + 1, FRAME_DIM))
-    pad[index + 1] = row
-    rot = ref.rotation()
-    out = row.copy()
-    out[0:3] = (pad[1:, 0:3] @ rot.T + np.asarray(ref.origin_m))[index]
-    out[3:6] = rotvec_from_matrix(rot @ matrix_from_rotvec(row[None, 3:6]))[0]
-    return out
 
 
 def canonicalize_points(points_m: np.ndarray, ref: CanonicalFrame) -> np.ndarray:

@@ -50,7 +50,6 @@ Skill specifics (``d``, ``a``, ``s``, ``h`` from :attr:`SkillCall.condition`):
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +70,6 @@ from humanclaw_gym.motion.canonical import (
     CanonicalFrame,
     canonicalize,
     decanonicalize,
-    decanonicalize_row,
     sole_heights,
 )
 from humanclaw_gym.rotations import (
@@ -391,18 +389,11 @@ class ProceduralMotionGenerator:
         self._history = np.repeat(frame[None], self.history_frames, axis=0)
         return self._history.copy()
 
-    def generate(
-        self, call: SkillCall | Any, emit: Callable[[np.ndarray], None] | None = None
-    ) -> np.ndarray:
+    def generate(self, call: SkillCall | Any) -> np.ndarray:
         """Generate the next chunk for a motion skill.
 
         Args:
             call: a :class:`SkillCall` (or any form :meth:`SkillCall.coerce` accepts).
-            emit: optional; called with each world frame ``float64 (75,)`` of the chunk, in
-                order, as soon as it is finished (while the later ones are still being
-                posed), so that physics can run it meanwhile (``Simulation`` streams chunks
-                this way). The frames and the returned chunk are bit-identical to a call
-                without ``emit``. If ``emit`` raises, the generator's state is unchanged.
 
         Returns:
             ``float64 (frames_per_chunk, 75)`` world frames continuing the history.
@@ -422,11 +413,7 @@ class ProceduralMotionGenerator:
             )
         staged, self._staged = self._staged, None
         if staged is not None and staged[1] == self._state_version and staged[0] == call:
-            chunk, (history, ground_y) = staged[2].result()
-            if emit is not None:
-                for row in chunk:
-                    emit(row.copy())
-            self._history, self._ground_y = history, ground_y
+            chunk, (self._history, self._ground_y) = staged[2].result()
             self._state_version += 1
             return chunk
         ref = CanonicalFrame(
@@ -436,22 +423,10 @@ class ProceduralMotionGenerator:
         hist_c = canonicalize(self._history, ref)
         start = self._read_state(hist_c)
         plan = self._plan(call, start)
-        n = self.frames_per_chunk
         if plan.hold:  # exactly the last frame, without a canonical round trip
-            chunk = np.repeat(self._history[-1:], n, axis=0)
-            if emit is not None:
-                for row in chunk:
-                    emit(row.copy())
-        elif emit is None:
-            chunk = decanonicalize(self._pose_chunk(plan, start)[1:], ref)
+            chunk = np.repeat(self._history[-1:], self.frames_per_chunk, axis=0)
         else:
-            chunk = np.empty((n, FRAME_DIM))
-
-            def world(t: int, frame_c: np.ndarray) -> None:
-                chunk[t - 1] = decanonicalize_row(frame_c, ref, t - 1, n)
-                emit(chunk[t - 1].copy())
-
-            self._pose_chunk(plan, start, emit=world)
+            chunk = decanonicalize(self._pose_chunk(plan, start)[1:], ref)
         self._ground_y += plan.ground_change_m
         self._history = np.concatenate([self._history, chunk])[-self.history_frames :].copy()
         self._state_version += 1
@@ -470,15 +445,6 @@ class ProceduralMotionGenerator:
         the state is still the one staged from, waits for it and adopts it (the same chunk
         and state as computing it here); any other call or a reset discards it."""
         self._staged = (SkillCall.coerce(call), self._state_version, result)
-
-    def staged_for(self, call: SkillCall | Any) -> bool:
-        """Whether the next :meth:`generate` with ``call`` adopts a staged chunk."""
-        staged = self._staged
-        return (
-            staged is not None
-            and staged[1] == self._state_version
-            and staged[0] == SkillCall.coerce(call)
-        )
 
     def history(self) -> np.ndarray:
         """Copy of the current ``(history_frames, 75)`` history."""
@@ -1041,23 +1007,8 @@ class ProceduralMotionGenerator:
             pos[1] = max(pos[1], ground - low + 0.002)
         return pos, yaw, pitch, toe
 
-    def _pose_chunk(
-        self,
-        plan: _Plan,
-        start: _StartState,
-        blend: bool = True,
-        emit: Callable[[int, np.ndarray], None] | None = None,
-    ) -> np.ndarray:
-        """Pose frames ``0..n`` of a plan (frame 0 = the last history frame), canonical.
-
-        The legs are posed frame by frame; the arms, the blend with the history and the
-        rotation vectors then run on all frames at once. With ``emit(t, frame)`` they run
-        on every two frames instead (0-1, 2-3, ...), right after their legs, and each
-        finished frame ``t >= 1`` is handed out at once, so that a consumer can start on it
-        while the next ones are posed: the same numpy operations on slices of the chunk,
-        which give the same bits per frame (``tests/test_procedural_golden.py``), at more
-        Python overhead, spent while physics runs the earlier frames.
-        """
+    def _pose_chunk(self, plan: _Plan, start: _StartState, blend: bool = True) -> np.ndarray:
+        """Pose frames ``0..n`` of a plan (frame 0 = the last history frame), canonical."""
         n = self.frames_per_chunk
         n1 = n + 1
         root_rot = self._root_rotations(plan, start)
@@ -1067,29 +1018,6 @@ class ProceduralMotionGenerator:
         pelvis[0] = start.pos
         local = np.repeat(np.eye(3)[None, None], n1, axis=0).repeat(NUM_JOINTS, axis=1)
         local[:, 0] = root_rot
-        upper = self._pose_trunk(local, plan, pelvis, root_rot, start)
-        w = 1.0 - _mj(np.arange(n1) / (_BLEND_S * self.fps))
-        resid: np.ndarray | bool | None = None
-        frames = np.empty((n1, FRAME_DIM))
-        frames[:, 0:3] = pelvis
-
-        def finish(f: slice, resid: np.ndarray | bool | None) -> np.ndarray | bool | None:
-            """Arms, the blend with the history and the rotation vectors of the posed frames
-            ``f`` (starting at frame 0 the first time); returns the blend's residual (False
-            when there is nothing to blend) for the next frames."""
-            self._pose_arms(local, f, plan, pelvis, upper, ankles, hip_flex)
-            # blend out any mismatch with the last history frame (joints 1..23)
-            if f.start == 0:
-                resid = rotvec_from_matrix(start.local_rot[1:] @ np.swapaxes(local[0, 1:], -1, -2))
-                if not (blend and np.max(np.linalg.norm(resid, axis=-1)) > 1e-9):
-                    resid = False
-            if resid is not False:
-                corr = matrix_from_rotvec(w[f, None, None] * resid[None])
-                local[f, 1:] = corr @ local[f, 1:]
-            count = f.stop - f.start
-            frames[f, 3:] = rotvec_from_matrix(local[f]).reshape(count, 3 * NUM_JOINTS)
-            return resid
-
         # per-foot running pose (ankle, yaw, pitch, toe) used to start swings
         running = [(f.ankle.copy(), f.yaw, f.pitch, f.toe) for f in start.feet]
         swing_begin: dict[int, tuple] = {}
@@ -1145,82 +1073,61 @@ class ProceduralMotionGenerator:
                 ankles[t, side] = ankle
                 thigh = r_hip @ leg.thigh
                 hip_flex[t, side] = np.arctan2(thigh[2], -thigh[1])
-            if emit is not None and (t % 2 == 1 or t == n):
-                # finish the frames posed since the last hand-out (two at a time: one
-                # frame's numpy calls cost about as much as two frames') and hand them out
-                first = t - 1 if t % 2 == 1 else t
-                resid = finish(slice(first, t + 1), resid)
-                for k in range(max(first, 1), t + 1):
-                    emit(k, frames[k])
-        if emit is None:  # finish all frames at once (fewer, larger numpy calls)
-            finish(slice(0, n1), None)
+        self._pose_upper_body(local, plan, pelvis, root_rot, ankles, hip_flex, start)
+        # blend out any mismatch with the last history frame (joints 1..23)
+        w = 1.0 - _mj(np.arange(n1) / (_BLEND_S * self.fps))
+        resid = rotvec_from_matrix(start.local_rot[1:] @ np.swapaxes(local[0, 1:], -1, -2))
+        if blend and np.max(np.linalg.norm(resid, axis=-1)) > 1e-9:
+            corr = matrix_from_rotvec(w[:, None, None] * resid[None])
+            local[:, 1:] = corr @ local[:, 1:]
+        frames = np.empty((n1, FRAME_DIM))
+        frames[:, 0:3] = pelvis
+        frames[:, 3:] = rotvec_from_matrix(local).reshape(n1, 3 * NUM_JOINTS)
         return frames
 
-    def _pose_trunk(
+    def _pose_upper_body(
         self,
         local: np.ndarray,
         plan: _Plan,
         pelvis: np.ndarray,
         root_rot: np.ndarray,
+        ankles: np.ndarray,
+        hip_flex: np.ndarray,
         start: _StartState,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Spine, neck and head of every frame (they do not depend on the legs).
-
-        Returns:
-            The heading rotations ``(n1, 3, 3)`` (pelvis yaw undone) and the torso pitch
-            ``(n1,)``, which :meth:`_pose_arms` needs.
-        """
+    ) -> None:
         n1 = self.frames_per_chunk + 1
+        style = self._style
         vel = np.zeros((n1, 3))
         vel[0] = start.vel
         vel[1:] = (pelvis[1:] - pelvis[:-1]) * self.fps
         pelvis_yaw = yaw_of_matrix(root_rot)
-        heading = rot_y(-pelvis_yaw)
-        fwd_speed = np.einsum("tab,tb->ta", heading, vel)[:, 2]
+        fwd_speed = np.einsum("tab,tb->ta", rot_y(-pelvis_yaw), vel)[:, 2]
         walk_lean = np.radians(4.0) * np.clip(fwd_speed / 1.2, -0.5, 1.0)
         lean = walk_lean + plan.spine_lean
+        sit = np.clip((np.mean(hip_flex, axis=1) - np.radians(20.0)) / np.radians(55.0), 0.0, 1.0)
+        sit = sit * sit * (3.0 - 2.0 * sit)
         for name, share in (("spine1", 0.4), ("spine2", 0.3), ("spine3", 0.3)):
             local[:, _J[name]] = rot_x(share * lean)
         torso = lean + plan.pitch
         local[:, _J["neck"]] = rot_x(-0.35 * torso)
         local[:, _J["head"]] = rot_x(-0.25 * torso)
-        return heading, torso
-
-    def _pose_arms(
-        self,
-        local: np.ndarray,
-        f: slice,
-        plan: _Plan,
-        pelvis: np.ndarray,
-        upper: tuple[np.ndarray, np.ndarray],
-        ankles: np.ndarray,
-        hip_flex: np.ndarray,
-    ) -> None:
-        """Shoulders and elbows of the frames ``f`` (their legs posed): the arms swing with
-        how far each foot is ahead of the other in the pelvis heading frame, and reach
-        forwards when seated."""
-        style = self._style
-        heading, _ = upper
-        sit = np.clip(
-            (np.mean(hip_flex[f], axis=1) - np.radians(20.0)) / np.radians(55.0), 0.0, 1.0
-        )
-        sit = sit * sit * (3.0 - 2.0 * sit)
-        rel = np.einsum("tab,tsb->tsa", heading[f], ankles[f] - pelvis[f, None, :])
+        # arm swing from how far each foot is ahead of the other in the pelvis heading frame
+        rel = np.einsum("tab,tsb->tsa", rot_y(-pelvis_yaw), ankles - pelvis[:, None, :])
         delta = rel[:, 1, 2] - rel[:, 0, 2]  # right foot ahead of left (m)
         swing = np.clip(
             style.arm_swing_gain * _ARM_SWING_RAD_PER_M * delta,
             -_ARM_SWING_MAX_RAD,
             _ARM_SWING_MAX_RAD,
         )
-        reach = 0.6 * plan.pitch[f] + np.radians(25.0) * sit
+        reach = 0.6 * plan.pitch + np.radians(25.0) * sit
         for side, sign in ((0, 1.0), (1, -1.0)):
             flex = sign * swing + reach  # left arm forward when the right foot is ahead
             shoulder = "left_shoulder" if side == 0 else "right_shoulder"
             elbow = "left_elbow" if side == 0 else "right_elbow"
             down = -sign * style.arm_down_rad
-            local[f, _J[shoulder]] = rot_x(-flex) @ rot_z(down)
+            local[:, _J[shoulder]] = rot_x(-flex) @ rot_z(down)
             bend = style.elbow_rad + 0.35 * np.maximum(flex, 0.0) + np.radians(25.0) * sit
-            local[f, _J[elbow]] = rot_y(-sign * bend)
+            local[:, _J[elbow]] = rot_y(-sign * bend)
 
     def _standing_frame(self) -> np.ndarray:
         """The canonical standing frame: pelvis at standing height above ``y = 0``."""
@@ -1265,5 +1172,4 @@ ProceduralMotionGenerator.capabilities = MotionCapabilities(
     name="procedural",
     skills=frozenset(s.id for s in skill_specs() if s.terminal or s.motion_key in _PLANNERS),
     batched=False,
-    streams=True,
 )

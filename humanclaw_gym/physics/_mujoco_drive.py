@@ -300,25 +300,12 @@ def _libmujoco_mj_step() -> Any:
     return ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64)(address)
 
 
-def _libc_usleep() -> Any:
-    """libc's ``usleep(microseconds)`` as a ctypes function pointer (None if not found)."""
-    import ctypes
-
-    try:
-        address = ctypes.cast(ctypes.CDLL(None).usleep, ctypes.c_void_p).value
-    except (OSError, AttributeError):
-        return None
-    return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint)(address)
-
-
 @_maybe_jit
 def run_frames(
     mj_step,
-    wait,
     model_addr,
     data_addr,
     frames,
-    ready,
     ctrl,
     qpos,
     qpos_adr,
@@ -349,13 +336,7 @@ def run_frames(
 
     Args:
         mj_step: libmujoco's ``mj_step`` (see :func:`frame_runner`).
-        wait: libc's ``usleep``, called while the next frame is not ready.
         model_addr, data_addr: addresses of the ``mjModel`` and ``mjData``.
-        ready: ``int64 (1,)``: how many rows of ``frames`` are written. Frame ``i`` runs
-            once ``ready[0] > i`` (another thread may still be writing the later rows, see
-            ``MujocoHalfPhysics.stream_frames``); ``ready[0] = -1 - k`` closes the stream
-            after ``k`` rows: those run, then the call returns. ``len(frames)`` when every
-            row is there from the start.
         ctrl: MjData ``ctrl``; ``qpos``: MjData ``qpos``; ``qpos_adr``, ``real_pos``: as
             for :func:`read_state` (``real_rot`` is begin_frame's, updated in place).
         warning_count: MjData ``warning.number``; ``warning_kinds``: the indices of the
@@ -363,26 +344,15 @@ def run_frames(
         The rest: :func:`begin_frame`'s arguments after ``frame``, in its order.
 
     Returns:
-        The number of frames that completed normally; ``0 <= i < n`` means frame ``i``
+        The number of frames that completed normally; ``i < n`` means frame ``i``
         diverged (a non-finite state, or MuJoCo reset the data after a bad position,
-        velocity or acceleration) and nothing after it ran; ``-1 - i`` means the stream
-        was closed after ``i`` rows, which all ran.
+        velocity or acceleration) and nothing after it ran.
     """
     root = dof_adr[0]
     start_warnings = 0
     for k in warning_kinds:
         start_warnings += warning_count[k]
     for i in range(frames.shape[0]):
-        # the wait calls an external function, so the compiler reloads ready[0] each time
-        while True:
-            published = ready[0]
-            if published > i:
-                break
-            if published < 0:  # closed after -1 - published frames
-                if i < -1 - published:
-                    break
-                return -1 - i
-            wait(20)
         begin_frame(
             frames[i],
             prev_xz,
@@ -427,23 +397,22 @@ def run_frames(
     return frames.shape[0]
 
 
-_FOREIGN: list[Any] = []
+_MJ_STEP: list[Any] = []
 
 
 def frame_runner() -> Any:
-    """``runner(model_addr, data_addr, frames, ready, ...)``: :func:`run_frames` compiled,
-    bound to libmujoco's ``mj_step`` and libc's ``usleep``, or None where it is not
-    available (numba missing or disabled, either library not found). The compiled loop
-    calls the library directly and holds no GIL for the whole call (the bindings'
-    ``mj_step`` gives the GIL back after every substep, which makes a thread wait for it 60
-    times per decision). Same maths, same C function, same order as the frame-by-frame
-    path: bit-identical results (tested).
+    """``runner(model_addr, data_addr, frames, ...)``: :func:`run_frames` compiled, bound to
+    libmujoco's ``mj_step``, or None where it is not available (numba missing or disabled,
+    libmujoco not found). The compiled loop calls the library directly and holds no GIL
+    for the whole call (the bindings' ``mj_step`` gives the GIL back after every substep,
+    which makes a thread wait for it 60 times per decision). Same maths, same C function,
+    same order as the frame-by-frame path: bit-identical results (tested).
     """
     if not COMPILED:
         return None
-    if not _FOREIGN:
-        _FOREIGN.append((_libmujoco_mj_step(), _libc_usleep()))
-    mj_step, usleep = _FOREIGN[0]
-    if mj_step is None or usleep is None:
+    if not _MJ_STEP:
+        _MJ_STEP.append(_libmujoco_mj_step())
+    mj_step = _MJ_STEP[0]
+    if mj_step is None:
         return None
-    return lambda *args: run_frames(mj_step, usleep, *args)
+    return lambda *args: run_frames(mj_step, *args)

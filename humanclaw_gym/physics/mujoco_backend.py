@@ -27,11 +27,8 @@ The drive maths runs compiled (:mod:`humanclaw_gym.physics._mujoco_drive`, numba
 from __future__ import annotations
 
 import math
-import platform
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -76,7 +73,6 @@ __all__ = [
     "MujocoHalfPhysics",
 ]
 
-T = TypeVar("T")
 _NUM_BODY_JOINTS = NUM_JOINTS - 1
 #: ``contacts()`` reports pairs closer than this (metres), like pybullet's near contacts;
 #: contacts push only once the surfaces touch (the model's margin is 0).
@@ -638,136 +634,28 @@ class MujocoHalfPhysics:
         if rows:
             self._run(np.stack(rows))
 
-    @property
-    def can_stream(self) -> bool:
-        """Whether :meth:`stream_frames` can run now: the compiled chunk runner is there
-        (numba installed and not disabled), the simulation has arena to spare (see
-        :meth:`_runner`), and the CPU orders memory stores for other threads (x86-64)."""
-        return (
-            self._model is not None
-            and platform.machine().lower() in ("x86_64", "amd64")
-            and self._runner() is not None
-        )
-
-    def stream_frames(self, count: int, produce: Callable[[Callable[[np.ndarray], None]], T]) -> T:
-        """Execute ``count`` frames while they are being made.
-
-        ``produce(publish)`` runs on the calling thread and calls ``publish(frame)`` once
-        per frame, in order. Each published frame runs at once on a helper thread, in the
-        compiled chunk runner that holds no GIL, so the making of the next frames overlaps
-        with the stepping of the earlier ones. The state afterwards equals
-        :meth:`step_frames` on the same frames, bit for bit (tested).
-
-        Args:
-            count: the number of frames ``produce`` publishes (>= 1).
-            produce: makes the frames; ``publish`` takes a ``float64 (75,)`` finite frame
-                (checked: ``ValueError`` otherwise, raised inside ``produce``).
-
-        Returns:
-            What ``produce`` returned.
-
-        Raises:
-            RuntimeError: called before :meth:`reset` or where :attr:`can_stream` is
-                False; the simulation diverged; ``produce`` published a number of frames
-                other than ``count``; or ``produce`` raised after some frames had run
-                (chained: the episode has advanced by those frames, reset it). An exception
-                of ``produce`` before its first frame propagates unchanged, nothing run.
-        """
-        self._require_episode("stream_frames")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"stream_frames: count={count!r} is invalid: allowed an int >= 1")
-        runner = self._runner() if self.can_stream else None
-        if runner is None:
-            raise RuntimeError(
-                "MujocoHalfPhysics.stream_frames needs the compiled chunk runner (numba "
-                "installed, HUMANCLAW_NO_NUMBA unset) on x86-64; use step_frames"
-            )
-        frames = np.empty((count, FRAME_DIM))
-        ready = np.zeros(1, dtype=np.int64)
-        done: list[int] = []
-        helper: list[threading.Thread] = []
-
-        def run() -> None:
-            done.append(self._call_runner(runner, frames, ready))
-
-        def publish(frame: np.ndarray) -> None:
-            i = int(ready[0])
-            if i >= count:
-                raise RuntimeError(f"stream_frames: more than count={count} frames published")
-            frames[i] = validate_frame(frame, f"stream_frames[{i}]")
-            ready[0] = i + 1  # after the row: x86-64 keeps the two stores in order
-            if not helper:
-                self._kinematics_current = False
-                thread = threading.Thread(target=run, name="humanclaw-physics", daemon=True)
-                thread.start()
-                helper.append(thread)
-
-        def close() -> int:
-            """Let the runner finish the published frames and stop; how many ran."""
-            published = int(ready[0])
-            ready[0] = -1 - published
-            helper[0].join()
-            self._episode_ready = False
-            return done[0] if done[0] >= 0 else -1 - done[0]
-
-        try:
-            result = produce(publish)
-        except BaseException as exc:
-            if not helper:
-                raise
-            ran = close()
-            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: as they are
-                raise
-            raise RuntimeError(
-                f"stream_frames: the frame producer failed after {ran} of {count} frames ran "
-                "(the episode has advanced by them; reset it)"
-            ) from exc
-        published = int(ready[0])
-        if published != count:
-            message = f"stream_frames: {published} frames published, expected count={count}"
-            if helper:
-                message += f" ({close()} ran; the episode has advanced by them, reset it)"
-            raise RuntimeError(message)
-        helper[0].join()
-        if done[0] != count:
-            self._diverged()
-        return result
-
-    def _runner(self) -> Any:
-        """The compiled chunk runner if it may be used now, else None.
-
-        A fatal MuJoCo error (e.g. its arena exhausted) becomes a Python exception only in
-        calls made through the bindings; the compiled runner calls the library directly,
-        so a simulation that has used half of its arena steps through the bindings from
-        then on (the shipped scenes stay far below)."""
-        d = self._data
-        runner = drive.frame_runner() if self._compiled_frames else None
-        if runner is None or d is None or d.maxuse_arena > d.narena // 2:
-            return None
-        return runner
-
-    def _call_runner(self, runner: Any, frames: np.ndarray, ready: np.ndarray) -> int:
-        m, d = self._model, self._data
-        return runner(
-            m._address,
-            d._address,
-            frames,
-            ready,
-            d.ctrl,
-            d.qpos,
-            self._qpos_adr,
-            self._real_pos,
-            d.warning.number,
-            self._reset_warnings,
-            *self._drive_args(),
-        )
-
     def _run(self, frames: np.ndarray) -> None:
         """Drives, substeps and state read of every row of ``frames`` (checked)."""
+        m, d = self._model, self._data
         self._kinematics_current = False
-        runner = self._runner()
-        if runner is not None:
-            done = self._call_runner(runner, frames, np.array([len(frames)], dtype=np.int64))
+        runner = drive.frame_runner() if self._compiled_frames else None
+        # A fatal MuJoCo error (e.g. its arena exhausted) becomes a Python exception only in
+        # calls made through the bindings; the compiled runner calls the library directly,
+        # so a simulation that has used half of its arena steps through the bindings from
+        # then on (the shipped scenes stay far below).
+        if runner is not None and d.maxuse_arena <= d.narena // 2:
+            done = runner(
+                m._address,
+                d._address,
+                frames,
+                d.ctrl,
+                d.qpos,
+                self._qpos_adr,
+                self._real_pos,
+                d.warning.number,
+                self._reset_warnings,
+                *self._drive_args(),
+            )
             if done != len(frames):
                 self._diverged()
             return
