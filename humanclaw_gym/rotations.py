@@ -155,8 +155,6 @@ def _single_axis_rotation(a: float, axis: int) -> np.ndarray:
 
 
 def _axis_rotation(angle_rad: np.ndarray | float, axis: int) -> np.ndarray:
-    if type(angle_rad) is float:  # the most common call: one Python float
-        return _single_axis_rotation(angle_rad, axis)
     if isinstance(angle_rad, (float, np.floating)) or (
         isinstance(angle_rad, np.ndarray) and angle_rad.ndim == 0
     ):  # one angle: the same values as below, without the broadcasting machinery

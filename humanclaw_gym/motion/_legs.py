@@ -109,10 +109,10 @@ def knee_angle(leg: LegGeometry, distance_m: np.ndarray | float) -> np.ndarray:
     """Knee flexion (rad) that puts the ankle ``distance_m`` from the hip (clamped to reach)."""
     m, delta = _knee_constants(leg.knee_p, leg.knee_q)
     if isinstance(distance_m, float):  # one distance: the same operations on floats
-        d = _clip_float(float(distance_m), leg.reach_min, leg.reach_max)
+        d = clip_float(float(distance_m), leg.reach_min, leg.reach_max)
         k = d**2 / 2.0 - leg.knee_const
-        phi = delta + np.arccos(_clip_float(k / m, -1.0, 1.0))
-        return np.float64(_clip_float(float(phi), 0.0, MAX_KNEE_FLEX_RAD))
+        phi = delta + np.arccos(clip_float(k / m, -1.0, 1.0))
+        return np.float64(clip_float(float(phi), 0.0, MAX_KNEE_FLEX_RAD))
     d = np.clip(np.asarray(distance_m, dtype=np.float64), leg.reach_min, leg.reach_max)
     k = d**2 / 2.0 - leg.knee_const
     phi = delta + np.arccos(np.clip(k / m, -1.0, 1.0))
@@ -125,8 +125,9 @@ def _knee_constants(p: float, q: float) -> tuple[np.float64, np.float64]:
     return np.hypot(p, q), np.arctan2(q, p)
 
 
-def _clip_float(u: float, lo: float, hi: float) -> float:
-    """``np.clip`` of one Python float, value for value (ties keep ``u``; NaN stays NaN)."""
+def clip_float(u: float, lo: float, hi: float) -> float:
+    """``np.clip`` of one Python float, value for value (ties keep ``u``, so ``-0.0`` stays
+    ``-0.0``; NaN stays NaN), without numpy's per-call overhead."""
     if u < lo:
         u = lo
     if u > hi:

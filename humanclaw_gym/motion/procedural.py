@@ -184,21 +184,11 @@ _BACKWARD_DIFF = {
 }
 
 
-def _clip_float(u: float, lo: float, hi: float) -> float:
-    """``np.clip`` of one Python float, value for value (ties keep ``u``, so ``-0.0`` stays
-    ``-0.0``; NaN stays NaN), without numpy's per-call overhead."""
-    if u < lo:
-        u = lo
-    if u > hi:
-        u = hi
-    return u
-
-
 def _mj(u: np.ndarray | float) -> np.ndarray | float:
     """Minimum-jerk ease-in-out 0 -> 1 on ``[0, 1]`` (clipped outside). A single float
-    gives a float, computed with the same operations as the array form (bit-identical)."""
+    gives a float, computed with the operations numpy runs on a scalar (bit-identical)."""
     if isinstance(u, float):
-        u = _clip_float(float(u), 0.0, 1.0)
+        u = _legs.clip_float(float(u), 0.0, 1.0)
         return u**3 * (10.0 - 15.0 * u + 6.0 * u * u)
     u = np.clip(np.asarray(u, dtype=np.float64), 0.0, 1.0)
     return u**3 * (10.0 - 15.0 * u + 6.0 * u * u)
@@ -212,7 +202,7 @@ def _mj_window(s: np.ndarray | float, a: float, b: float) -> np.ndarray | float:
 
 def _bump(u: np.ndarray | float) -> np.ndarray | float:
     """Smooth bump on ``[0, 1]`` peaking at 1 for ``u = 0.5``, zero (with zero slope) outside.
-    A single float gives a float (bit-identical to the array form)."""
+    A single float gives a float (bit-identical to numpy on a scalar)."""
     if isinstance(u, float):
         u = float(u)
         if u > 0.0 and u < 1.0:
