@@ -20,6 +20,7 @@ and the clauses implemented are those of :mod:`humanclaw_gym.physics.pybullet_ba
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import Any
@@ -280,6 +281,7 @@ def set_pose(frame, qpos, qpos_adr, out_rot):
 # --------------------------------------------------------------------------------------
 # Whole frames in one compiled call, without the GIL
 # --------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
 def _libmujoco_mj_step() -> Any:
     """``mj_step(const mjModel*, mjData*)`` of the libmujoco that the ``mujoco`` package
     loaded, as a ctypes function pointer taking the two addresses as 64-bit integers (the
@@ -397,9 +399,6 @@ def run_frames(
     return frames.shape[0]
 
 
-_MJ_STEP: list[Any] = []
-
-
 def frame_runner() -> Any:
     """``runner(model_addr, data_addr, frames, ...)``: :func:`run_frames` compiled, bound to
     libmujoco's ``mj_step``, or None where it is not available (numba missing or disabled,
@@ -410,9 +409,7 @@ def frame_runner() -> Any:
     """
     if not COMPILED:
         return None
-    if not _MJ_STEP:
-        _MJ_STEP.append(_libmujoco_mj_step())
-    mj_step = _MJ_STEP[0]
+    mj_step = _libmujoco_mj_step()
     if mj_step is None:
         return None
     return lambda *args: run_frames(mj_step, *args)

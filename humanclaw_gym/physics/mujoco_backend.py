@@ -336,7 +336,7 @@ class MujocoHalfPhysics:
         self._real_rot = np.tile([0.0, 0.0, 0.0, 1.0], (NUM_JOINTS, 1))
         self._ctrl_sched = np.zeros((SUBSTEPS_PER_FRAME, 3 * _NUM_BODY_JOINTS))
         self._v_root = np.zeros(2)
-        self._bad_qacc = 0  # MuJoCo's data resets (bad qpos/qvel/qacc) seen so far
+        self._resets_seen = 0  # MuJoCo's data resets (bad qpos/qvel/qacc) so far
         self._reset_warnings = np.zeros(0, dtype=np.int64)
 
     # ================================================================== contract
@@ -562,11 +562,11 @@ class MujocoHalfPhysics:
 
     def _read_state(self) -> None:
         ok = drive.read_state(self._data.qpos, self._qpos_adr, self._real_pos, self._real_rot)
-        if not ok or self._resets() != self._bad_qacc:
+        if not ok or self._resets() != self._resets_seen:
             self._diverged()
 
     def _diverged(self) -> None:
-        self._bad_qacc = self._resets()
+        self._resets_seen = self._resets()
         self._episode_ready = False
         raise RuntimeError(
             "mujoco simulation diverged: the humanoid state is not finite or MuJoCo "
@@ -588,7 +588,7 @@ class MujocoHalfPhysics:
         self._episode_ready = False
         self._episode += 1
         mj.mj_resetData(m, d)
-        self._bad_qacc = 0
+        self._resets_seen = 0
         for row, adr in enumerate(self._dynamic_qpos_adr):
             d.qpos[adr : adr + 7] = self._dynamic_init[row]
         drive.set_pose(frame, d.qpos, self._qpos_adr, self._prev_rot)
@@ -868,6 +868,6 @@ class MujocoHalfPhysics:
         self._prev_rot[:] = state.prev_rot
         self._command[:] = state.command
         self._kinematics_current = False
-        self._bad_qacc = self._resets()
+        self._resets_seen = self._resets()
         self._read_state()
         self._episode_ready = True

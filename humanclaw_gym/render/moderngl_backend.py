@@ -261,30 +261,23 @@ class _BodyMesh:
             obj.release()
 
 
-_GL_FINISH: list[Any] = []
-
-
+@functools.lru_cache(maxsize=1)
 def _gl_finish() -> Any:
     """``glFinish`` of the EGL driver as a ctypes function, or None where EGL does not hand
     it out. A ctypes call releases the GIL: llvmpipe rasterises a frame when it is made
     to finish it, and doing that here instead of inside moderngl's read-back (which holds
     the GIL) lets other Python threads run meanwhile (the batched vector env's sub-envs).
     The pixels are the same either way."""
-    if not _GL_FINISH:
-        fn = None
-        try:
-            import ctypes
+    try:
+        import ctypes
 
-            egl = ctypes.CDLL("libEGL.so.1")
-            egl.eglGetProcAddress.restype = ctypes.c_void_p
-            egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
-            address = egl.eglGetProcAddress(b"glFinish")
-            if address:
-                fn = ctypes.CFUNCTYPE(None)(address)
-        except (OSError, AttributeError):
-            fn = None
-        _GL_FINISH.append(fn)
-    return _GL_FINISH[0]
+        egl = ctypes.CDLL("libEGL.so.1")
+        egl.eglGetProcAddress.restype = ctypes.c_void_p
+        egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
+        address = egl.eglGetProcAddress(b"glFinish")
+    except (OSError, AttributeError):
+        return None
+    return ctypes.CFUNCTYPE(None)(address) if address else None
 
 
 MESA_DEFAULTS: dict[str, str] = {"LP_NUM_THREADS": "0", "MESA_SHADER_CACHE_DISABLE": "true"}
