@@ -22,6 +22,7 @@ from humanclaw_gym.metrics import (
     RULES,
     CollisionTracker,
     EpisodeMetricRecorder,
+    EpisodeStart,
     UsageTracker,
     aggregate,
     aggregate_metric_files,
@@ -160,16 +161,18 @@ def test_point4_sentence_split(text, paper, strict):
 
 def _stopped_at_once(rules: str, episode_id: str) -> dict:
     rec = EpisodeMetricRecorder(
-        episode_id=episode_id,
-        scene_id="s",
-        category="tv",
-        target_ids=[5],
-        target_aabbs=np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
-        interact=False,
-        dynamic_ids=[],
-        floor_height_m=0.0,
-        initial_penetration_m=0.0,
-        rules=rules,
+        EpisodeStart(
+            episode_id=episode_id,
+            scene_id="s",
+            category="tv",
+            target_ids=[5],
+            target_aabbs=np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
+            interact=False,
+            dynamic_ids=[],
+            floor_height_m=0.0,
+            initial_penetration_m=0.0,
+            rules=rules,
+        )
     )
     rec.record_decision(0, 0, None, Skill.STOP, ())
     return rec.finalize(np.array([[3.0, 0.5, 0.5]]), "stop")
@@ -177,16 +180,18 @@ def _stopped_at_once(rules: str, episode_id: str) -> dict:
 
 def _half_colliding(rules: str) -> dict:
     rec = EpisodeMetricRecorder(
-        episode_id="moving",
-        scene_id="s",
-        category="tv",
-        target_ids=[5],
-        target_aabbs=np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
-        interact=False,
-        dynamic_ids=[],
-        floor_height_m=0.0,
-        initial_penetration_m=0.0,
-        rules=rules,
+        EpisodeStart(
+            episode_id="moving",
+            scene_id="s",
+            category="tv",
+            target_ids=[5],
+            target_aabbs=np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
+            interact=False,
+            dynamic_ids=[],
+            floor_height_m=0.0,
+            initial_penetration_m=0.0,
+            rules=rules,
+        )
     )
     frames = np.zeros((1, 75))
     frames[:, 1] = 0.9

@@ -233,6 +233,7 @@ class PybulletHalfPhysics:
         self._body_to_object: dict[int, int] = {}
         self._object_bodies: dict[int, int] = {}
         self._objects: dict[int, SceneObject] = {}
+        self._part_tables: dict[int, _PartTable] = {}
         self._dynamic_ids: tuple[int, ...] = ()
         self._dynamic_bodies: list[int] = []
         self._dynamic_com_local = np.zeros((0, 3))
@@ -350,6 +351,7 @@ class PybulletHalfPhysics:
         self._body_to_object = {}
         self._object_bodies = {}
         self._objects = {}
+        self._part_tables = {}
         dyn_ids: list[int] = []
         dyn_bodies: list[int] = []
         dyn_com: list[np.ndarray] = []
@@ -781,6 +783,7 @@ class PybulletHalfPhysics:
         self._require_episode("contacts")
         raw = self._call("getContactPoints") if self._stepped else self._closest_points()
         rows: list[tuple] = []
+        parts: list[tuple[int, str, int, Any]] = []  # (row, field, object, point) to resolve
         human = self._human
         dynamic = self._dynamic_body_set
         for cp in raw:
@@ -800,9 +803,8 @@ class PybulletHalfPhysics:
                 if obj_b is None:  # the humanoid itself (self-collision is off anyway)
                     continue
                 joint = 0 if link_a < 0 else int(self._link_to_joint[link_a])
-                rows.append(
-                    (HUMAN_ID, joint, obj_b, self._part_index(obj_b, pos_b), pos_a, pos_b, distance)
-                )
+                parts.append((len(rows), "link_b", obj_b, pos_b))
+                rows.append((HUMAN_ID, joint, obj_b, 0, pos_a, pos_b, distance))
                 continue
             if body_a not in dynamic and body_b not in dynamic:
                 continue
@@ -812,20 +814,28 @@ class PybulletHalfPhysics:
                 continue
             if obj_a > obj_b:
                 obj_a, obj_b, pos_a, pos_b = obj_b, obj_a, pos_b, pos_a
-            rows.append(
-                (
-                    obj_a,
-                    self._part_index(obj_a, pos_a),
-                    obj_b,
-                    self._part_index(obj_b, pos_b),
-                    pos_a,
-                    pos_b,
-                    distance,
-                )
-            )
+            parts.append((len(rows), "link_a", obj_a, pos_a))
+            parts.append((len(rows), "link_b", obj_b, pos_b))
+            rows.append((obj_a, 0, obj_b, 0, pos_a, pos_b, distance))
         if not rows:
             return empty_contacts()
-        return np.array(rows, dtype=CONTACT_DTYPE)
+        out = np.array(rows, dtype=CONTACT_DTYPE)
+        self._resolve_parts(out, parts)
+        return out
+
+    def _resolve_parts(self, out: np.ndarray, queries: list[tuple[int, str, int, Any]]) -> None:
+        """Write into ``out`` the part of each ``(row, field, object, world point)`` query:
+        the part of the object whose surface is nearest to the point (0 for one-part
+        objects); each object's pose is read once for all of its points."""
+        by_object: dict[int, list[tuple[int, str, Any]]] = {}
+        for row, field, obj_id, point in queries:
+            if len(self._objects[obj_id].parts) > 1:
+                by_object.setdefault(obj_id, []).append((row, field, point))
+        for obj_id, items in by_object.items():
+            points = np.array([point for _, _, point in items], dtype=np.float64)
+            nearest = self._nearest_parts(obj_id, points)
+            for (row, field, _), part in zip(items, nearest.tolist(), strict=True):
+                out[field][row] = part
 
     def _closest_points(self) -> list[tuple]:
         """Touching/penetrating closest points (pybullet contact tuples) of the humanoid and
@@ -851,26 +861,23 @@ class PybulletHalfPhysics:
                 points.extend(self._call("getClosestPoints", body, other, 0.0))
         return points
 
-    def _part_index(self, object_id: int, point_world: Any) -> int:
-        """Index of the part of an object whose surface is nearest to a world point."""
-        obj = self._objects[object_id]
-        if len(obj.parts) == 1:
-            return 0
+    def _nearest_parts(self, object_id: int, points_world: np.ndarray) -> np.ndarray:
+        """Index of the part of a (multi-part) object whose surface is nearest to each of
+        ``(k, 3)`` world points, ``int (k,)``."""
+        parts = self._part_tables.get(object_id)
+        if parts is None:
+            parts = self._part_tables[object_id] = _PartTable.of(self._objects[object_id])
         body = self._object_bodies[object_id]
         if body in self._dynamic_body_set:
             com, q = self._call("getBasePositionAndOrientation", body)
             quat = np.asarray(q, dtype=np.float64)
             row = self._dynamic_bodies.index(body)
             origin = np.asarray(com) - quat_rotate(quat, self._dynamic_com_local[row])
+            inverse = quat_conj(quat)
         else:
-            origin, quat = np.asarray(obj.position), np.asarray(obj.quat_xyzw())
-        local = quat_rotate(quat_conj(quat), np.asarray(point_world, dtype=np.float64) - origin)
-        best, best_d = -1, math.inf
-        for index, part in enumerate(obj.parts):
-            d = _part_distance(part.shape, part.size, local - np.asarray(part.offset))
-            if d < best_d:
-                best, best_d = index, d
-        return best
+            origin, inverse = parts.origin, parts.inverse
+        local = quat_rotate(inverse, points_world - origin)
+        return np.argmin(parts.distances(local), axis=-1)
 
     def ray_cast_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
         """Height of the first scene surface hit by a vertical ray at ``(x, z)`` from
@@ -958,16 +965,43 @@ def _parts_centroid(obj: SceneObject) -> np.ndarray:
     return acc / total
 
 
-def _part_distance(shape: str, size: tuple[float, float, float], p: np.ndarray) -> float:
-    """Unsigned distance from a point (part frame) to a part's surface (a mesh: to its
-    bounding box, unturned; only used to tell the parts of one object apart)."""
-    if shape in ("box", "mesh"):
-        q = np.abs(p) - np.asarray(size)
-        outside = float(np.linalg.norm(np.maximum(q, 0.0)))
-        return outside if outside > 0.0 else float(-np.max(q))
-    if shape == "cylinder":
-        radius, half_h = size[0], size[1]
-        q = np.array([math.hypot(p[0], p[2]) - radius, abs(p[1]) - half_h])
-        outside = float(np.linalg.norm(np.maximum(q, 0.0)))
-        return outside if outside > 0.0 else float(-np.max(q))
-    return abs(float(np.linalg.norm(p)) - size[0])
+@dataclass(frozen=True)
+class _PartTable:
+    """An object's parts as arrays, for the nearest-part query of contact rows."""
+
+    origin: np.ndarray  # (3,) object frame origin, world (static objects)
+    inverse: np.ndarray  # (4,) world -> object rotation (static objects)
+    offsets: np.ndarray  # (P, 3) part centres, object frame
+    sizes: np.ndarray  # (P, 3) half extents / radius, half height
+    box: np.ndarray  # (P,) a box or a mesh (its bounding box)
+    cylinder: np.ndarray  # (P,) a cylinder; the rest are spheres
+
+    @classmethod
+    def of(cls, obj: SceneObject) -> _PartTable:
+        shapes = [part.shape for part in obj.parts]
+        return cls(
+            origin=np.asarray(obj.position, dtype=np.float64),
+            inverse=quat_conj(np.asarray(obj.quat_xyzw(), dtype=np.float64)),
+            offsets=np.array([part.offset for part in obj.parts], dtype=np.float64),
+            sizes=np.array([part.size for part in obj.parts], dtype=np.float64),
+            box=np.array([s in ("box", "mesh") for s in shapes]),
+            cylinder=np.array([s == "cylinder" for s in shapes]),
+        )
+
+    def distances(self, local: np.ndarray) -> np.ndarray:
+        """Unsigned distance from points ``(..., 3)`` (object frame) to each part's surface
+        (a mesh: to its bounding box, unturned; only used to tell the parts of one object
+        apart), ``(..., P)``."""
+        p = local[..., None, :] - self.offsets
+        size = self.sizes
+        radial = np.hypot(p[..., 0], p[..., 2])
+        # box: |p| - half extents; cylinder: (radial - radius, |y| - half height, -inf)
+        cylinder = np.stack(
+            [radial - size[:, 0], np.abs(p[..., 1]) - size[:, 1], np.full_like(radial, -np.inf)],
+            axis=-1,
+        )
+        q = np.where(self.box[:, None], np.abs(p) - size, cylinder)
+        outside = np.sqrt(np.sum(np.square(np.maximum(q, 0.0)), axis=-1))
+        solid = np.where(outside > 0.0, outside, -np.max(q, axis=-1))
+        sphere = np.abs(np.sqrt(np.sum(np.square(p), axis=-1)) - size[:, 0])
+        return np.where(self.box | self.cylinder, solid, sphere)
