@@ -34,6 +34,8 @@ if TYPE_CHECKING:  # pragma: no cover
         RenderBackend,
         RenderResult,
     )
+    from humanclaw_gym.episodes import Episode
+    from humanclaw_gym.scenes.hssd.dataset import SceneDataset
     from humanclaw_gym.scenes.spec import SceneSpec
     from humanclaw_gym.skills import SkillCall
 
@@ -121,7 +123,7 @@ class Simulation:
             from humanclaw_gym.motion.flow.smplx_io import SmplxBody
 
             self.body_model = SmplxBody(config.body_model_dir, gender=config.body_model_gender)
-        self.scene_dataset: Any = None  # a scenes.hssd dataset when scene_dataset is set
+        self.scene_dataset: SceneDataset | None = None
         if config.scene_dataset is not None:
             from humanclaw_gym.scenes.hssd import open_scene_dataset
 
@@ -169,7 +171,7 @@ class Simulation:
         )
         return self.resolved
 
-    def check_scenes(self, episodes: Iterable[Any]) -> None:
+    def check_scenes(self, episodes: Iterable[Episode]) -> None:
         """Check, by name only, that the episodes' scenes can be loaded: from the scene
         dataset when one is configured, else as shipped / generated / installed scenes
         (:func:`~humanclaw_gym.episodes.io.scene_installed`; without a dataset only
