@@ -134,7 +134,7 @@ class FindNavInteractEnv(gym.Env):
             size = EGO_SIZE_PX if obs_size is None else obs_size
             sensors = sensors_for("rgb" if obs_mode is None else obs_mode, size)
         self._sensors = check_sensors(sensors, privileged=bool(privileged))
-        all_episodes, self._split = load_episodes(split, episodes, episode_ids)
+        all_episodes = load_episodes(split, episodes, episode_ids)
         self._task = FindNavInteractTask(all_episodes, num_shards, shard_index, max_steps)
         self.render_mode = render_mode
         self._privileged = bool(privileged)

@@ -37,12 +37,9 @@ def load_episodes(
     split: str | os.PathLike[str],
     episodes: Sequence[Episode] | str | os.PathLike[str] | None = None,
     episode_ids: Sequence[str] | None = None,
-) -> tuple[list[Episode], str]:
+) -> list[Episode]:
     """The episode list of an env: ``episodes`` (records, or a split path like ``split``)
     or the split ``split``, restricted to ``episode_ids`` in their order.
-
-    Returns:
-        ``(episodes, split name)``.
 
     Raises:
         ValueError: an id not in the split, or no episode at all.
@@ -61,7 +58,7 @@ def load_episodes(
         chosen = [by_id[e] for e in wanted]
     if not chosen:
         raise ValueError(f"split {split!r} has no episodes")
-    return chosen, str(split)
+    return chosen
 
 
 class FindNavInteractTask:
