@@ -828,14 +828,17 @@ class PybulletHalfPhysics:
         the part of the object whose surface is nearest to the point (0 for one-part
         objects); each object's pose is read once for all of its points."""
         by_object: dict[int, list[tuple[int, str, Any]]] = {}
+        objects = self._objects
         for row, field, obj_id, point in queries:
-            if len(self._objects[obj_id].parts) > 1:
+            if len(objects[obj_id].parts) > 1:
                 by_object.setdefault(obj_id, []).append((row, field, point))
         for obj_id, items in by_object.items():
             points = np.array([point for _, _, point in items], dtype=np.float64)
             nearest = self._nearest_parts(obj_id, points)
-            for (row, field, _), part in zip(items, nearest.tolist(), strict=True):
-                out[field][row] = part
+            for field in ("link_a", "link_b"):
+                rows = [k for k, (_, f, _) in enumerate(items) if f == field]
+                if rows:
+                    out[field][[items[k][0] for k in rows]] = nearest[rows]
 
     def _closest_points(self) -> list[tuple]:
         """Touching/penetrating closest points (pybullet contact tuples) of the humanoid and
