@@ -14,8 +14,10 @@ need               what the env then computes
 =================  ====================================================================
 
 Events are plain frozen dataclasses holding numpy arrays that the observer may keep (the env
-never mutates an array after handing it out). Observer callbacks run synchronously inside
-``reset``/``step``; an exception in an observer propagates to the caller.
+never mutates an array after handing it out; the state arrays are the simulation snapshot's,
+shared by all observers and read-only). ``on_chunk``, ``on_frame`` and ``on_step`` events
+are built only when some observer defines that method. Observer callbacks run synchronously
+inside ``reset``/``step``; an exception in an observer propagates to the caller.
 
 Events carry hidden simulator state (target ids, object poses, contacts). Observers are
 trusted in-process code; none of this reaches the observation or ``info`` the policy sees.
@@ -206,6 +208,10 @@ class ObserverSet:
         """Unregister an observer (unknown handles are ignored)."""
         if self._items.pop(handle, None) is not None:
             self.needs = frozenset().union(*(n for _, n in self._items.values()))
+
+    def wants(self, method: str) -> bool:
+        """Whether some observer defines ``method`` (events nobody reads are not built)."""
+        return any(getattr(o, method, None) is not None for o, _ in self._items.values())
 
     def emit(self, method: str, event: Any) -> None:
         """Call ``method(event)`` on every observer that defines it."""

@@ -31,7 +31,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.policy import Decision
     from humanclaw_gym.skills import SkillCall
 
-__all__ = ["ObserverFeed"]
+__all__ = ["ObserverFeed", "copy_observation"]
+
+
+def copy_observation(obs: Any) -> Any:
+    """A copy of an observation (array or dict of arrays) the caller may keep."""
+    if isinstance(obs, dict):
+        return {k: v.copy() for k, v in obs.items()}
+    return obs.copy()
 
 
 class ObserverFeed:
@@ -91,6 +98,8 @@ class ObserverFeed:
         def on_chunk(frames: np.ndarray) -> None:
             emit("on_chunk", ChunkEvent(step, call, frames.copy()))
 
+        wants_frames = self._observers.wants("on_frame")
+
         def on_frame(i: int, generated: np.ndarray) -> None:
             snap = sim.snapshot()
             ego = sim.render("ego", EGO_SIZE_PX).rgb if "frame_ego" in needs else None
@@ -109,15 +118,23 @@ class ObserverFeed:
             )
             emit("on_frame", event)
 
-        sim.execute(call, on_chunk=on_chunk, on_frame=on_frame)
+        wants_chunk = self._observers.wants("on_chunk")
+        sim.execute(
+            call,
+            on_chunk=on_chunk if wants_chunk else None,
+            on_frame=on_frame if wants_frames else None,
+        )
 
     def step(
         self, step: int, call: SkillCall, observation: Any, terminated: bool, truncated: bool
     ) -> np.ndarray:
-        """``on_step`` after the final render; returns the body points it carried."""
+        """``on_step`` after the final render (observers get a copy of ``observation``);
+        returns the body points of the state."""
         origins = self._sim.snapshot().link_origins
-        event = StepEvent(step, call, observation, terminated, truncated, origins)
-        self._observers.emit("on_step", event)
+        if self._observers.wants("on_step"):
+            obs = copy_observation(observation)
+            event = StepEvent(step, call, obs, terminated, truncated, origins)
+            self._observers.emit("on_step", event)
         return origins
 
     def end(self, reason: str, steps: int, origins: Any, error: str | None = None) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 
 from humanclaw_gym.backends.config import BACKEND_FIELDS, BackendConfig
 from humanclaw_gym.envs.events import EnvObserver, ObserverSet, check_needs
-from humanclaw_gym.envs.feed import ObserverFeed
+from humanclaw_gym.envs.feed import ObserverFeed, copy_observation
 from humanclaw_gym.envs.simulation import Simulation
 from humanclaw_gym.envs.task import FindNavInteractTask, load_episodes
 from humanclaw_gym.episodes.io import SceneNotInstalledError, scene_not_installed
@@ -249,7 +249,7 @@ class FindNavInteractEnv(gym.Env):
         self._phase = _Phase.RUNNING
         if self._observers:
             self._feed.reset(episode, history, start, self._default_ego(self._obs))
-        return _copy(self._obs), self._task.info()
+        return copy_observation(self._obs), self._task.info()
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         checked = validated_action(action)  # the one validation, before any state changes
@@ -277,13 +277,12 @@ class FindNavInteractEnv(gym.Env):
             self._obs = self._observe()
         terminated, truncated = self._task.advance(call)
         if self._observers:
-            obs = _copy(self._obs)
-            origins = self._feed.step(step_index, call, obs, terminated, truncated)
+            origins = self._feed.step(step_index, call, self._obs, terminated, truncated)
             if terminated or truncated:
                 self._end_episode("stop" if terminated else "truncated", origins)
         elif terminated or truncated:
             self._phase = _Phase.ENDED
-        return _copy(self._obs), 0.0, terminated, truncated, self._task.info()
+        return copy_observation(self._obs), 0.0, terminated, truncated, self._task.info()
 
     def render(self) -> np.ndarray | None:
         """With ``render_mode="rgb_array"``: the 512x512 third-person view of the current state."""
@@ -382,10 +381,3 @@ def _backend_config(backend: BackendConfig | None, fields: Mapping[str, Any]) ->
         raise ValueError(f"backend must be a BackendConfig, got {type(backend).__name__}")
     base = backend or BackendConfig()
     return base.replace(**fields) if fields else base
-
-
-def _copy(obs: Any) -> Any:
-    """A copy of an observation (array or dict of arrays) the caller may keep."""
-    if isinstance(obs, dict):
-        return {k: v.copy() for k, v in obs.items()}
-    return obs.copy()

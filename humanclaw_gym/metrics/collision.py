@@ -45,7 +45,7 @@ from humanclaw_gym.metrics.thresholds import (
     INITIAL_PENETRATION_FLAG_M,
 )
 from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
-from humanclaw_gym.physics.types import HUMAN_ID
+from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID
 
 __all__ = [
     "COLLISION_SPEC",
@@ -241,6 +241,7 @@ class CollisionTracker:
         self._motion_steps: set[int] = set()
         self._collision_steps: set[int] = set()
         self._group_steps: dict[str, set[int]] = {group: set() for group in BODY_GROUPS}
+        self._group_of = [collision_body_group(j, self.rules) for j in range(NUM_JOINTS)]
 
     def record_frame(self, step: int, contacts: np.ndarray) -> bool:
         """Record one realized frame of motion decision ``step``.
@@ -256,8 +257,8 @@ class CollisionTracker:
             rows, self._dynamic_ids, self.floor_height_m, rules=self.rules
         )
         hits = rows[mask]
-        for link in hits["link_a"]:
-            self._group_steps[collision_body_group(int(link), self.rules)].add(step)
+        for link in set(hits["link_a"].tolist()):  # each touching link once
+            self._group_steps[self._group_of[link]].add(step)
         if hits.size:
             self._collision_steps.add(step)
         return bool(hits.size)
@@ -403,7 +404,12 @@ class CollisionMetric:
 
     def _flush(self) -> None:
         if self._pending:
-            rows = self._pending[0] if len(self._pending) == 1 else np.concatenate(self._pending)
+            pending = self._pending
+            if all(c.dtype == CONTACT_DTYPE for c in pending):
+                # joined as bytes: np.concatenate is slow for structured dtypes
+                rows = np.frombuffer(b"".join(c.tobytes() for c in pending), CONTACT_DTYPE)
+            else:  # other structured layouts holding the contact fields
+                rows = np.concatenate(pending)
             self._tracker.record_frame(self._pending_step, rows)
             self._pending = []
 

@@ -233,7 +233,7 @@ class PybulletHalfPhysics:
         self._body_to_object: dict[int, int] = {}
         self._object_bodies: dict[int, int] = {}
         self._objects: dict[int, SceneObject] = {}
-        self._part_tables: dict[int, _PartTable] = {}
+        self._parts: _PartIndex | None = None  # the nearest-part query, made on first use
         self._dynamic_ids: tuple[int, ...] = ()
         self._dynamic_bodies: list[int] = []
         self._dynamic_com_local = np.zeros((0, 3))
@@ -351,7 +351,7 @@ class PybulletHalfPhysics:
         self._body_to_object = {}
         self._object_bodies = {}
         self._objects = {}
-        self._part_tables = {}
+        self._parts = None
         dyn_ids: list[int] = []
         dyn_bodies: list[int] = []
         dyn_com: list[np.ndarray] = []
@@ -826,19 +826,31 @@ class PybulletHalfPhysics:
     def _resolve_parts(self, out: np.ndarray, queries: list[tuple[int, str, int, Any]]) -> None:
         """Write into ``out`` the part of each ``(row, field, object, world point)`` query:
         the part of the object whose surface is nearest to the point (0 for one-part
-        objects); each object's pose is read once for all of its points."""
-        by_object: dict[int, list[tuple[int, str, Any]]] = {}
+        objects), all points at once; each dynamic object's pose is read once."""
         objects = self._objects
-        for row, field, obj_id, point in queries:
-            if len(objects[obj_id].parts) > 1:
-                by_object.setdefault(obj_id, []).append((row, field, point))
-        for obj_id, items in by_object.items():
-            points = np.array([point for _, _, point in items], dtype=np.float64)
-            nearest = self._nearest_parts(obj_id, points)
-            for field in ("link_a", "link_b"):
-                rows = [k for k, (_, f, _) in enumerate(items) if f == field]
-                if rows:
-                    out[field][[items[k][0] for k in rows]] = nearest[rows]
+        todo = [q for q in queries if len(objects[q[2]].parts) > 1]
+        if not todo:
+            return
+        if self._parts is None:
+            self._parts = _PartIndex.of(objects)
+        ids = [q[2] for q in todo]
+        origin, inverse = self._parts.poses(ids)
+        for obj_id in set(ids):
+            body = self._object_bodies[obj_id]
+            if body in self._dynamic_body_set:
+                com, q = self._call("getBasePositionAndOrientation", body)
+                quat = np.asarray(q, dtype=np.float64)
+                row = self._dynamic_bodies.index(body)
+                at = [k for k, i in enumerate(ids) if i == obj_id]
+                origin[at] = np.asarray(com) - quat_rotate(quat, self._dynamic_com_local[row])
+                inverse[at] = quat_conj(quat)
+        points = np.array([q[3] for q in todo], dtype=np.float64)
+        local = quat_rotate(inverse, points - origin)  # world -> each object's frame
+        nearest = np.argmin(self._parts.distances(ids, local), axis=-1)
+        for field in ("link_a", "link_b"):
+            at = [k for k, q in enumerate(todo) if q[1] == field]
+            if at:
+                out[field][[todo[k][0] for k in at]] = nearest[at]
 
     def _closest_points(self) -> list[tuple]:
         """Touching/penetrating closest points (pybullet contact tuples) of the humanoid and
@@ -863,24 +875,6 @@ class PybulletHalfPhysics:
                 done.add(pair)
                 points.extend(self._call("getClosestPoints", body, other, 0.0))
         return points
-
-    def _nearest_parts(self, object_id: int, points_world: np.ndarray) -> np.ndarray:
-        """Index of the part of a (multi-part) object whose surface is nearest to each of
-        ``(k, 3)`` world points, ``int (k,)``."""
-        parts = self._part_tables.get(object_id)
-        if parts is None:
-            parts = self._part_tables[object_id] = _PartTable.of(self._objects[object_id])
-        body = self._object_bodies[object_id]
-        if body in self._dynamic_body_set:
-            com, q = self._call("getBasePositionAndOrientation", body)
-            quat = np.asarray(q, dtype=np.float64)
-            row = self._dynamic_bodies.index(body)
-            origin = np.asarray(com) - quat_rotate(quat, self._dynamic_com_local[row])
-            inverse = quat_conj(quat)
-        else:
-            origin, inverse = parts.origin, parts.inverse
-        local = quat_rotate(inverse, points_world - origin)
-        return np.argmin(parts.distances(local), axis=-1)
 
     def ray_cast_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
         """Height of the first scene surface hit by a vertical ray at ``(x, z)`` from
@@ -969,42 +963,70 @@ def _parts_centroid(obj: SceneObject) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _PartTable:
-    """An object's parts as arrays, for the nearest-part query of contact rows."""
+class _PartIndex:
+    """The parts of a scene's multi-part objects as padded arrays, for the nearest-part
+    query of contact rows (objects with fewer parts are padded with parts never nearest)."""
 
-    origin: np.ndarray  # (3,) object frame origin, world (static objects)
-    inverse: np.ndarray  # (4,) world -> object rotation (static objects)
-    offsets: np.ndarray  # (P, 3) part centres, object frame
-    sizes: np.ndarray  # (P, 3) half extents / radius, half height
-    box: np.ndarray  # (P,) a box or a mesh (its bounding box)
-    cylinder: np.ndarray  # (P,) a cylinder; the rest are spheres
+    row: dict[int, int]  # object id -> row of the arrays below
+    origin: np.ndarray  # (N, 3) object frame origins, world (as placed)
+    inverse: np.ndarray  # (N, 4) world -> object rotations (as placed)
+    offsets: np.ndarray  # (N, P, 3) part centres, object frame
+    sizes: np.ndarray  # (N, P, 3) half extents / radius, half height
+    box: np.ndarray  # (N, P) a box or a mesh (its bounding box, unturned)
+    cylinder: np.ndarray  # (N, P) a cylinder
+    sphere: np.ndarray  # (N, P) a sphere; a part that is none of the three is padding
 
     @classmethod
-    def of(cls, obj: SceneObject) -> _PartTable:
-        shapes = [part.shape for part in obj.parts]
+    def of(cls, objects: dict[int, SceneObject]) -> _PartIndex:
+        multi = [obj for obj in objects.values() if len(obj.parts) > 1]
+        n, width = len(multi), max((len(obj.parts) for obj in multi), default=1)
+        offsets, sizes = np.zeros((n, width, 3)), np.ones((n, width, 3))
+        shapes = np.full((n, width), "", dtype=object)
+        for i, obj in enumerate(multi):
+            k = len(obj.parts)
+            offsets[i, :k] = [part.offset for part in obj.parts]
+            sizes[i, :k] = [part.size for part in obj.parts]
+            shapes[i, :k] = [part.shape for part in obj.parts]
+        box = (shapes == "box") | (shapes == "mesh")
+        cylinder = shapes == "cylinder"
         return cls(
-            origin=np.asarray(obj.position, dtype=np.float64),
-            inverse=quat_conj(np.asarray(obj.quat_xyzw(), dtype=np.float64)),
-            offsets=np.array([part.offset for part in obj.parts], dtype=np.float64),
-            sizes=np.array([part.size for part in obj.parts], dtype=np.float64),
-            box=np.array([s in ("box", "mesh") for s in shapes]),
-            cylinder=np.array([s == "cylinder" for s in shapes]),
+            row={obj.object_id: i for i, obj in enumerate(multi)},
+            origin=np.array([obj.position for obj in multi], dtype=np.float64).reshape(n, 3),
+            inverse=quat_conj(
+                np.array([obj.quat_xyzw() for obj in multi], dtype=np.float64).reshape(n, 4)
+            ),
+            offsets=offsets,
+            sizes=sizes,
+            box=box,
+            cylinder=cylinder,
+            sphere=(shapes != "") & ~box & ~cylinder,
         )
 
-    def distances(self, local: np.ndarray) -> np.ndarray:
-        """Unsigned distance from points ``(..., 3)`` (object frame) to each part's surface
-        (a mesh: to its bounding box, unturned; only used to tell the parts of one object
-        apart), ``(..., P)``."""
-        p = local[..., None, :] - self.offsets
-        size = self.sizes
+    def poses(self, object_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """``(origins (k, 3), world -> object rotations (k, 4))`` as placed, new arrays."""
+        rows = [self.row[i] for i in object_ids]
+        return self.origin[rows], self.inverse[rows]
+
+    def distances(self, object_ids: list[int], local: np.ndarray) -> np.ndarray:
+        """Unsigned distance from each point ``(k, 3)`` (its object's frame) to each part of
+        its object, ``(k, P)`` (padding: infinite)."""
+        rows = [self.row[i] for i in object_ids]
+        p = local[:, None, :] - self.offsets[rows]
+        size, box = self.sizes[rows], self.box[rows]
         radial = np.hypot(p[..., 0], p[..., 2])
         # box: |p| - half extents; cylinder: (radial - radius, |y| - half height, -inf)
         cylinder = np.stack(
-            [radial - size[:, 0], np.abs(p[..., 1]) - size[:, 1], np.full_like(radial, -np.inf)],
+            [
+                radial - size[..., 0],
+                np.abs(p[..., 1]) - size[..., 1],
+                np.full_like(radial, -np.inf),
+            ],
             axis=-1,
         )
-        q = np.where(self.box[:, None], np.abs(p) - size, cylinder)
+        q = np.where(box[..., None], np.abs(p) - size, cylinder)
         outside = np.sqrt(np.sum(np.square(np.maximum(q, 0.0)), axis=-1))
         solid = np.where(outside > 0.0, outside, -np.max(q, axis=-1))
-        sphere = np.abs(np.sqrt(np.sum(np.square(p), axis=-1)) - size[:, 0])
-        return np.where(self.box | self.cylinder, solid, sphere)
+        sphere = np.abs(np.sqrt(np.sum(np.square(p), axis=-1)) - size[..., 0])
+        out = np.where(box | self.cylinder[rows], solid, sphere)
+        out[~(box | self.cylinder[rows] | self.sphere[rows])] = np.inf
+        return out

@@ -103,7 +103,7 @@ class MetricsWrapper(gym.Wrapper):
         self.last_metrics_path: Path | None = None
         self._output_dir = None if output_dir is None else Path(output_dir)
         self._recorder: Any = None
-        self._targets = np.zeros(0, dtype=np.int64)
+        self._targets: tuple[int, ...] = ()
         self._object_ids: tuple[int, ...] = ()
         self._pending: dict[str, Any] | None = None
         self.last_metrics: dict[str, Any] | None = None
@@ -160,7 +160,7 @@ class MetricsWrapper(gym.Wrapper):
             )
         )
         self._episode_index += 1
-        self._targets = np.array(sorted(set(target_ids)), dtype=np.int64)
+        self._targets = tuple(sorted(set(target_ids)))
         self._object_ids = tuple(event.object_ids)
         start = EpisodeStart(
             episode_id=episode.episode_id,
@@ -183,8 +183,8 @@ class MetricsWrapper(gym.Wrapper):
         if self._recorder is None:
             return
         pixels = 0
-        if event.instance is not None and len(self._targets):
-            pixels = int(np.isin(event.instance, self._targets).sum())
+        if event.instance is not None:  # the targets are distinct ids: their pixels add up
+            pixels = sum(int(np.count_nonzero(event.instance == t)) for t in self._targets)
         decision = event.decision
         self._recorder.record_decision(
             event.step,
