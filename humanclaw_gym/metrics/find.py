@@ -167,7 +167,7 @@ def _paper_claims(text: str, names: Sequence[str]) -> bool:
 
 
 def claims_target_visible(
-    text: str | None, target_names: Sequence[str], rules: str = DEFAULT_METRIC_RULES
+    text: Any, target_names: Sequence[str], rules: str = DEFAULT_METRIC_RULES
 ) -> bool:
     """Whether a policy's ``visible_state`` text affirms that the target is visible.
 
