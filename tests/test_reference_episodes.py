@@ -106,6 +106,9 @@ def test_header_and_content_layout_reads_every_shard(benchmark):
     for split in (folder, folder / "val.json.gz"):
         assert [e.episode_id for e in load_split(split)] == expected
     assert [ep.episode_id for _, ep in select_episodes(str(folder))] == expected
+    assert [ep.episode_id for _, ep in select_episodes(str(folder / "val.json.gz"))] == expected
+    shard = folder / "content" / f"{other}.json.gz"
+    assert [ep.episode_id for _, ep in select_episodes(str(shard))] == expected[3:]
     assert load_split(folder / "content" / f"{other}.json.gz")[0].scene_id == other
 
 

@@ -26,7 +26,7 @@ class RunArgs:
     """
 
     episodes: str = "val100"
-    """one | val100 | val | a split directory | a .json list of episode ids"""
+    """one | val100 | val | a split directory | a .json.gz shard or split header | a .json list of episode ids or subset file"""
     agent: str = "oracle"
     """psv | psv:v1 | oracle | random | module:Class | checkpoint:PATH"""
     output: Path = Path("outputs/run")
