@@ -158,7 +158,10 @@ class FindNavInteractEnv(gym.Env):
     the 512x512 third-person view), ``privileged`` (enable :meth:`privileged_state`),
     ``max_steps`` (default from the episode, 100), ``num_shards`` / ``shard_index`` (see
     Vectorized environment), ``sensors``, ``obs_size``, ``obs_mode`` (see Observation
-    Space).
+    Space), ``instruction_template`` (default None: each episode's own instruction; a
+    shipped template name, ``"v1"`` or ``"touch"``, a JSON template file or an
+    ``InstructionTemplate`` rewrites every episode's ``info["instruction"]``, e.g. with the
+    reference release's wording; see :mod:`humanclaw_gym.episodes.instructions`).
 
     The simulator side is one :class:`~humanclaw_gym.backends.config.BackendConfig`,
     given as ``backend=BackendConfig(...)`` or through its fields as keyword shorthands
@@ -235,9 +238,14 @@ class FindNavInteractEnv(gym.Env):
         obs_size: int | None = None,
         obs_mode: str | None = None,
         backend: BackendConfig | None = None,
+        instruction_template: str | os.PathLike[str] | Any = None,
         **backend_fields: Any,
     ) -> None:
         from humanclaw_gym import episodes as episodes_mod
+        from humanclaw_gym.episodes.instructions import (
+            apply_instruction_template,
+            resolve_instruction_template,
+        )
 
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -246,6 +254,7 @@ class FindNavInteractEnv(gym.Env):
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
             raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
         config = _backend_config(backend, backend_fields)
+        template = resolve_instruction_template(instruction_template)
         if sensors is not None and (obs_size is not None or obs_mode is not None):
             raise ValueError("give either sensors= or the obs_size=/obs_mode= shorthands, not both")
         if sensors is None:
@@ -268,6 +277,7 @@ class FindNavInteractEnv(gym.Env):
             all_episodes = [by_id[e] for e in wanted]
         if not all_episodes:
             raise ValueError(f"split {split!r} has no episodes")
+        all_episodes = apply_instruction_template(all_episodes, template)
         self._order = EpisodeOrder(all_episodes, num_shards, shard_index)
         self._split = str(split)
 

@@ -143,6 +143,9 @@ class EpisodeMetricRecorder:
             :func:`~humanclaw_gym.metrics.collision.episode_floor`).
         rollout_index: how many times this episode ran before in the same output (0 for
             the first rollout); with ``episode_id`` it identifies the rollout.
+        object_handles: Habitat instance handles of the scene's objects
+            (:func:`~humanclaw_gym.metrics.interact.scene_object_handles`); under ``paper``
+            rules Interact also counts objects sharing a target's template.
     """
 
     def __init__(
@@ -160,6 +163,7 @@ class EpisodeMetricRecorder:
         rules: str = DEFAULT_METRIC_RULES,
         floor_source: str = "spawn_raycast",
         rollout_index: int = 0,
+        object_handles: Mapping[int, str] | None = None,
     ) -> None:
         rules = check_rules(rules)
         rollout_index = as_int(rollout_index, "rollout_index", 0)
@@ -209,7 +213,7 @@ class EpisodeMetricRecorder:
             self.dynamic_ids, floor_height_m, rules=rules, floor_source=floor_source
         )
         self._disturbance = DisturbanceTracker(self.dynamic_ids)
-        self._interact = InteractTracker(self.target_ids)
+        self._interact = InteractTracker(self.target_ids, object_handles, rules=rules)
         self._usage = UsageTracker(rules=rules)
         self._anomaly = MotionAnomalyTracker()
 

@@ -135,6 +135,7 @@ class MetricsWrapper(gym.Wrapper):
     # -- observer callbacks ------------------------------------------------------------
     def _on_reset(self, event: ResetEvent) -> None:
         from humanclaw_gym.metrics import EpisodeMetricRecorder, episode_floor, initial_penetration
+        from humanclaw_gym.metrics.interact import scene_object_handles
 
         self._recorder = None  # an abandoned episode's recorder never sees the next one
         episode, scene = event.episode, event.scene
@@ -172,6 +173,7 @@ class MetricsWrapper(gym.Wrapper):
             rules=self.rules,
             floor_source=floor_source,
             rollout_index=self._rollouts.get(episode.episode_id, 0),
+            object_handles=scene_object_handles(getattr(scene, "objects", ())),
         )
 
     def _on_decision(self, event: DecisionEvent) -> None:
