@@ -327,12 +327,18 @@ def test_vertex_normals_of_a_sphere_point_outward():
 # --------------------------------------------------------------------------------------
 # resolver
 # --------------------------------------------------------------------------------------
+class NoMeshRenderer(TinyRenderer):
+    """The tiny renderer declaring no body mesh."""
+
+    capabilities = RenderCapabilities(name="no-mesh")
+
+
+class NoMeshEnvRenderer(TinyRenderer):
+    capabilities = RenderCapabilities(name="no-mesh-env")
+
+
 def test_resolver_checks_the_body_mesh_capability():
-    registry.register_render(
-        "no-mesh",
-        "humanclaw_gym.render.tiny_backend:TinyRenderer",
-        RenderCapabilities(name="no-mesh"),
-    )
+    registry.register_render("no-mesh", f"{__name__}:NoMeshRenderer")
     ok = registry.resolve(physics="pybullet", render="auto", motion="procedural",
                           need_body_mesh=True)  # fmt: skip
     assert [e.name for e in ok.render] == ["moderngl", "tiny"]
@@ -450,11 +456,7 @@ def test_bad_body_model_arguments_are_refused():
 
 
 def test_renderer_without_the_capability_is_refused_by_the_resolver(body_model_dir):
-    registry.register_render(
-        "no-mesh-env",
-        "humanclaw_gym.render.tiny_backend:TinyRenderer",
-        RenderCapabilities(name="no-mesh-env"),
-    )
+    registry.register_render("no-mesh-env", f"{__name__}:NoMeshEnvRenderer")
     with pytest.raises(BackendCapabilityError, match="'no-mesh-env' lacks capability body mesh"):
         gym.make(ENV_ID, split="val100", renderer="no-mesh-env", body_model_dir=body_model_dir)
     env = gym.make(ENV_ID, split="val100", renderer="no-mesh-env")  # fine without a body model

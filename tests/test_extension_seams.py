@@ -131,7 +131,7 @@ def wave_skill():
         motion_key="wave",
     )
     skill = register_skill(spec)
-    registry.register_motion("waving", f"{__name__}:WavingMotion", WavingMotion.capabilities)
+    registry.register_motion("waving", f"{__name__}:WavingMotion")
     try:
         yield skill
     finally:
@@ -263,9 +263,7 @@ class CountingPhysics:
 
 
 def test_a_new_physics_backend_plugs_in_through_the_registry():
-    registry.register_physics(
-        "counting", f"{__name__}:CountingPhysics", CountingPhysics.capabilities
-    )
+    registry.register_physics("counting", f"{__name__}:CountingPhysics")
     with pytest.raises(
         ValueError, match=r"physics_options \['solver_iterations'\] are not accepted"
     ):

@@ -572,11 +572,7 @@ def test_env_episode_end_to_end_with_the_flow_generator(tiny_checkpoint: Path) -
     import humanclaw_gym  # noqa: F401  (registers the env)
 
     if "flow" not in registry.entries("motion"):
-        registry.register_motion(
-            "flow",
-            "humanclaw_gym.motion.flow.generator:FlowMotionGenerator",
-            FlowMotionGenerator.capabilities,
-        )
+        registry.register_motion("flow", "humanclaw_gym.motion.flow.generator:FlowMotionGenerator")
     env = gym.make(
         "HumanClawFindNavInteract-v0",
         split="val100",

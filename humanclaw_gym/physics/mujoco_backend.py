@@ -260,6 +260,8 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             substep (True, default), or hold the frame's command for all four substeps.
     """
 
+    # no triangle meshes: MuJoCo collides a mesh as its convex hull, which would fill the
+    # rooms of an imported (HSSD) home; scenes with mesh parts are refused before building
     capabilities = PhysicsCapabilities(
         name="mujoco", part_shapes=frozenset({"box", "cylinder", "sphere"})
     )
