@@ -7,6 +7,7 @@ load a synthetic 64-vertex SMPL-X file through the real ``smplx`` package
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -27,12 +28,24 @@ from humanclaw_gym.backends.protocols import (
 from humanclaw_gym.backends.registry import BackendCapabilityError
 from humanclaw_gym.envs import ENV_ID
 from humanclaw_gym.render import ModernglRenderer, RenderBackendUnavailable, TinyRenderer
-from humanclaw_gym.render.demo import standing_link_poses
 from humanclaw_gym.render.meshes import unit_mesh
 from humanclaw_gym.render.moderngl_backend import vertex_normals
 from humanclaw_gym.render.transforms import project_points
 from humanclaw_gym.scenes.spec import Part, Room, SceneObject, SceneSpec
 from humanclaw_gym.skills import SkillCall
+
+
+def _render_demo():
+    """``scripts/render_demo.py`` as a module (its demo home, poses and timing)."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / "render_demo.py"
+    spec = importlib.util.spec_from_file_location("_render_demo_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_demo = _render_demo()
+standing_link_poses = _demo.standing_link_poses
 
 FLOOR_ID, WALL_ID, BOX_ID = 1, 2, 3
 BOX_POS = (0.8, 0.3, 2.0)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +26,6 @@ from humanclaw_gym.render import (
 )
 from humanclaw_gym.render import cameras as cameras_mod
 from humanclaw_gym.render.cameras import EXO_CUTAWAY_BEHIND_M, CutawayCamera
-from humanclaw_gym.render.demo import benchmark, demo_scene, standing_link_poses
 from humanclaw_gym.render.meshes import MESH_KINDS, unit_mesh
 from humanclaw_gym.render.textures import MATERIAL_LAYERS, pattern_layers
 from humanclaw_gym.render.transforms import (
@@ -36,6 +37,23 @@ from humanclaw_gym.render.transforms import (
     view_matrix,
 )
 from humanclaw_gym.scenes.spec import Part, Room, SceneObject, SceneSpec
+
+
+def _render_demo():
+    """``scripts/render_demo.py`` as a module (its demo home, poses and timing)."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / "render_demo.py"
+    spec = importlib.util.spec_from_file_location("_render_demo_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_demo = _render_demo()
+benchmark, demo_scene, standing_link_poses = (
+    _demo.benchmark,
+    _demo.demo_scene,
+    _demo.standing_link_poses,
+)
 
 FLOOR_ID, WALL_ID, BOX_ID = 1, 2, 3
 BOX_POS = (0.8, 0.3, 2.0)
@@ -397,7 +415,7 @@ def test_create_renderer_auto_prefers_moderngl():
 
 def test_import_loads_no_gl_or_pybullet():
     code = (
-        "import sys, humanclaw_gym.render, humanclaw_gym.render.demo;"
+        "import sys, humanclaw_gym.render;"
         "print('moderngl' in sys.modules, 'pybullet' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

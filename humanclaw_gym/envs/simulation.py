@@ -43,7 +43,7 @@ class Simulation:
         self.resolved: registry.ResolvedBackends = self.resolve(frozenset({"rgb"}), False, 0)
         self.body_model: Any = None
         if config.body_model_dir is not None:
-            from humanclaw_gym.motion.flow.smplx_io import SmplxBody
+            from humanclaw_gym.body.smplx_model import SmplxBody
 
             self.body_model = SmplxBody(config.body_model_dir, gender=config.body_model_gender)
         self.scene_dataset: Any = None
@@ -316,7 +316,7 @@ class Simulation:
 
     def _sync_body_mesh(self) -> None:
         """Send the SMPL-X mesh of the realized frame (faces once per renderer build)."""
-        from humanclaw_gym.motion.flow.smplx_io import smplx_vertices
+        from humanclaw_gym.body.smplx_model import smplx_vertices
 
         vertices, faces = smplx_vertices(self.physics.realized_frame(), self.body_model)
         self.renderer.set_body_mesh(

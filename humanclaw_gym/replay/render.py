@@ -188,7 +188,7 @@ def render_saved_trajectory(
 
     body = None
     if body_model_dir is not None:
-        from humanclaw_gym.motion.flow.smplx_io import SmplxBody, smplx_vertices
+        from humanclaw_gym.body.smplx_model import SmplxBody, smplx_vertices
 
         body = SmplxBody(body_model_dir, gender=body_model_gender)
     backend, backend_name, reason = make_renderer(renderer)
