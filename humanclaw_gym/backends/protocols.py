@@ -32,6 +32,7 @@ __all__ = [
     "PhysicsBackend",
     "PhysicsCapabilities",
     "RenderBackend",
+    "RenderBackendUnavailable",
     "RenderCapabilities",
     "RenderResult",
     "check_body_mesh",
@@ -192,6 +193,16 @@ class RenderResult:
     instance: np.ndarray | None = None
     extras: dict = field(default_factory=dict)
     depth: np.ndarray | None = None
+
+
+class RenderBackendUnavailable(RuntimeError):
+    """A render backend cannot run in this process (missing package, no EGL/GL driver).
+
+    Raised by a render backend's constructor; the message names the missing piece and how
+    to install it. ``registry.create_renderer("auto")`` catches exactly this exception to
+    fall back to the next backend. Other exceptions (bugs, bad arguments) are never
+    swallowed.
+    """
 
 
 @runtime_checkable

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from humanclaw_gym.backends.protocols import (
     MotionCapabilities,
     PhysicsCapabilities,
+    RenderBackendUnavailable,
     RenderCapabilities,
 )
 
@@ -206,8 +207,6 @@ def create_renderer(
         BackendCapabilityError: unknown name.
         RuntimeError: no candidate could start (every reason listed).
     """
-    from humanclaw_gym.render.errors import RenderBackendUnavailable
-
     if candidates is None:
         names = _auto_render_names() if name == "auto" else [name]
         candidates = [entry("render", n) for n in names]

@@ -35,12 +35,12 @@ import numpy as np
 
 from humanclaw_gym.backends.protocols import (
     Camera,
+    RenderBackendUnavailable,
     RenderCapabilities,
     RenderResult,
     check_body_mesh,
 )
 from humanclaw_gym.render.cameras import UNCUT_CATEGORIES
-from humanclaw_gym.render.errors import RenderBackendUnavailable
 from humanclaw_gym.render.materials import DEFAULT_BODY_COLOR, SKY_COLOR
 from humanclaw_gym.render.transforms import (
     check_link_poses,
