@@ -328,7 +328,7 @@ def benchmark(
     scene: SceneSpec,
     link_poses: np.ndarray,
     frames: int = 40,
-    instance: bool = False,
+    modes: frozenset[str] = frozenset({"rgb"}),
     size: int = 448,
     view: str = "ego",
 ) -> float:
@@ -339,7 +339,7 @@ def benchmark(
         scene: the scene to draw.
         link_poses: ``(24, 7)`` humanoid pose the cameras follow.
         frames: timed frames (after two warm-up frames).
-        instance: also produce the instance image.
+        modes: render modes of each frame (``"rgb"`` always; e.g. ``"instance"``).
         size: image side in pixels.
         view: ``"ego"`` (on the head) or ``"exo"`` (third person with cutaway).
     """
@@ -356,7 +356,7 @@ def benchmark(
     for i in range(frames + 2):
         start = time.perf_counter()
         renderer.set_body_pose(link_poses)  # type: ignore[attr-defined]
-        renderer.render(camera, instance=instance)  # type: ignore[attr-defined]
+        renderer.render(camera, modes)  # type: ignore[attr-defined]
         if i >= 2:
             times.append(time.perf_counter() - start)
     return 1000.0 * float(np.median(times))
@@ -408,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             continue
         try:
             rgb_ms = benchmark(renderer, scene, poses, args.frames)
-            both_ms = benchmark(renderer, scene, poses, args.frames, instance=True)
+            both_ms = benchmark(renderer, scene, poses, args.frames, {"rgb", "instance"})
             exo_ms = benchmark(renderer, scene, poses, args.frames, size=512, view="exo")
             print(
                 f"{name}: ego 448x448 {rgb_ms:.1f} ms rgb, {both_ms:.1f} ms rgb+instance; "

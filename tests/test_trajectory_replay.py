@@ -137,7 +137,7 @@ class FakeRenderer:
     def set_object_poses(self, object_ids: Any, poses: np.ndarray) -> None:
         assert len(object_ids) == len(poses)
 
-    def render(self, camera: Any, instance: bool = False) -> RenderResult:
+    def render(self, camera: Any, modes: Any = frozenset({"rgb"})) -> RenderResult:
         shade = int(abs(self.pose[0, 0] * 100)) % 256
         rgb = np.full((camera.height, camera.width, 3), shade, dtype=np.uint8)
         return RenderResult(rgb=rgb)

@@ -33,6 +33,7 @@ from humanclaw_gym.backends.protocols import (
     RenderBackendUnavailable,
     RenderCapabilities,
 )
+from humanclaw_gym.image_sizes import EGO_SIZE_PX
 
 __all__ = [
     "BackendCapabilityError",
@@ -252,7 +253,7 @@ def resolve(
     scene_features: Iterable[str] = (),
     need_contacts: bool = False,
     need_ray_cast: bool = False,
-    image_size: int = 448,
+    image_size: int = EGO_SIZE_PX,
     need_body_mesh: bool = False,
 ) -> ResolvedBackends:
     """Check a configuration against declared capabilities; nothing is built.

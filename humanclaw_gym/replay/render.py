@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from humanclaw_gym.image_sizes import EGO_SIZE_PX, EXO_SIZE_PX
 from humanclaw_gym.replay.bundle import (
     MANIFEST_FILE,
     ReplayBundle,
@@ -36,7 +37,6 @@ from humanclaw_gym.replay.bundle import (
 )
 from humanclaw_gym.replay.layout import safe_name
 from humanclaw_gym.replay.mp4 import Mp4Stream
-from humanclaw_gym.sensors import EGO_SIZE_PX, EXO_SIZE_PX
 
 __all__ = [
     "BatchJobResult",
