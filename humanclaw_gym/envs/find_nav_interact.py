@@ -559,7 +559,7 @@ class FindNavInteractEnv(gym.Env):
     # helpers
     # ------------------------------------------------------------------------------------
     def _observe(self) -> Any:
-        return read_sensors(self._sensors, self._sim.render, self._episode)
+        return read_sensors(self._sensors, self._sim.render, self._episode, self._sim.scene)
 
     def _default_ego(self, obs: Any) -> np.ndarray | None:
         """The observation when it is exactly the paper's 448 ego RGB image, else None."""

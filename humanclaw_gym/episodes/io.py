@@ -752,7 +752,7 @@ def load_scene(scene_id: str) -> SceneSpec:
 
     Shipped scenes (``assets/scenes/<scene_id>.json.gz``) are verified against the SHA-256
     in ``assets/scenes/index.json``. Training scenes ``hc_train_<n>`` are generated on the
-    fly from :func:`~humanclaw_gym.episodes.generate.training_scene_seed`. A path to a
+    fly from :func:`~humanclaw_gym.episodes.named_scenes.training_scene_seed`. A path to a
     ``.json`` / ``.json.gz`` scene file is read as is, and so is ``<scene_id>.json(.gz)`` in
     the directory named by the environment variable ``HUMANCLAW_SCENE_DIR``.
 
@@ -764,7 +764,7 @@ def load_scene(scene_id: str) -> SceneSpec:
         entry = index[scene_id]
         return read_scene_file(_scenes_dir() / entry["file"], entry.get("content_sha256"))
     if scene_id.startswith("hc_train_") or scene_id.startswith("hc_val_"):
-        from humanclaw_gym.episodes.generate import generate_named_scene
+        from humanclaw_gym.episodes.named_scenes import generate_named_scene
 
         return generate_named_scene(scene_id)
     if scene_id.endswith((".json", ".json.gz")) and Path(scene_id).is_file():

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from humanclaw_gym.backends.config import BACKEND_FIELDS, BackendConfig
+from humanclaw_gym.evaluation.episode import EpisodeSpec
 
 __all__ = [
     "BatchSummary",
@@ -44,16 +45,6 @@ __all__ = [
     "run_batch",
     "run_one_episode",
 ]
-
-
-@dataclass(frozen=True)
-class EpisodeSpec:
-    """Identity of one episode to run."""
-
-    split: str
-    scene_id: str
-    episode_id: str
-    category: str
 
 
 @dataclass(frozen=True)
