@@ -44,7 +44,12 @@ from typing import Any
 
 import numpy as np
 
-from humanclaw_agents.actions import action_from_fields, action_from_reply
+from humanclaw_agents.actions import (
+    action_from_fields,
+    action_from_reply,
+    action_text_v2,
+    executed_action_text_v2,
+)
 from humanclaw_agents.prompts import (
     HistoryRow,
     render_planner_prompt_v2,
@@ -89,6 +94,7 @@ __all__ = [
     "action_from_fields",
     "action_from_reply",
     "make_psv_agent",
+    "visible_state_text",
 ]
 
 PSV_VARIANTS: dict[str, str] = {
@@ -333,7 +339,6 @@ class PSVAgent:
             self._plan_age += 1
         self._remember(step, plan, proposal, final, reply_verdict, reason)
 
-        visible_state = plan.get("visible_state")
         usage = tuple(u for outcome in outcomes for u in outcome.usage)
         extras: dict[str, Any] = {
             "agent_variant": "v2",
@@ -354,9 +359,7 @@ class PSVAgent:
             extras["failed_calls"] = failed_calls
         return Decision(
             action=final,
-            visible_state=visible_state
-            if isinstance(visible_state, str) and visible_state
-            else None,
+            visible_state=visible_state_text(plan),
             usage=usage,
             extras=extras,
         )
@@ -380,8 +383,8 @@ class PSVAgent:
 
     def _apply_plan(self, plan: Mapping[str, Any]) -> None:
         """Track the mid-level goal: a new text or an expired horizon restarts its age."""
-        goal = _as_text(plan.get("mid_level_goal")) or self._current_plan or ""
-        goal = goal.strip() or _FINISHED_GOAL
+        goal = str(plan.get("mid_level_goal") or self._current_plan or "").strip()
+        goal = goal or _FINISHED_GOAL
         if (
             self._current_plan is None
             or goal != self._current_plan
@@ -401,7 +404,7 @@ class PSVAgent:
     ) -> None:
         rejection = None
         if reply_verdict == "replace":
-            rejection = f"Verifier replaced {proposal} with {final}"
+            rejection = f"Verifier replaced {action_text_v2(proposal)} with {action_text_v2(final)}"
             if reason.strip():
                 rejection += f" because {reason.strip()}"
         self._rows.append(
@@ -411,11 +414,11 @@ class PSVAgent:
                 mid_level_progress_analysis=_as_text(plan.get("mid_level_progress_analysis")),
                 mid_level_goal=_as_text(plan.get("mid_level_goal")),
                 low_level_action_reasoning=_as_text(plan.get("low_level_action_reasoning")),
-                action_name=_as_text(plan.get("action_name")) or str(final),
+                action_name=str(plan.get("action_name") or executed_action_text_v2(final)).strip(),
                 verifier_rejection=rejection,
             )
         )
-        self._executed.append(str(final))
+        self._executed.append(executed_action_text_v2(final))
 
     def _write(self, pattern: str, step: int, stage: str, record: dict[str, Any]) -> None:
         if self.output_dir is None:
@@ -446,7 +449,16 @@ def _parse_verifier(text: str) -> Parsed:
 
 
 def _as_text(value: Any) -> str:
-    return "" if value is None else str(value).strip()
+    """A planner field as history text: any falsy value (``None``, ``0``, ``false``, ``[]``)
+    is empty, anything else its ``str``, stripped."""
+    return str(value or "").strip()
+
+
+def visible_state_text(plan: Mapping[str, Any]) -> str | None:
+    """The planner's ``visible_state`` as the text the FindSR rule reads: ``str()`` of any
+    truthy JSON value (a list or object is read as its Python text, as the reference
+    does), ``None`` when the field is absent or falsy."""
+    return str(plan.get("visible_state") or "") or None
 
 
 def _check_int(name: str, value: Any, low: int) -> None:

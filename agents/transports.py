@@ -49,6 +49,7 @@ from humanclaw_agents.model_config import (
     ModelConfigError,
     OpenAICompatibleConfig,
 )
+from humanclaw_agents.provider_usage import usage_fields, usage_from_fields
 from humanclaw_gym.policy import Usage, estimate_tokens
 
 __all__ = [
@@ -160,12 +161,6 @@ def _estimated_usage(prompt: str, text: str, stage: str) -> Usage:
     )
 
 
-def _non_negative_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return 0
-    return max(0, int(value))
-
-
 # ---- OpenAI-compatible -----------------------------------------------------------------------
 
 
@@ -183,12 +178,15 @@ class OpenAICompatibleModel:
     and API version when the config does not give them. The key is handed to the client
     only and appears in no repr, log or file.
 
-    Token usage: ``input_tokens`` = ``prompt_tokens``; ``reasoning_tokens`` =
-    ``completion_tokens_details.reasoning_tokens`` when the provider reports it, else 0;
-    ``output_tokens`` = ``completion_tokens - reasoning_tokens`` (the OpenAI convention
-    counts hidden reasoning inside ``completion_tokens``; we keep it apart). Without a usage
-    field the reply carries a chars/4 estimate of prompt and reply text
-    (source ``"estimated_chars_div_4"``; the image is not counted).
+    Token usage is read from the reply's usage object as the reference release reads it
+    (:mod:`humanclaw_agents.provider_usage`): ``input_tokens`` = ``prompt_tokens``;
+    ``reasoning_tokens`` = ``completion_tokens_details.reasoning_tokens`` when the
+    provider reports it, else 0; ``output_tokens`` = a visible count the provider gives
+    (``output_tokens``, e.g. some vLLM builds), else ``completion_tokens -
+    reasoning_tokens`` (the OpenAI convention counts hidden reasoning inside
+    ``completion_tokens``; we keep it apart). Without usable counts (no usage field, or
+    ``completion_tokens: null``) the reply carries a chars/4 estimate of prompt and reply
+    text (source ``"estimated_chars_div_4"``; the image is not counted).
 
     Args:
         config: the validated endpoint config.
@@ -350,24 +348,10 @@ def _completion_text(completion: Any, stage: str, base_url: str) -> str:
 
 
 def _completion_usage(completion: Any, stage: str) -> Usage | None:
-    usage = getattr(completion, "usage", None)
-    if usage is None:
-        return None
-    prompt_tokens = getattr(usage, "prompt_tokens", None)
-    completion_tokens = getattr(usage, "completion_tokens", None)
-    if prompt_tokens is None and completion_tokens is None:
-        return None
-    details = getattr(usage, "completion_tokens_details", None)
-    reasoning = _non_negative_int(getattr(details, "reasoning_tokens", 0) if details else 0)
-    completion_total = _non_negative_int(completion_tokens)
-    return Usage(
-        stage=stage,
-        attempt=1,
-        input_tokens=_non_negative_int(prompt_tokens),
-        output_tokens=max(0, completion_total - reasoning),
-        reasoning_tokens=reasoning,
-        source="provider",
-    )
+    """The provider usage of a completion, read by
+    :func:`~humanclaw_agents.provider_usage.usage_from_fields` from the client's usage
+    object (its ``model_dump()``, extra provider fields included), or ``None``."""
+    return usage_from_fields(usage_fields(getattr(completion, "usage", None)), stage)
 
 
 # ---- filesystem queue ----------------------------------------------------------------------

@@ -293,15 +293,15 @@ def bench_render(env, n: int) -> dict:
     poses = physics.link_poses()
     renderer.set_body_pose(poses)
     out = {}
-    for name, cam, inst in (
-        ("ego_rgb_448", ego_camera(poses), False),
-        ("ego_rgb_instance_448", ego_camera(poses), True),
-        ("exo_rgb_512", exo_camera(poses), False),
+    for name, cam, modes in (
+        ("ego_rgb_448", ego_camera(poses), {"rgb"}),
+        ("ego_rgb_instance_448", ego_camera(poses), {"rgb", "instance"}),
+        ("exo_rgb_512", exo_camera(poses), {"rgb"}),
     ):
         samples = []
         for _ in range(n):
             t = time.perf_counter()
-            renderer.render(cam, instance=inst)
+            renderer.render(cam, modes)
             samples.append(time.perf_counter() - t)
         out[name] = _ms(samples)
     return out
@@ -322,9 +322,7 @@ def bench_obs_render(env, n: int) -> dict:
     episode = next(e for e in base.episodes if e.episode_id == base.current_episode_id)
 
     def render(view: str, size: int, modes: frozenset[str]):
-        extra = {"depth": True} if "depth" in modes else {}
-        camera = ego_camera(poses, width=size, height=size)
-        return renderer.render(camera, instance="instance" in modes, **extra)
+        return renderer.render(ego_camera(poses, width=size, height=size), modes)
 
     out: dict = {}
     for mode in OBS_MODES:
@@ -743,7 +741,7 @@ def _scene_build_and_render(scene, n: int) -> dict:
         samples = []
         for _ in range(n):
             t = time.perf_counter()
-            renderer.render(cam, instance=True)
+            renderer.render(cam, {"rgb", "instance"})
             samples.append(time.perf_counter() - t)
     finally:
         renderer.close()

@@ -131,10 +131,12 @@ def test_the_decision_instance_image_comes_from_the_observation_pass(episodes):
         renderer = base.simulation.renderer
         passes = []
         render = renderer.render
-        renderer.render = lambda camera, **kw: passes.append(sorted(kw)) or render(camera, **kw)
+        renderer.render = lambda camera, modes: (
+            passes.append(sorted(modes)) or render(camera, modes)
+        )
         obs, *_ = env.step(SkillCall.turn("left", 30))
         # one pass per decision: the observation, with the next decision's instance image
-        assert passes == [["instance"]]
+        assert passes == [["instance", "rgb"]]
         sim = base.simulation
         again = sim.render("ego", 448, ("rgb", "instance"))
         assert np.array_equal(again.rgb, obs)

@@ -1,5 +1,7 @@
-"""The humanoid body: skeleton constants, 75-D frame layout, forward kinematics, link shapes."""
+"""The humanoid body: skeleton constants, 75-D frame layout, forward kinematics, link shapes,
+the body record physics builds (:class:`BodyModel`)."""
 
+from humanclaw_gym.body.model import BodyModel, skeleton_body
 from humanclaw_gym.body.skeleton import (
     BODY_GROUPS,
     EYE_OFFSET_IN_HEAD_M,
@@ -32,6 +34,7 @@ __all__ = [
     "PELVIS_SEAT_OFFSET_M",
     "REST_JOINTS_M",
     "STANDING_PELVIS_HEIGHT_M",
+    "BodyModel",
     "LinkShape",
     "forward_kinematics",
     "frame_from_parts",
@@ -39,5 +42,6 @@ __all__ = [
     "joint_body_group",
     "link_shapes",
     "neutral_body22_m",
+    "skeleton_body",
     "split_frame",
 ]

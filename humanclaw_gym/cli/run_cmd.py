@@ -20,13 +20,13 @@ class RunArgs:
     writes its artifacts to ``OUTPUT/<scene>_ep<id>_<category>/rollout_00/``. ``--resume``
     skips episodes whose requested artifacts are complete and verified; a run whose
     settings (agent, model config, seed, max steps, episodes, backends, metric rules,
-    version) differ from those recorded in ``OUTPUT/run_fingerprint.json`` is refused,
+    instruction template, version) differ from those recorded in ``OUTPUT/run_fingerprint.json`` is refused,
     naming the differing fields. With ``--metrics`` the paper table is printed at the end
     and ``metrics_summary.json`` is written.
     """
 
     episodes: str = "val100"
-    """one | val100 | val | a split directory | a .json list of episode ids"""
+    """one | val100 | val | a split directory | a .json.gz shard or split header | a .json list of episode ids or subset file"""
     agent: str = "oracle"
     """psv | psv:v1 | oracle | random | module:Class | checkpoint:PATH"""
     output: Path = Path("outputs/run")
@@ -37,6 +37,8 @@ class RunArgs:
     """compute the paper metrics (metrics.json per episode + summary)"""
     metric_rules: Literal["paper", "strict"] = "paper"
     """metric rules: paper (the reference release's scoring) or strict (docs/metrics.md)"""
+    instruction_template: str | None = None
+    """instruction wording for every episode: a JSON template FILE (e.g. the reference release's wording, docs/scenes.md) or v1 | touch; default: each episode's own"""
     video: bool = False
     """write ego.mp4 and exo.mp4 per episode"""
     workers: int = 1
@@ -79,6 +81,8 @@ class RolloutArgs:
     """compute metrics.json"""
     metric_rules: Literal["paper", "strict"] = "paper"
     """metric rules: paper (the reference release's scoring) or strict (docs/metrics.md)"""
+    instruction_template: str | None = None
+    """instruction wording: a JSON template FILE (docs/scenes.md) or v1 | touch; default: the episode's own"""
     video: bool = False
     """write ego.mp4 and exo.mp4"""
     max_steps: int | None = None
@@ -108,6 +112,7 @@ def _config(args: RunArgs | RolloutArgs):
         seed=args.seed,
         max_steps=args.max_steps,
         via_server=getattr(args, "via_server", None),
+        instruction_template=args.instruction_template,
         backend=args.backend.to_config(),
     )
 
@@ -220,6 +225,14 @@ def rollout(args: RolloutArgs) -> int:
     config = _checked_config(args, "humanclaw rollout")
     if config is None:
         return 2
+    from humanclaw_gym.episodes.instructions import (
+        apply_instruction_template,
+        resolve_instruction_template,
+    )
+
+    (ep,) = apply_instruction_template(
+        [ep], resolve_instruction_template(config.instruction_template)
+    )
     print(f"episode {ep.episode_id} in {ep.scene_id}: {ep.instruction}", flush=True)
     res = run_one_episode(spec, config)
     out = rollout_dir(args.output, spec)

@@ -24,7 +24,7 @@ from humanclaw_gym.envs.events import (
     StepEvent,
 )
 from humanclaw_gym.envs.simulation import FRAMES_PER_CHUNK, Simulation
-from humanclaw_gym.sensors import EGO_SIZE_PX, EXO_SIZE_PX
+from humanclaw_gym.image_sizes import EGO_SIZE_PX, EXO_SIZE_PX
 
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.episodes import Episode

@@ -25,10 +25,10 @@ from humanclaw_gym.envs.events import EnvObserver, ObserverSet, check_needs
 from humanclaw_gym.envs.feed import ObserverFeed, copy_observation
 from humanclaw_gym.envs.simulation import Simulation
 from humanclaw_gym.envs.task import FindNavInteractTask, load_episodes
+from humanclaw_gym.episodes.instructions import InstructionTemplate, resolve_instruction_template
 from humanclaw_gym.episodes.io import SceneNotInstalledError, scene_not_installed
+from humanclaw_gym.image_sizes import EGO_SIZE_PX, EXO_SIZE_PX
 from humanclaw_gym.sensors import (
-    EGO_SIZE_PX,
-    EXO_SIZE_PX,
     EgoRGBSensor,
     check_sensors,
     observation_space,
@@ -121,6 +121,7 @@ class FindNavInteractEnv(gym.Env):
         obs_size: int | None = None,
         obs_mode: str | None = None,
         backend: BackendConfig | None = None,
+        instruction_template: str | os.PathLike[str] | InstructionTemplate | None = None,
         **backend_fields: Any,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -128,13 +129,14 @@ class FindNavInteractEnv(gym.Env):
                 f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
         config = _backend_config(backend, backend_fields)
+        template = resolve_instruction_template(instruction_template)
         if sensors is not None and (obs_size is not None or obs_mode is not None):
             raise ValueError("give either sensors= or the obs_size=/obs_mode= shorthands, not both")
         if sensors is None:
             size = EGO_SIZE_PX if obs_size is None else obs_size
             sensors = sensors_for("rgb" if obs_mode is None else obs_mode, size)
         self._sensors = check_sensors(sensors, privileged=bool(privileged))
-        all_episodes = load_episodes(split, episodes, episode_ids)
+        all_episodes = load_episodes(split, episodes, episode_ids, template)
         self._task = FindNavInteractTask(all_episodes, num_shards, shard_index, max_steps)
         self.render_mode = render_mode
         self._privileged = bool(privileged)
@@ -359,7 +361,7 @@ class FindNavInteractEnv(gym.Env):
                 extra = {"instance"} if (view, size) == ("ego", EGO_SIZE_PX) else set()
                 return _render(view, size, frozenset(modes) | extra)
 
-        return read_sensors(self._sensors, render, self._task.episode)
+        return read_sensors(self._sensors, render, self._task.episode, self._sim.scene)
 
     def _default_ego(self, obs: Any) -> np.ndarray | None:
         """The observation when it is exactly the paper's 448 ego RGB image, else None."""

@@ -25,7 +25,7 @@ import numpy as np
 
 from humanclaw_gym.backends import registry
 from humanclaw_gym.backends.config import BackendConfig
-from humanclaw_gym.sensors import EGO_SIZE_PX, EXO_SIZE_PX
+from humanclaw_gym.image_sizes import EGO_SIZE_PX, EXO_SIZE_PX
 
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.backends.protocols import (
@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
         RenderBackend,
         RenderResult,
     )
+    from humanclaw_gym.body.smplx_model import SmplxBody
     from humanclaw_gym.episodes import Episode
     from humanclaw_gym.scenes.hssd.dataset import SceneDataset
     from humanclaw_gym.scenes.spec import SceneSpec
@@ -118,9 +119,9 @@ class Simulation:
     def __init__(self, config: BackendConfig) -> None:
         self.config = config
         self.resolved: registry.ResolvedBackends = self.resolve(frozenset({"rgb"}), False, 0)
-        self.body_model: Any = None  # an SmplxBody when body_model_dir is set
+        self.body_model: SmplxBody | None = None
         if config.body_model_dir is not None:
-            from humanclaw_gym.motion.flow.smplx_io import SmplxBody
+            from humanclaw_gym.body.smplx_model import SmplxBody
 
             self.body_model = SmplxBody(config.body_model_dir, gender=config.body_model_gender)
         self.scene_dataset: SceneDataset | None = None
@@ -350,11 +351,12 @@ class Simulation:
         Args:
             view: ``"ego"`` (head camera) or ``"exo"`` (third person).
             size: side of the square image in pixels.
-            modes: ``"rgb"`` always; ``"instance"`` adds the instance-id image and
-                ``"depth"`` the metric depth image, both from the same pass.
+            modes: render modes (``"rgb"`` is always drawn; ``"instance"``, ``"depth"``,
+                any mode the renderer declares), all from the same pass.
 
         Returns:
-            The renderer's :class:`~humanclaw_gym.backends.protocols.RenderResult`. Views
+            The renderer's :class:`~humanclaw_gym.backends.protocols.RenderResult`, keyed
+            by mode. Views
             of an unchanged state are rendered once: asking again for the same camera with
             the same or fewer modes (e.g. the observation and the video's last frame)
             returns the same result, whose arrays callers must not modify.
@@ -373,8 +375,7 @@ class Simulation:
         link_poses = self._sync_renderer()
         make = ego_camera if view == "ego" else exo_camera
         camera = make(link_poses, width=size, height=size)
-        kwargs = {"depth": True} if "depth" in wanted else {}
-        result = self.renderer.render(camera, instance="instance" in wanted, **kwargs)
+        result = self.renderer.render(camera, wanted)
         self._cache[(view, size)] = (wanted, result)
         return result
 
@@ -398,7 +399,7 @@ class Simulation:
 
     def _sync_body_mesh(self) -> None:
         """Send the SMPL-X mesh of the realized frame (faces once per renderer build)."""
-        from humanclaw_gym.motion.flow.smplx_io import smplx_vertices
+        from humanclaw_gym.body.smplx_model import smplx_vertices
 
         vertices, faces = smplx_vertices(self.physics.realized_frame(), self.body_model)
         self.renderer.set_body_mesh(

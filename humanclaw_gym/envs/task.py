@@ -16,11 +16,13 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from humanclaw_gym.episodes.instructions import apply_instruction_template
 from humanclaw_gym.episodes.order import EpisodeOrder
 from humanclaw_gym.episodes.resolve import resolve_episode
 
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.episodes import Episode
+    from humanclaw_gym.episodes.schema import InstructionTemplate
     from humanclaw_gym.scenes.spec import SceneSpec
     from humanclaw_gym.skills import SkillCall
 
@@ -37,9 +39,11 @@ def load_episodes(
     split: str | os.PathLike[str],
     episodes: Sequence[Episode] | str | os.PathLike[str] | None = None,
     episode_ids: Sequence[str] | None = None,
+    instruction_template: InstructionTemplate | None = None,
 ) -> list[Episode]:
     """The episode list of an env: ``episodes`` (records, or a split path like ``split``)
-    or the split ``split``, restricted to ``episode_ids`` in their order.
+    or the split ``split``, restricted to ``episode_ids`` in their order, with every
+    instruction written by ``instruction_template`` when one is given.
 
     Raises:
         ValueError: an id not in the split, or no episode at all.
@@ -58,7 +62,7 @@ def load_episodes(
         chosen = [by_id[e] for e in wanted]
     if not chosen:
         raise ValueError(f"split {split!r} has no episodes")
-    return chosen
+    return apply_instruction_template(chosen, instruction_template)
 
 
 class FindNavInteractTask:

@@ -417,16 +417,24 @@ def _read_json(path: Path) -> Any:
 
 
 def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
-    content = directory / "content"
-    if (
-        not (directory / "index.json").is_file()
-        and not any(directory.glob("*.json.gz"))
-        and content.is_dir()
-    ):
-        directory = content  # the reference release's layout: episodes/<split>/content/
     index_path = directory / "index.json"
     episodes: list[Episode] = []
-    if index_path.is_file():
+    content = directory / "content"
+    if not index_path.is_file() and content.is_dir():
+        # Habitat's layout, as the reference release ships it: episodes/<split>/ holds a
+        # header <split>.json.gz (category tables, usually no episodes) and content/ one
+        # shard per scene. Every header's episodes come first, then every shard's.
+        headers = sorted(directory.glob("*.json.gz"))
+        shards = sorted(content.glob("*.json.gz"))
+        for path in (*headers, *shards):
+            episodes += read_shard(path)
+        if not episodes:
+            raise EpisodeFormatError(
+                f"{directory}: no episodes in {len(headers)} header file(s) and "
+                f"{len(shards)} shard(s) under content/ (expected content/<scene>.json.gz "
+                "holding episodes)"
+            )
+    elif index_path.is_file():
         index = _read_json(index_path)
         if not isinstance(index, dict) or index.get("schema") != SPLIT_INDEX_SCHEMA:
             got = index.get("schema") if isinstance(index, dict) else type(index).__name__
@@ -459,6 +467,8 @@ def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
             raise EpisodeFormatError(f"{directory}: no index.json and no *.json.gz shards")
         for shard in shards:
             episodes += read_shard(shard)
+    if not episodes:
+        raise EpisodeFormatError(f"{directory}: the split's shards hold no episodes")
     seen: set[str] = set()
     for ep in episodes:
         if ep.episode_id in seen:
@@ -470,8 +480,8 @@ def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
 def _reference_subset(path: Path, doc: dict[str, Any]) -> tuple[Episode, ...]:
     """The reference release's subset file: ``{"schema": "humanclaw_episode_subset_v1",
     "split": "val", "episodes": [{"scene_id", "episode_id", "object_category"}, ...]}``,
-    resolved against the reference's episode folder next to it
-    (``episodes/<split>/content/``) when present, else against the shipped split of that
+    resolved against the reference's episode folder next to it (``episodes/<split>/``:
+    header + ``content/``) when present, else against the shipped split of that
     name."""
     rows = doc.get("episodes")
     if not isinstance(rows, list) or not rows:
@@ -576,7 +586,13 @@ def _load_cached(path: Path) -> tuple[Episode, ...]:
     if path.is_dir():
         return _load_split_dir(path)
     if path.name.endswith(".json.gz"):
-        return tuple(read_shard(path))
+        episodes = tuple(read_shard(path))
+        if not episodes and (path.parent / "content").is_dir():
+            # a Habitat split header (``episodes/val/val.json.gz``): its split is the folder
+            return _load_split_dir(path.parent)
+        if not episodes:
+            raise EpisodeFormatError(f"{path}: the shard holds no episodes")
+        return episodes
     if path.name.endswith(".json"):
         return _load_subset(path)
     raise EpisodeFormatError(
@@ -590,12 +606,20 @@ def load_split(split: str | os.PathLike[str] = "val") -> list[Episode]:
     Args:
         split: a shipped split name (``"val"``, ``"val100"``), a split directory (with an
             ``index.json`` whose shard hashes are verified, or just ``*.json.gz`` shards of
-            our format or the Habitat ObjectNav layout), one shard file, or a JSON file
-            listing episode ids (a plain list, resolved against ``val``, or
-            ``{"schema": "humanclaw_subset_v1", "parent": ..., "episode_ids": [...]}``).
+            our format or the Habitat ObjectNav layout, or Habitat's header + content
+            layout as the reference release ships it: ``episodes/val/val.json.gz`` plus
+            ``episodes/val/content/<scene>.json.gz``, every shard read), one shard file
+            (a header file whose folder has ``content/`` reads that folder), or a JSON
+            file listing episode ids (a plain list, resolved against ``val``,
+            ``{"schema": "humanclaw_subset_v1", "parent": ..., "episode_ids": [...]}``
+            or the reference release's ``humanclaw_episode_subset_v1`` file).
 
     Returns:
         A new list (the records are immutable and shared between calls).
+
+    Raises:
+        EpisodeFormatError: a malformed file, or a split that holds no episodes (never an
+            empty list).
     """
     return list(_load_cached(_resolve(split)))
 
@@ -728,7 +752,7 @@ def load_scene(scene_id: str) -> SceneSpec:
 
     Shipped scenes (``assets/scenes/<scene_id>.json.gz``) are verified against the SHA-256
     in ``assets/scenes/index.json``. Training scenes ``hc_train_<n>`` are generated on the
-    fly from :func:`~humanclaw_gym.episodes.generate.training_scene_seed`. A path to a
+    fly from :func:`~humanclaw_gym.episodes.named_scenes.training_scene_seed`. A path to a
     ``.json`` / ``.json.gz`` scene file is read as is, and so is ``<scene_id>.json(.gz)`` in
     the directory named by the environment variable ``HUMANCLAW_SCENE_DIR``.
 
@@ -740,7 +764,7 @@ def load_scene(scene_id: str) -> SceneSpec:
         entry = index[scene_id]
         return read_scene_file(_scenes_dir() / entry["file"], entry.get("content_sha256"))
     if scene_id.startswith("hc_train_") or scene_id.startswith("hc_val_"):
-        from humanclaw_gym.episodes.generate import generate_named_scene
+        from humanclaw_gym.episodes.named_scenes import generate_named_scene
 
         return generate_named_scene(scene_id)
     if scene_id.endswith((".json", ".json.gz")) and Path(scene_id).is_file():

@@ -2,7 +2,8 @@
 
 A selection is ``"one"`` (the first ``val100`` episode), ``"val100"``, ``"val"``, a split
 directory (ours, or the reference release's episode folder ``episodes/val`` /
-``episodes/val/content`` of Habitat shards), or a ``.json`` file: a list of episode ids
+``episodes/val/content`` of Habitat shards), one ``.json.gz`` shard (a split header such
+as ``episodes/val/val.json.gz`` reads its folder), or a ``.json`` file: a list of episode ids
 (``["id", ...]`` or ``[{"episode_id": ..., ...}, ...]``, resolved against ``val``), one of
 our subset files (``humanclaw_subset_v1``) or the reference release's subset file
 (``humanclaw_episode_subset_v1``, e.g. its ``val100.json``: ``scene_id`` + per-scene
@@ -33,6 +34,13 @@ def select_episodes(selection: str) -> list[tuple[str, Any]]:
     path = Path(selection)
     if selection in ("val", "val100") or path.is_dir():
         return [(selection, ep) for ep in load_split(selection)]
+    if path.name.endswith(".json.gz") and path.is_file():  # one shard, or a split header
+        from humanclaw_gym.episodes.schema import EpisodeFormatError
+
+        try:
+            return [(selection, ep) for ep in load_split(path)]
+        except EpisodeFormatError as exc:
+            raise ValueError(str(exc)) from None
     if path.suffix == ".json" and path.is_file():
         try:
             items = json.loads(path.read_text())
@@ -58,6 +66,7 @@ def select_episodes(selection: str) -> list[tuple[str, Any]]:
             out.append(("val", by_id[str(eid)]))
         return out
     raise ValueError(
-        "--episodes must be one, val100, val, a split directory, an episode folder, a .json "
-        f"list of episode ids or a subset file, got {selection!r}"
+        "--episodes must be one, val100, val, a split directory, an episode folder, a "
+        ".json.gz shard (or split header), a .json list of episode ids or a subset file, got "
+        f"{selection!r}"
     )

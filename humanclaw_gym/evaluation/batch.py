@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from humanclaw_gym.backends.config import BACKEND_FIELDS, BackendConfig
+from humanclaw_gym.evaluation.episode import EpisodeSpec
 
 __all__ = [
     "BatchSummary",
@@ -44,16 +45,6 @@ __all__ = [
     "run_batch",
     "run_one_episode",
 ]
-
-
-@dataclass(frozen=True)
-class EpisodeSpec:
-    """Identity of one episode to run."""
-
-    split: str
-    scene_id: str
-    episode_id: str
-    category: str
 
 
 @dataclass(frozen=True)
@@ -74,6 +65,7 @@ class RunConfig:
     seed: int = 0
     max_steps: int | None = None
     via_server: str | None = None
+    instruction_template: str | None = None
     backend: BackendConfig = field(default_factory=BackendConfig)
     physics: InitVar[str | None] = None
     physics_options: InitVar[Any] = None
@@ -184,13 +176,17 @@ _WORKER_ENVS: dict[tuple[Any, ...], Any] = {}
 
 def _base_env(config: RunConfig, split: str, privileged: bool) -> Any:
     """One env per (process, config): scenes are reused across episodes of the same scene."""
-    key = (split, config.backend.key(), config.max_steps, privileged)
+    key = (split, config.backend.key(), config.max_steps, privileged, config.instruction_template)
     env = _WORKER_ENVS.get(key)
     if env is None:
         from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
 
         env = FindNavInteractEnv(
-            split=split, backend=config.backend, privileged=privileged, max_steps=config.max_steps
+            split=split,
+            backend=config.backend,
+            privileged=privileged,
+            max_steps=config.max_steps,
+            instruction_template=config.instruction_template,
         )
         _WORKER_ENVS[key] = env
     return env
@@ -432,11 +428,21 @@ def check_run_config(config: RunConfig) -> None:
 
     Raises:
         ValueError: an agent that cannot be imported (``PolicySpecError``), an unknown
-            backend, an option it does not accept, a missing body model.
+            backend, an option it does not accept, a missing body model, an instruction
+            template that cannot be read (``InstructionTemplateError``).
     """
     from humanclaw_gym.evaluation.policies import check_policy_spec
 
     check_policy_spec(config.agent)
+    if config.instruction_template is not None:
+        from humanclaw_gym.episodes.instructions import resolve_instruction_template
+
+        if config.via_server:
+            raise ValueError(
+                "--instruction-template: a benchmark server sets the instructions of its "
+                "episodes; the option is only available for local runs"
+            )
+        resolve_instruction_template(config.instruction_template)
     if config.via_server:
         if config.metrics and config.metric_rules != "paper":
             raise ValueError(

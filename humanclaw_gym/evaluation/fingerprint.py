@@ -15,6 +15,9 @@ Every ``humanclaw run`` output directory holds ``run_fingerprint.json`` (schema
   renderer, motion and their options, body model) and ``motion_checkpoint_sha256``;
 * ``metric_rules``: which metric rules score the episodes (``"paper"`` when the run
   config names none);
+* ``instruction_template``: ``None`` (each episode's own instruction) or where the
+  ``--instruction-template`` came from and its fields, so an edited file is a changed
+  setting;
 * ``via_server``: whether a benchmark server ran the episodes;
 * ``humanclaw_gym_version``.
 
@@ -58,7 +61,7 @@ FINGERPRINT_SCHEMA = "humanclaw_run_fingerprint_v1"
 DEFAULT_METRIC_RULES = "paper"
 
 # Settings a fingerprint written before the field existed is taken to have had.
-_DEFAULTS: dict[str, Any] = {"metric_rules": DEFAULT_METRIC_RULES}
+_DEFAULTS: dict[str, Any] = {"metric_rules": DEFAULT_METRIC_RULES, "instruction_template": None}
 
 # Words of a field name that mark a credential; ``*_env`` fields only name a variable.
 _SECRET_WORDS = frozenset(
@@ -196,6 +199,7 @@ def run_fingerprint(config: Any, episodes: Mapping[str, Any]) -> dict[str, Any]:
         ``{"schema", "settings", "settings_sha256", "written_unix_s"}``.
     """
     from humanclaw_gym import __version__
+    from humanclaw_gym.episodes.instructions import instruction_template_record
 
     agent = str(config.agent)
     checkpoint = agent[len("checkpoint:") :] if agent.startswith("checkpoint:") else None
@@ -210,6 +214,9 @@ def run_fingerprint(config: Any, episodes: Mapping[str, Any]) -> dict[str, Any]:
         "backend": backend.to_dict(),
         "motion_checkpoint_sha256": _file_sha256_or_none(backend.motion_checkpoint),
         "metric_rules": getattr(config, "metric_rules", None) or DEFAULT_METRIC_RULES,
+        "instruction_template": instruction_template_record(
+            getattr(config, "instruction_template", None)
+        ),
         "via_server": bool(config.via_server),
         "humanclaw_gym_version": __version__,
     }

@@ -64,7 +64,12 @@ from humanclaw_gym.metrics.formats import (
     to_reference_layout,
 )
 from humanclaw_gym.metrics.geometry import body_to_target_aabb_distance, point_aabb_distance
-from humanclaw_gym.metrics.interact import InteractTracker, pelvis_target_contact
+from humanclaw_gym.metrics.interact import (
+    InteractTracker,
+    interact_target_ids,
+    pelvis_target_contact,
+    scene_object_handles,
+)
 from humanclaw_gym.metrics.jerk import motion_jerk, moving_average, root_rigid_joint_positions
 from humanclaw_gym.metrics.plot import plot_success_breakdown
 from humanclaw_gym.metrics.rules import (
@@ -174,6 +179,7 @@ __all__ = [
     "find_metric_files",
     "format_tables",
     "initial_penetration",
+    "interact_target_ids",
     "is_collision_contact",
     "motion_jerk",
     "moving_average",
@@ -184,6 +190,7 @@ __all__ = [
     "read_metrics_record",
     "reference_rollout_dir",
     "root_rigid_joint_positions",
+    "scene_object_handles",
     "spawn_floor_height",
     "summary_to_reference_layout",
     "to_reference_layout",

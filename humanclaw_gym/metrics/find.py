@@ -169,7 +169,7 @@ def _paper_claims(text: str, names: Sequence[str]) -> bool:
 
 
 def claims_target_visible(
-    text: str | None, target_names: Sequence[str], rules: str = DEFAULT_METRIC_RULES
+    text: Any, target_names: Sequence[str], rules: str = DEFAULT_METRIC_RULES
 ) -> bool:
     """Whether a policy's ``visible_state`` text affirms that the target is visible.
 
@@ -180,7 +180,10 @@ def claims_target_visible(
     case-insensitive on whole words; plurals (``beds``, ``couches``) match.
 
     Args:
-        text: the policy's visibility statement; ``None`` or empty means no claim.
+        text: the policy's visibility statement; ``None`` or empty means no claim. Under
+            ``paper`` rules any other value is read as ``str(text)``, as the reference
+            does (``["a bed ahead"]`` names the bed; ``0``, ``False``, ``[]`` are empty);
+            under ``strict`` rules a value that is not a ``str`` raises ``TypeError``.
         target_names: category and/or instance names of the target, e.g. ``["couch"]``.
         rules: ``"paper"`` or ``"strict"``.
 
@@ -195,12 +198,13 @@ def claims_target_visible(
         names.extend(category_aliases(name, rules))
     if len(names) == len(_GENERIC_TARGET_WORDS):
         raise ValueError("target_names must contain at least one name, got an empty sequence")
+    if rules == "paper":
+        # the reference reads any value as text: str() of it, a falsy value as ""
+        return _paper_claims(str(text or ""), names)
     if text is None:
         return False
     if not isinstance(text, str):
         raise TypeError(f"text must be a str or None, got {type(text).__name__}")
-    if rules == "paper":
-        return _paper_claims(text, names)
     pattern = _name_pattern(tuple(names))
     lowered = text.translate(_APOSTROPHES).lower()
     for sentence in _SENTENCE_SPLIT.split(lowered):

@@ -75,6 +75,9 @@ class EpisodeStart:
         rules: the metric rules, ``"paper"`` or ``"strict"``.
         floor_source: where ``floor_height_m`` came from.
         rollout_index: earlier rollouts of this episode in the same output.
+        object_handles: Habitat instance handles of the scene's objects
+            (:func:`~humanclaw_gym.metrics.interact.scene_object_handles`), or None; under
+            ``paper`` rules Interact also counts objects sharing a target's template.
     """
 
     episode_id: str
@@ -90,6 +93,7 @@ class EpisodeStart:
     rules: str = DEFAULT_METRIC_RULES
     floor_source: str = "spawn_raycast"
     rollout_index: int = 0
+    object_handles: Mapping[int, str] | None = None
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -131,6 +135,8 @@ class EpisodeStart:
         put("initial_penetration_m", penetration)
         put("dynamic_ids", tuple(sorted(as_id_set(self.dynamic_ids, "dynamic_ids"))))
         put("floor_height_m", as_finite_float(self.floor_height_m, "floor_height_m"))
+        if self.object_handles is not None:
+            put("object_handles", dict(self.object_handles))
 
 
 class DecisionRecord(NamedTuple):

@@ -13,13 +13,14 @@ code implements. One generated 30 Hz frame (:meth:`PybulletHalfPhysics.step_fram
    substep (vertical root motion is never written).
 3. The realized state is read back once and cached for the readout methods.
 
-The simulation world is Y-up (gravity ``(0, -9.8, 0)``), like every other module, so no axis
+The bookkeeping around these calls (argument checks, lifecycle, readouts of the realized
+state, the contract record) is :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`'s, and
+the humanoid is built from its ``body`` (a URDF written from it). The simulation world is Y-up (gravity ``(0, -9.8, 0)``), like every other module, so no axis
 conversion happens anywhere. pybullet is imported only inside :meth:`build`.
 """
 
 from __future__ import annotations
 
-import math
 import shutil
 import tempfile
 import weakref
@@ -30,13 +31,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from humanclaw_gym.backends.protocols import PhysicsCapabilities
-from humanclaw_gym.body.skeleton import FRAME_DIM, JOINT_NAMES, NUM_JOINTS
+from humanclaw_gym.body.skeleton import FRAME_DIM, NUM_JOINTS
+from humanclaw_gym.physics.base import (
+    CYLINDER_Z_TO_Y,
+    IDENTITY_QUAT,
+    PARK_POSITION,
+    HalfPhysicsBase,
+    PhysicsSnapshot,
+    part_volume,
+)
 from humanclaw_gym.physics.contract import (
     FRAME_RATE_HZ,
     GRAVITY_M_S2,
     HUMAN_FRICTION,
     MAX_DRIVE_PER_FRAME_RAD,
-    MOTOR_MAX_TORQUE_NM,
     PJSC_GAINS,
     REFERENCE_PJSC_GAINS,
     RESTITUTION,
@@ -45,9 +53,6 @@ from humanclaw_gym.physics.contract import (
     SCENE_FRICTION,
     SUBSTEP_S,
     SUBSTEPS_PER_FRAME,
-    check_drive_tuning,
-    check_ray_down,
-    validate_frame,
 )
 from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, empty_contacts
 from humanclaw_gym.rotations import (
@@ -77,7 +82,6 @@ __all__ = [
     "SUBSTEPS_PER_FRAME",
     "SUBSTEP_S",
     "PybulletHalfPhysics",
-    "contract_summary",
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -86,21 +90,13 @@ __all__ = [
 # ---------------------------------------------------------------------------------------
 #: Collision margin set on every created body, metres.
 COLLISION_MARGIN_M = 0.01
-_NUM_BODY_JOINTS = NUM_JOINTS - 1
-_LINKS = list(range(_NUM_BODY_JOINTS))
-_ZERO_VEL3 = [[0.0, 0.0, 0.0]] * _NUM_BODY_JOINTS
-_IDENTITY_QUAT = np.array([0.0, 0.0, 0.0, 1.0])
 # Collision filter group of the humanoid's links; rays cast with a mask that lacks this bit
 # ignore the humanoid. Bullet's own groups are 1 (dynamic bodies) and 2 (static bodies).
 _HUMAN_FILTER_GROUP = 1 << 5
 _ALL_FILTER = -1
 _RAY_MASK = _ALL_FILTER & ~_HUMAN_FILTER_GROUP
-# pybullet cylinders run along local +Z; scene cylinders along +Y: rotate -90 deg about X.
-_CYLINDER_Z_TO_Y = (-math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))
 # Triangles per concave mesh shape (pybullet refuses shapes of about 180k triangles).
 _MESH_CHUNK_FACES = 60000
-# Where the humanoid waits between build() and the first reset() (far below any scene).
-_PARK_POSITION = (0.0, -1000.0, 0.0)
 
 # Spherical position motors. pybullet's spherical motor turns the rotation error into a
 # velocity target ``position_gain * erp * error / dt`` with Bullet's non-contact erp (its
@@ -113,34 +109,6 @@ _MOTOR_POSITION_GAIN = 5.0
 # a wall at 1.2 m/s sinks 5.2 cm with pybullet's default and 2.4 cm with 0.4; the motors use
 # the separate non-contact erp.
 _CONTACT_ERP = 0.4
-_MOTOR_MAX_TORQUE_NM = MOTOR_MAX_TORQUE_NM
-
-
-def contract_summary() -> dict[str, Any]:
-    """The frame-contract constants as a JSON-ready dict (for replay manifests)."""
-    return {
-        "backend": "pybullet",
-        "frame_rate_hz": FRAME_RATE_HZ,
-        "substeps_per_frame": SUBSTEPS_PER_FRAME,
-        "substep_s": SUBSTEP_S,
-        "root_velocity_substeps": list(ROOT_VELOCITY_SUBSTEPS),
-        "root_angular_substep": ROOT_ANGULAR_SUBSTEP,
-        "gravity_m_s2": GRAVITY_M_S2,
-        "max_drive_per_frame_rad": MAX_DRIVE_PER_FRAME_RAD,
-        "human_friction": HUMAN_FRICTION,
-        "scene_friction": SCENE_FRICTION,
-        "restitution": RESTITUTION,
-        "collision_margin_m": COLLISION_MARGIN_M,
-        "pjsc_gains": {name: PJSC_GAINS.get(name, 1.0) for name in JOINT_NAMES[1:]},
-        "reference_pjsc_gains": dict(REFERENCE_PJSC_GAINS),
-        "joint_velocity_drive": "written before substep 0, capped like the drive",
-        "motor_position_gain": _MOTOR_POSITION_GAIN,
-        "contact_erp": _CONTACT_ERP,
-        "motor_max_torque_nm": dict(_MOTOR_MAX_TORQUE_NM),
-    }
-
-
-_validate_frame = validate_frame
 
 
 def _frame_rotations(frame: np.ndarray) -> np.ndarray:
@@ -150,11 +118,9 @@ def _frame_rotations(frame: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _Snapshot:
+class _Snapshot(PhysicsSnapshot):
     """Opaque snapshot of :meth:`PybulletHalfPhysics.get_state` (valid until the next reset)."""
 
-    owner: int
-    episode: int
     state_id: int
     prev_gen: np.ndarray
     prev_rot: np.ndarray
@@ -168,7 +134,7 @@ def _release_state(backend_ref: weakref.ReferenceType, episode: int, state_id: i
         backend._forget_saved_state(episode, state_id)
 
 
-class PybulletHalfPhysics:
+class PybulletHalfPhysics(HalfPhysicsBase):
     """Half-physics execution of generated humanoid motion in pybullet (``p.DIRECT``).
 
     Each instance owns its own pybullet client (every call passes ``physicsClientId``), so
@@ -205,28 +171,20 @@ class PybulletHalfPhysics:
         pjsc_gains: dict[str, float] | None = None,
         motor_torque_scale: float = 1.0,
     ) -> None:
-        pjsc = check_drive_tuning(
-            solver_iterations, root_correction_gain, motor_torque_scale, pjsc_gains
-        )
-        self.solver_iterations = solver_iterations
-        self.root_correction_gain = float(root_correction_gain)
-        self.motor_torque_scale = float(motor_torque_scale)
-        self.pjsc_gains = pjsc
+        super().__init__(solver_iterations, root_correction_gain, pjsc_gains, motor_torque_scale)
+        num_joints = self.body.num_links - 1
         self._pjsc_col = self.pjsc_gains[:, None]
-        self._motor_forces = [
-            [_MOTOR_MAX_TORQUE_NM[name] * float(motor_torque_scale)] * 3 for name in JOINT_NAMES[1:]
-        ]
-        self._motor_gains = [_MOTOR_POSITION_GAIN] * _NUM_BODY_JOINTS
+        self._motor_forces = [[float(cap)] * 3 for cap in self.max_torque_nm]
+        self._motor_gains = [_MOTOR_POSITION_GAIN] * num_joints
+        self._links = list(range(num_joints))  # pybullet link i = body link i + 1
+        self._zero_vel = [[0.0, 0.0, 0.0]] * num_joints
 
         self._p: Any = None
         self._client: int | None = None
         self._tmpdir: Path | None = None
         self._urdf_path: Path | None = None
-        self._scene: SceneSpec | None = None
         self._pristine = False  # world exactly as populated, nothing placed or stepped
         self._stepped = False  # a substep ran since the humanoid was placed (manifolds exist)
-        self._episode = 0
-        self._episode_ready = False
         self._saved_states: set[int] = set()
         # world bookkeeping (filled by _populate)
         self._human = -1
@@ -234,32 +192,20 @@ class PybulletHalfPhysics:
         self._object_bodies: dict[int, int] = {}
         self._objects: dict[int, SceneObject] = {}
         self._parts: _PartIndex | None = None  # the nearest-part query, made on first use
-        self._dynamic_ids: tuple[int, ...] = ()
         self._dynamic_bodies: list[int] = []
         self._dynamic_com_local = np.zeros((0, 3))
         self._dynamic_body_set: frozenset[int] = frozenset()
         self._base_com_local = np.zeros(3)
-        self._link_to_joint = np.arange(1, NUM_JOINTS)
-        # controller + realized state
+        self._link_to_joint = np.arange(1, num_joints + 1)
+        # the previous generated frame (the drive state of the root's x/z velocity)
         self._prev_gen = np.zeros(FRAME_DIM)
-        self._prev_rot = np.tile(_IDENTITY_QUAT, (NUM_JOINTS, 1))
-        self._command = np.tile(_IDENTITY_QUAT, (_NUM_BODY_JOINTS, 1))
-        self._real_pos = np.zeros(3)
-        self._real_rot = np.tile(_IDENTITY_QUAT, (NUM_JOINTS, 1))
 
-    def contract(self) -> dict[str, Any]:
-        """The frame contract and this instance's tuning, JSON-ready (for replay manifests)."""
-        out = contract_summary()
-        out["solver_iterations"] = self.solver_iterations
-        out["root_correction_gain"] = self.root_correction_gain
-        out["pjsc_gains"] = {
-            name: float(g) for name, g in zip(JOINT_NAMES[1:], self.pjsc_gains, strict=True)
+    def _contract_engine(self) -> dict[str, Any]:
+        return {
+            "collision_margin_m": COLLISION_MARGIN_M,
+            "motor_position_gain": _MOTOR_POSITION_GAIN,
+            "contact_erp": _CONTACT_ERP,
         }
-        out["motor_torque_scale"] = self.motor_torque_scale
-        out["motor_max_torque_nm"] = {
-            name: float(f[0]) for name, f in zip(JOINT_NAMES[1:], self._motor_forces, strict=True)
-        }
-        return out
 
     # ================================================================== lifecycle
     def build(self, scene: SceneSpec) -> None:
@@ -281,7 +227,7 @@ class PybulletHalfPhysics:
                 raise RuntimeError("pybullet.connect(DIRECT) failed")
             self._client = client
             self._tmpdir = Path(tempfile.mkdtemp(prefix="humanclaw_pybullet_"))
-            self._urdf_path = build_humanoid_urdf(self._tmpdir)
+            self._urdf_path = build_humanoid_urdf(self._tmpdir, self.body)
             self._scene = scene
             self._populate()
         except BaseException:
@@ -316,14 +262,8 @@ class PybulletHalfPhysics:
         """Call ``pybullet.<name>`` on this backend's client."""
         return getattr(self._p, name)(*args, physicsClientId=self._client, **kwargs)
 
-    def _require_built(self, where: str) -> None:
-        if self._client is None:
-            raise RuntimeError(f"PybulletHalfPhysics.{where}: call build(scene) first")
-
-    def _require_episode(self, where: str) -> None:
-        self._require_built(where)
-        if not self._episode_ready:
-            raise RuntimeError(f"PybulletHalfPhysics.{where}: call reset(frame_75) first")
+    def _is_built(self) -> bool:
+        return self._client is not None
 
     def _populate(self) -> None:
         """Create the world from scratch (same call sequence every time: determinism)."""
@@ -388,7 +328,7 @@ class PybulletHalfPhysics:
                     radii.append(part.size[0])
                     halves.append([0.0, 0.0, 0.0])
                     lengths.append(2.0 * part.size[1])
-                    orientations.append(list(_CYLINDER_Z_TO_Y))
+                    orientations.append(list(CYLINDER_Z_TO_Y))
                 else:
                     types.append(p.GEOM_SPHERE)
                     radii.append(part.size[0])
@@ -536,7 +476,7 @@ class PybulletHalfPhysics:
         human = self._call(
             "loadURDF",
             str(self._urdf_path),
-            basePosition=list(_PARK_POSITION),
+            basePosition=list(PARK_POSITION),
             flags=p.URDF_USE_INERTIA_FROM_FILE | p.URDF_MAINTAIN_LINK_ORDER,
         )
         if human < 0:
@@ -545,18 +485,18 @@ class PybulletHalfPhysics:
             )
         self._human = human
         n = self._call("getNumJoints", human)
-        if n != _NUM_BODY_JOINTS:
-            raise RuntimeError(f"humanoid URDF has {n} joints, expected {_NUM_BODY_JOINTS}")
-        # Explicit map pybullet link index -> skeleton joint index (link i is the child link
-        # of pybullet joint i; the base is the pelvis, joint 0). With URDF_MAINTAIN_LINK_ORDER
-        # and links written in JOINT_NAMES order this is i + 1; checked, never assumed.
+        if n != len(self._links):
+            raise RuntimeError(f"humanoid URDF has {n} joints, expected {len(self._links)}")
+        # Explicit map pybullet link index -> body link index (link i is the child link of
+        # pybullet joint i; the base is the root, link 0). With URDF_MAINTAIN_LINK_ORDER and
+        # links written in body order this is i + 1; checked, never assumed.
         link_to_joint = np.empty(n, dtype=np.int64)
         for link in range(n):
             info = self._call("getJointInfo", human, link)
             name = info[12].decode("utf-8")
             if info[2] != p.JOINT_SPHERICAL:
                 raise RuntimeError(f"humanoid joint {name!r} is not spherical")
-            link_to_joint[link] = JOINT_NAMES.index(name)
+            link_to_joint[link] = self.body.names.index(name)
         self._link_to_joint = link_to_joint
         for link in range(-1, n):
             self._call("changeDynamics", human, link, lateralFriction=HUMAN_FRICTION)
@@ -564,21 +504,13 @@ class PybulletHalfPhysics:
             self._call("changeDynamics", human, link, collisionMargin=COLLISION_MARGIN_M)
             self._call("setCollisionFilterGroupMask", human, link, _HUMAN_FILTER_GROUP, _ALL_FILTER)
         info = self._call("getDynamicsInfo", human, -1)
-        if np.abs(np.asarray(info[4]) - _IDENTITY_QUAT).max() > 1e-9:
+        if np.abs(np.asarray(info[4]) - IDENTITY_QUAT).max() > 1e-9:
             raise RuntimeError("humanoid base inertial frame is rotated; expected axis-aligned")
         self._base_com_local = np.asarray(info[3], dtype=np.float64)
 
     # ================================================================== episode
-    def reset(self, frame_75: np.ndarray) -> None:
-        """Rebuild the world, place the humanoid exactly at ``frame_75`` and clear the drives.
-
-        Raises:
-            ValueError: ``frame_75`` is not a finite ``(75,)`` vector.
-        """
-        self._require_built("reset")
-        frame = _validate_frame(frame_75, "reset")
-        self._episode_ready = False
-        self._episode += 1
+    def _reset_engine(self, frame: np.ndarray) -> None:
+        """Rebuild the world, place the humanoid exactly at ``frame`` and clear the drives."""
         self._saved_states.clear()  # resetSimulation discards pybullet's saved states
         if not self._pristine:
             self._call("resetSimulation")
@@ -592,9 +524,9 @@ class PybulletHalfPhysics:
         self._call(
             "resetJointStatesMultiDof",
             self._human,
-            _LINKS,
+            self._links,
             rot[1:].tolist(),
-            targetVelocities=_ZERO_VEL3,
+            targetVelocities=self._zero_vel,
         )
         self._prev_gen = frame.copy()
         self._prev_rot = rot
@@ -602,13 +534,12 @@ class PybulletHalfPhysics:
         self._stepped = False
         self._apply_motors()
         self._read_state()
-        self._episode_ready = True
 
     def _apply_motors(self) -> None:
         self._call(
             "setJointMotorControlMultiDofArray",
             self._human,
-            _LINKS,
+            self._links,
             self._p.POSITION_CONTROL,
             targetPositions=self._command.tolist(),
             positionGains=self._motor_gains,
@@ -617,9 +548,9 @@ class PybulletHalfPhysics:
 
     def _read_state(self) -> None:
         com, quat = self._call("getBasePositionAndOrientation", self._human)
-        rot = np.empty((NUM_JOINTS, 4))
+        rot = np.empty((self.body.num_links, 4))
         rot[0] = quat
-        rot[1:] = [s[0] for s in self._call("getJointStatesMultiDof", self._human, _LINKS)]
+        rot[1:] = [s[0] for s in self._call("getJointStatesMultiDof", self._human, self._links)]
         pos = np.asarray(com, dtype=np.float64) - quat_rotate(rot[0], self._base_com_local)
         if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(rot))):
             raise RuntimeError("pybullet simulation diverged: the humanoid state is not finite")
@@ -644,15 +575,8 @@ class PybulletHalfPhysics:
         v_com = [float(v_root_xz[0] - lever_x), lin[1], float(v_root_xz[1] - lever_z)]
         self._call("resetBaseVelocity", self._human, v_com, omega.tolist())
 
-    def step_frame(self, frame_75: np.ndarray) -> None:
-        """Execute one generated 30 Hz frame: drives, then 4 substeps of 1/120 s.
-
-        Raises:
-            ValueError: ``frame_75`` is not a finite ``(75,)`` vector.
-            RuntimeError: called before :meth:`reset`, or the simulation diverged.
-        """
-        self._require_episode("step_frame")
-        frame = _validate_frame(frame_75, "step_frame")
+    def _step_engine(self, frame: np.ndarray) -> None:
+        """One generated 30 Hz frame: drives, then 4 substeps of 1/120 s."""
         gen_rot = _frame_rotations(frame)
         prev_rot = self._prev_rot
 
@@ -697,7 +621,7 @@ class PybulletHalfPhysics:
         self._call(
             "resetJointStatesMultiDof",
             self._human,
-            _LINKS,
+            self._links,
             real_joint.tolist(),
             targetVelocities=(lead * FRAME_RATE_HZ).tolist(),
         )
@@ -717,40 +641,19 @@ class PybulletHalfPhysics:
         self._read_state()
 
     # ================================================================== readouts
-    def realized_frame(self) -> np.ndarray:
-        """The humanoid's realized pose as a 75-D frame (root position, root axis-angle and
-        each joint's local axis-angle from ``getJointStatesMultiDof``), ``float64 (75,)``."""
-        self._require_episode("realized_frame")
-        out = np.empty(FRAME_DIM)
-        out[0:3] = self._real_pos
-        out[3:] = quat_log(self._real_rot).reshape(-1)
-        return out
-
     def link_poses(self) -> np.ndarray:
         """World pose ``[x, y, z, qx, qy, qz, qw]`` of every link frame (= joint frame),
-        rows in ``JOINT_NAMES`` order, ``float64 (24, 7)``."""
+        rows in ``body.names`` order, ``float64 (L, 7)``."""
         self._require_episode("link_poses")
-        out = np.empty((NUM_JOINTS, 7))
+        out = np.empty((self.body.num_links, 7))
         out[0, 0:3] = self._real_pos
         out[0, 3:7] = self._real_rot[0]
-        states = self._call("getLinkStates", self._human, _LINKS, computeForwardKinematics=1)
+        states = self._call("getLinkStates", self._human, self._links, computeForwardKinematics=1)
         for link, state in enumerate(states):
             row = self._link_to_joint[link]
             out[row, 0:3] = state[4]  # worldLinkFramePosition (URDF link frame, not the COM)
             out[row, 3:7] = state[5]
         return out
-
-    def link_origins(self) -> np.ndarray:
-        """Row 0: the articulated root (base frame origin); rows 1..24: every link origin in
-        ``JOINT_NAMES`` order (row 1 = pelvis). In this model the root *is* the pelvis joint,
-        so rows 0 and 1 coincide. ``float64 (25, 3)``."""
-        poses = self.link_poses()
-        return np.concatenate([self._real_pos[None, :], poses[:, 0:3]], axis=0)
-
-    @property
-    def dynamic_object_ids(self) -> tuple[int, ...]:
-        """Scene ids of the dynamic objects (scene order), the rows of :meth:`object_poses`."""
-        return self._dynamic_ids
 
     def object_poses(self) -> np.ndarray:
         """World pose of every dynamic object's frame (not its centre of mass), ``(M, 7)``."""
@@ -856,7 +759,7 @@ class PybulletHalfPhysics:
         """Touching/penetrating closest points (pybullet contact tuples) of the humanoid and
         of every dynamic object against everything their AABBs overlap. Pure queries."""
         human = self._human
-        movers = [(human, list(range(-1, _NUM_BODY_JOINTS)))]
+        movers = [(human, list(range(-1, len(self._links))))]
         movers += [(body, [-1]) for body in self._dynamic_bodies]
         done: set[tuple[int, int]] = set()
         points: list[tuple] = []
@@ -876,26 +779,17 @@ class PybulletHalfPhysics:
                 points.extend(self._call("getClosestPoints", body, other, 0.0))
         return points
 
-    def ray_cast_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
-        """Height of the first scene surface hit by a vertical ray at ``(x, z)`` from
-        ``from_y`` down to ``to_y`` (the humanoid is filtered out), or None."""
-        self._require_built("ray_cast_down")
-        values = check_ray_down(x, z, from_y, to_y)
-        hit = self._call(
-            "rayTest",
-            [values[0], values[2], values[1]],
-            [values[0], values[3], values[1]],
-            collisionFilterMask=_RAY_MASK,
-        )[0]
+    def _ray_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
+        """``rayTest`` with a filter mask that leaves out the humanoid's group."""
+        hit = self._call("rayTest", [x, from_y, z], [x, to_y, z], collisionFilterMask=_RAY_MASK)[0]
         if hit[0] < 0 or hit[0] == self._human:
             return None
         return float(hit[3][1])
 
     # ================================================================== snapshots
-    def get_state(self) -> object:
-        """Snapshot of the whole simulation and of the drive state (valid until the next
-        :meth:`reset`); restoring it and stepping the same frames reproduces them exactly."""
-        self._require_episode("get_state")
+    def _snapshot(self) -> _Snapshot:
+        """``saveState`` plus the drive state; the saved state is released when the
+        snapshot is garbage-collected (or at the next reset)."""
         state_id = int(self._call("saveState"))
         self._saved_states.add(state_id)
         snap = _Snapshot(
@@ -910,20 +804,10 @@ class PybulletHalfPhysics:
         weakref.finalize(snap, _release_state, weakref.ref(self), self._episode, state_id)
         return snap
 
-    def set_state(self, state: object) -> None:
-        """Restore a snapshot taken by :meth:`get_state` in the current episode.
+    def _snapshot_live(self, state: Any) -> bool:
+        return isinstance(state, _Snapshot) and state.state_id in self._saved_states
 
-        Raises:
-            ValueError: not a snapshot of this backend, or taken before the last reset.
-        """
-        self._require_built("set_state")
-        if not isinstance(state, _Snapshot) or state.owner != id(self):
-            raise ValueError("set_state: state must be a snapshot from this backend's get_state()")
-        if state.episode != self._episode or state.state_id not in self._saved_states:
-            raise ValueError(
-                f"set_state: the snapshot is from episode {state.episode}, the current episode is "
-                f"{self._episode}; snapshots are valid until the next reset()"
-            )
+    def _restore(self, state: _Snapshot) -> None:
         self._call("restoreState", state.state_id)
         self._pristine = False
         self._prev_gen = state.prev_gen.copy()
@@ -932,7 +816,6 @@ class PybulletHalfPhysics:
         self._stepped = state.stepped
         self._apply_motors()
         self._read_state()
-        self._episode_ready = True
 
     def _forget_saved_state(self, episode: int, state_id: int) -> None:
         if self._client is None or episode != self._episode or state_id not in self._saved_states:
@@ -949,12 +832,7 @@ def _parts_centroid(obj: SceneObject) -> np.ndarray:
     total = 0.0
     acc = np.zeros(3)
     for part in obj.parts:
-        if part.shape in ("box", "mesh"):  # a mesh: its bounding box
-            volume = 8.0 * part.size[0] * part.size[1] * part.size[2]
-        elif part.shape == "cylinder":
-            volume = math.pi * part.size[0] ** 2 * 2.0 * part.size[1]
-        else:
-            volume = 4.0 / 3.0 * math.pi * part.size[0] ** 3
+        volume = part_volume(part.shape, part.size)  # a mesh: its bounding box
         total += volume
         acc += volume * np.asarray(part.offset)
     if total <= 0.0:  # flat meshes only

@@ -35,6 +35,7 @@ import numpy as np
 
 from humanclaw_gym.backends.protocols import Camera
 from humanclaw_gym.body.skeleton import EYE_OFFSET_IN_HEAD_M, JOINT_INDEX
+from humanclaw_gym.image_sizes import EGO_SIZE_PX, EXO_SIZE_PX
 from humanclaw_gym.render.transforms import check_link_poses
 from humanclaw_gym.rotations import quat_xyzw_to_matrix
 
@@ -97,8 +98,8 @@ def _tuple3(v: np.ndarray) -> tuple[float, float, float]:
 
 def ego_camera(
     link_poses: np.ndarray,
-    width: int = 448,
-    height: int = 448,
+    width: int = EGO_SIZE_PX,
+    height: int = EGO_SIZE_PX,
     fov_y_deg: float = EGO_FOV_Y_DEG,
     pitch_down_deg: float = EGO_PITCH_DOWN_DEG,
     near_m: float = EGO_NEAR_M,
@@ -137,8 +138,8 @@ def ego_camera(
 
 def exo_camera(
     link_poses: np.ndarray,
-    width: int = 512,
-    height: int = 512,
+    width: int = EXO_SIZE_PX,
+    height: int = EXO_SIZE_PX,
     fov_y_deg: float = EXO_FOV_Y_DEG,
     behind_m: float = EXO_BEHIND_M,
     above_m: float = EXO_HEIGHT_ABOVE_PELVIS_M,
@@ -196,8 +197,8 @@ def exo_camera(
 
 def top_down_camera(
     scene: object,
-    width: int = 512,
-    height: int = 512,
+    width: int = EXO_SIZE_PX,
+    height: int = EXO_SIZE_PX,
     fov_y_deg: float = 50.0,
     margin_m: float = 0.5,
 ) -> Camera:

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from humanclaw_gym.image_sizes import EGO_SIZE_PX, EXO_SIZE_PX
 from humanclaw_gym.replay.bundle import (
     MANIFEST_FILE,
     ReplayBundle,
@@ -36,7 +37,6 @@ from humanclaw_gym.replay.bundle import (
 )
 from humanclaw_gym.replay.layout import safe_name
 from humanclaw_gym.replay.mp4 import Mp4Stream
-from humanclaw_gym.sensors import EGO_SIZE_PX, EXO_SIZE_PX
 
 __all__ = [
     "BatchJobResult",
@@ -188,7 +188,7 @@ def render_saved_trajectory(
 
     body = None
     if body_model_dir is not None:
-        from humanclaw_gym.motion.flow.smplx_io import SmplxBody, smplx_vertices
+        from humanclaw_gym.body.smplx_model import SmplxBody, smplx_vertices
 
         body = SmplxBody(body_model_dir, gender=body_model_gender)
     backend, backend_name, reason = make_renderer(renderer)

@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # pragma: no cover
-    from humanclaw_gym.skills.catalog import Skill
+from typing import Any, Protocol
 
 __all__ = [
     "SHOWN_CHARS",
@@ -21,6 +18,15 @@ SHOWN_CHARS = 80
 """At most this many characters of an offending value are echoed in an error message (an
 action text can come from a model and be arbitrarily long); the exception's ``value``
 attribute keeps the whole value."""
+
+
+class _NamedSkill(Protocol):
+    """What an error needs of the skill it names (a
+    :class:`humanclaw_gym.skills.catalog.Skill`, which this module, imported by the
+    catalog, does not import): its text name."""
+
+    @property
+    def text_name(self) -> str: ...
 
 
 def clip(text: str, limit: int = SHOWN_CHARS) -> str:
@@ -57,7 +63,7 @@ class SkillCallError(ValueError):
         allowed: str,
         *,
         reason: str = "is out of range",
-        skill: Skill | None = None,
+        skill: _NamedSkill | None = None,
         message: str | None = None,
     ) -> None:
         self.field = field
@@ -92,7 +98,7 @@ class SkillCallParseError(SkillCallError):
         detail: str,
         allowed: str,
         *,
-        skill: Skill | None = None,
+        skill: _NamedSkill | None = None,
         param: str | None = None,
         message: str | None = None,
     ) -> None:
@@ -122,7 +128,7 @@ def _rebuild_error(
     field: str,
     value: Any,
     allowed: str,
-    skill: Skill | None,
+    skill: _NamedSkill | None,
     message: str,
     param: str | None = None,
 ) -> SkillCallError:

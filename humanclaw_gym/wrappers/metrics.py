@@ -138,6 +138,7 @@ class MetricsWrapper(gym.Wrapper):
     # -- observer callbacks ------------------------------------------------------------
     def _on_reset(self, event: ResetEvent) -> None:
         from humanclaw_gym.metrics import EpisodeMetricRecorder, episode_floor, initial_penetration
+        from humanclaw_gym.metrics.interact import scene_object_handles
         from humanclaw_gym.metrics.tracker import EpisodeStart
 
         self._recorder = None  # an abandoned episode's recorder never sees the next one
@@ -176,6 +177,7 @@ class MetricsWrapper(gym.Wrapper):
             rules=self.rules,
             floor_source=floor_source,
             rollout_index=self._rollouts.get(episode.episode_id, 0),
+            object_handles=scene_object_handles(getattr(scene, "objects", ())),
         )
         self._recorder = EpisodeMetricRecorder(start)
 
