@@ -846,6 +846,7 @@ class _PartIndex:
     query of contact rows (objects with fewer parts are padded with parts never nearest)."""
 
     row: dict[int, int]  # object id -> row of the arrays below
+    count: np.ndarray  # (N,) parts of each object
     origin: np.ndarray  # (N, 3) object frame origins, world (as placed)
     inverse: np.ndarray  # (N, 4) world -> object rotations (as placed)
     offsets: np.ndarray  # (N, P, 3) part centres, object frame
@@ -869,6 +870,7 @@ class _PartIndex:
         cylinder = shapes == "cylinder"
         return cls(
             row={obj.object_id: i for i, obj in enumerate(multi)},
+            count=np.array([len(obj.parts) for obj in multi], dtype=np.int64),
             origin=np.array([obj.position for obj in multi], dtype=np.float64).reshape(n, 3),
             inverse=quat_conj(
                 np.array([obj.quat_xyzw() for obj in multi], dtype=np.float64).reshape(n, 4)
@@ -887,10 +889,13 @@ class _PartIndex:
 
     def distances(self, object_ids: list[int], local: np.ndarray) -> np.ndarray:
         """Unsigned distance from each point ``(k, 3)`` (its object's frame) to each part of
-        its object, ``(k, P)`` (padding: infinite)."""
+        its object, ``(k, W)`` with ``W`` the most parts of the queried objects (padding:
+        infinite)."""
         rows = [self.row[i] for i in object_ids]
-        p = local[:, None, :] - self.offsets[rows]
-        size, box = self.sizes[rows], self.box[rows]
+        width = int(self.count[rows].max())  # the padding the queried objects need
+        p = local[:, None, :] - self.offsets[rows, :width]
+        size, box = self.sizes[rows, :width], self.box[rows, :width]
+        cyl, sph = self.cylinder[rows, :width], self.sphere[rows, :width]
         radial = np.hypot(p[..., 0], p[..., 2])
         # box: |p| - half extents; cylinder: (radial - radius, |y| - half height, -inf)
         cylinder = np.stack(
@@ -905,6 +910,6 @@ class _PartIndex:
         outside = np.sqrt(np.sum(np.square(np.maximum(q, 0.0)), axis=-1))
         solid = np.where(outside > 0.0, outside, -np.max(q, axis=-1))
         sphere = np.abs(np.sqrt(np.sum(np.square(p), axis=-1)) - size[..., 0])
-        out = np.where(box | self.cylinder[rows], solid, sphere)
-        out[~(box | self.cylinder[rows] | self.sphere[rows])] = np.inf
+        out = np.where(box | cyl, solid, sphere)
+        out[~(box | cyl | sph)] = np.inf
         return out
