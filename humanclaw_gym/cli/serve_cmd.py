@@ -97,7 +97,7 @@ def serve(args: ServeArgs) -> int:
     )
     try:
         plan = EpisodePlan.from_selection(
-            args.episodes, args.seed, args.output_dir, limit=args.limit
+            args.episodes, args.seed, args.output_dir, limit=args.limit, declare=False
         )
     except (ValueError, FileExistsError, FileNotFoundError, KeyError) as exc:
         return _fail(str(exc))
@@ -107,6 +107,11 @@ def serve(args: ServeArgs) -> int:
     except OSError as exc:
         return _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
     del token
+    try:  # the port is ours: only now is anything written (a busy port leaves nothing)
+        plan.declare()
+    except OSError as exc:
+        server.server_close()
+        return _fail(str(exc))
     port = int(server.server_address[1])
     url = f"http://127.0.0.1:{port}/rpc"
     if args.ready_file is not None:
