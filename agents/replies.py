@@ -35,7 +35,7 @@ Two readers, chosen per agent (``reply_reader``):
   ``additional_info``, which then reads as Stop/Stand).
 
 Both readers take time linear in the reply's length: no step scans the text again from
-every ``{`` (a 2 MB reply of brace noise is read in well under a second), the tolerant
+every ``{`` (the reader this replaced took minutes on brace noise of 256 KB), the tolerant
 repairs scan at most :data:`REPAIR_SCAN_CHARS` characters per reply, and a reply longer
 than ``max_chars`` is refused before it is read. JSON nested deeper than the interpreter
 can decode (about a thousand levels) or holding an integer of more than 4,300 digits is an

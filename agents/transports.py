@@ -537,7 +537,7 @@ class FilesystemQueueModel:
                 text = response_path.read_text(encoding="utf-8")
                 try:
                     return json.loads(text)
-                except json.JSONDecodeError as error:
+                except (ValueError, RecursionError) as error:
                     raise ModelCallError(
                         f"{stage}: queue response {request_id} is not valid JSON: {error}"
                     ) from error

@@ -209,9 +209,9 @@ def rollout_complete(directory: Path, config: RunConfig) -> bool:
         return False
     try:
         result = json.loads(result_path.read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):
         return False
-    if result.get("ended_by") not in ("stop", "truncated"):
+    if not isinstance(result, dict) or result.get("ended_by") not in ("stop", "truncated"):
         return False
     if not (directory / "final_ego.png").is_file():
         return False
@@ -226,9 +226,11 @@ def rollout_complete(directory: Path, config: RunConfig) -> bool:
     if config.metrics:
         try:
             metrics = json.loads((directory / "metrics.json").read_text())
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError, RecursionError):
             return False
-        if not str(metrics.get("schema", "")).startswith("humanclaw_metrics_"):
+        if not isinstance(metrics, dict) or not str(metrics.get("schema", "")).startswith(
+            "humanclaw_metrics_"
+        ):
             return False
     if config.video:
         for name in ("ego.mp4", "exo.mp4"):

@@ -237,7 +237,7 @@ def read_fingerprint(output: str | os.PathLike[str]) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise RunFingerprintError(f"{path} cannot be read as JSON: {exc}") from None
     if (
         not isinstance(data, dict)
