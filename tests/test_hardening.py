@@ -339,7 +339,7 @@ def test_pickled_body_model_pkl_is_refused(tmp_path: Path) -> None:
 # 3. an unknown scene is an error, never another generated home
 # ----------------------------------------------------------------------------------------
 def test_unknown_scenes_are_refused_naming_the_known_ones(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
     from humanclaw_gym.episodes import SceneNotInstalledError, load_scene
@@ -357,6 +357,12 @@ def test_unknown_scenes_are_refused_naming_the_known_ones(
     code, err = _cli(["run", "--episodes", str(split), "--output", str(out), "--quiet"], capsys)
     line = _one_error_line(err, "run")
     assert code == 2 and "hc_val_999" in line and "hc_val_000..hc_val_040" in line
+    assert not out.exists()
+    monkeypatch.setenv("HUMANCLAW_SERVER_TOKEN", _TOKEN)
+    code, err = _cli(
+        ["serve", "--episodes", str(split), "--output-dir", str(out), "--port", "0"], capsys
+    )
+    assert code == 2 and "hc_val_999" in _one_error_line(err, "serve")
     assert not out.exists()
     assert load_scene("hc_train_007").scene_id == "hc_train_007"  # asked for by name
 
