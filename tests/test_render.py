@@ -514,6 +514,73 @@ def test_ego_camera_sees_floor_and_furniture():
     assert 0 not in ids  # the eye is inside the head; the own body is not in view
 
 
+
+def _rug_scene(flush: bool) -> tuple[SceneSpec, SceneObject]:
+    """A floor and a rug from the generator's own builder, with its inner panel as built
+    (``flush=False``) or moved flush with the border's top (the old z-fighting layout);
+    plain colours (red border, green panel) so that every pixel names its face."""
+    from dataclasses import replace
+
+    from humanclaw_gym.scenes.furniture import _rug
+
+    seed = next(s for s in range(100) if len(_rug(np.random.default_rng(s), 1.8, 1.2).parts) == 2)
+    border, panel = _rug(np.random.default_rng(seed), 1.8, 1.2).parts
+    border = replace(border, color=(0.8, 0.2, 0.2), material="plain")
+    panel = replace(panel, color=(0.2, 0.7, 0.3), material="plain")
+    if flush:
+        top = border.offset[1] + border.size[1]
+        panel = replace(panel, size=(panel.size[0], 0.0025, panel.size[2]),
+                        offset=(0.0, top - 0.0025, 0.0))  # fmt: skip
+    rug = SceneObject(2, "rug", "rug", (0.0, 0.0, 2.0), 0.2, (border, panel))
+    floor = SceneObject(FLOOR_ID, "floor_0", "floor", (0.0, -0.05, 0.0), 0.0,
+                        (Part("box", (4.0, 0.05, 4.0), color=(0.5, 0.4, 0.3)),))  # fmt: skip
+    return SceneSpec("rug", (Room(0, "bedroom", (-4.0, -4.0), (4.0, 4.0)),), (floor, rug)), rug
+
+
+def _border_pixels_on_panel(renderer, rug: SceneObject, poses: int = 12) -> int:
+    """Pixels of the border's colour inside the panel (3 cm in from its edges), summed over
+    a sweep of ego-like cameras 1.6 m up, 1.3-1.8 m from the rug, moving a few cm."""
+    from PIL import Image, ImageDraw
+
+    panel = rug.parts[1]
+    c, s = math.cos(rug.yaw_rad), math.sin(rug.yaw_rad)
+    rot = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    top = panel.offset[1] + panel.size[1]
+    hx, hz = panel.size[0] - 0.03, panel.size[2] - 0.03
+    corners = np.array([[sx * hx, top, sz * hz] for sx, sz in ((-1, -1), (1, -1), (1, 1), (-1, 1))])
+    corners = corners @ rot.T + np.asarray(rug.position)
+    bad = 0
+    for k in range(poses):
+        eye = np.array([0.03 * k - 0.15, 1.55 + 0.004 * k, 0.2 + 0.02 * k])
+        cam = Camera(position=tuple(eye), forward=tuple(np.array([0.02 * k, 0.0, 2.0]) - eye),
+                     fov_y_deg=90.0, width=448, height=448)  # fmt: skip
+        rgb = renderer.render(cam, {"rgb"})["rgb"].astype(int)
+        mask = Image.new("L", (448, 448), 0)
+        ImageDraw.Draw(mask).polygon([tuple(p) for p in project_points(cam, corners)[0]], fill=1)
+        inside = np.asarray(mask).astype(bool)
+        assert inside.sum() > 5000  # the panel fills a good part of the image
+        px = rgb[inside]
+        bad += int((px[:, 0] > px[:, 1]).sum())  # red border wins over the green panel
+    return bad
+
+
+@pytest.mark.parametrize("name", ["moderngl", "tiny"])
+def test_rug_panel_is_one_colour_region_from_every_nearby_pose(name):
+    """No z-fighting: the shipped rug's inner panel is drawn in its own colour only, from a
+    sweep of nearby camera poses; the same panel moved flush with the border (the old
+    layout) shows the border through it in stripes, so the check can see z-fighting."""
+    r = _make(name)
+    try:
+        scene, rug = _rug_scene(flush=False)
+        r.build(scene)
+        assert _border_pixels_on_panel(r, rug) == 0
+        scene, rug = _rug_scene(flush=True)
+        r.build(scene)
+        assert _border_pixels_on_panel(r, rug) > 1000
+    finally:
+        r.close()
+
+
 @pytest.mark.parametrize("name", ["moderngl", "tiny"])
 def test_exo_camera_cuts_away_walls_behind_the_body(name):
     scene = demo_scene()
