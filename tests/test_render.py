@@ -514,7 +514,6 @@ def test_ego_camera_sees_floor_and_furniture():
     assert 0 not in ids  # the eye is inside the head; the own body is not in view
 
 
-
 def _rug_scene(flush: bool) -> tuple[SceneSpec, SceneObject]:
     """A floor and a rug from the generator's own builder, with its inner panel as built
     (``flush=False``) or moved flush with the border's top (the old z-fighting layout);
@@ -727,3 +726,42 @@ def test_missing_moderngl_package_is_reported(monkeypatch):
     monkeypatch.setitem(sys.modules, "moderngl", None)  # makes `import moderngl` fail
     with pytest.raises(RenderBackendUnavailable, match="humanclaw-gym\\[render\\]"):
         ModernglRenderer()
+
+
+def _inside_shape(shape, origin: np.ndarray, rot: np.ndarray, point: np.ndarray) -> bool:
+    """Whether a world point lies inside one link shape placed at a link frame."""
+    local = rot.T @ (point - origin) - np.asarray(shape.offset_m)
+    local = quat_xyzw_to_matrix(np.asarray(shape.quat_xyzw)).T @ local
+    if shape.kind == "sphere":
+        return float(np.linalg.norm(local)) <= shape.radius
+    if shape.kind == "capsule":
+        z = float(np.clip(local[2], -shape.half_length, shape.half_length))
+        return float(np.linalg.norm(local - np.array([0.0, 0.0, z]))) <= shape.radius
+    return bool(np.all(np.abs(local) <= np.asarray(shape.half_extents)))
+
+
+def test_drawn_torso_is_continuous_with_the_pelvis():
+    """Standing and seated, every point of the line from the pelvis capsule's centre up to
+    the chest joint lies inside the drawn body; the physics shapes alone leave a gap there
+    (which the drawn waist closes)."""
+    from humanclaw_gym.body.skeleton import forward_kinematics, link_shapes
+    from humanclaw_gym.motion.procedural import ProceduralMotionGenerator
+    from humanclaw_gym.render.body_shapes import drawn_link_shapes
+
+    gen = ProceduralMotionGenerator()
+    standing = gen.reset(np.zeros(3), 0.3)[-1]
+    seated = gen.generate("Sit down<0.5>")[-1]
+    pelvis_centre = np.asarray(link_shapes()[0].offset_m)
+    for frame in (standing, seated):
+        pos, rot = forward_kinematics(frame)
+        a = pos[0] + rot[0] @ pelvis_centre
+        b = pos[JOINT_INDEX["spine3"]]
+        line = a + np.linspace(0.0, 1.0, 60)[:, None] * (b - a)
+
+        def covered(shapes, line=line, pos=pos, rot=rot):
+            return [
+                any(_inside_shape(s, pos[s.joint], rot[s.joint], p) for s in shapes) for p in line
+            ]
+
+        assert all(covered(drawn_link_shapes()))
+        assert not all(covered(link_shapes()))

@@ -378,7 +378,10 @@ def test_coplanar_scan_finds_flush_decor_and_ignores_hidden_faces() -> None:
     rug = SceneObject(2, "rug", "rug", (0.3, 0.0, 0.2), 0.5, (border, flush))
     (hit,) = coplanar_overlaps(scene(rug))
     assert {hit.a, hit.b} == {(2, 0), (2, 1)} and hit.area_m2 == pytest.approx(1.2 * 0.6)
-    assert coplanar_overlaps(scene(SceneObject(2, "rug", "rug", (0, 0, 0), 0.5, (border, raised)))) == []
+    assert (
+        coplanar_overlaps(scene(SceneObject(2, "rug", "rug", (0, 0, 0), 0.5, (border, raised))))
+        == []
+    )
     pot = SceneObject(3, "pot", "potted_plant", (0, 0, 0), 0.0, (
         Part("cylinder", (0.2, 0.15, 0), (0, 0.15, 0), red),
         Part("cylinder", (0.215, 0.02, 0), (0, 0.28, 0), green),

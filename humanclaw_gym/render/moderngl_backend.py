@@ -586,12 +586,12 @@ class ModernglRenderer:
 
     def _prepare_body(self) -> None:
         """Split the 24 link shapes into mesh instances (link index, local pose, scale)."""
-        from humanclaw_gym.body.skeleton import link_shapes
+        from humanclaw_gym.render.body_shapes import drawn_link_shapes
 
         entries: dict[str, list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]] = {
             k: [] for k in MESH_KINDS
         }
-        for shape in link_shapes():
+        for shape in drawn_link_shapes():
             rot = quat_xyzw_to_matrix(np.asarray(shape.quat_xyzw))
             off = np.asarray(shape.offset_m, dtype=np.float64)
             if shape.kind == "box":

@@ -264,7 +264,7 @@ class TinyRenderer:
         Calling it again replaces the previous scene; the humanoid stays hidden until the
         next :meth:`set_body_pose` (a body mesh is forgotten, faces included).
         """
-        from humanclaw_gym.body.skeleton import link_shapes
+        from humanclaw_gym.render.body_shapes import drawn_link_shapes
 
         self._require_open()
         pb, cid = self._pb, self._client
@@ -315,7 +315,7 @@ class TinyRenderer:
         self._cut_uids = cut_uids
         self._cut_corners = np.array(cut_corners).reshape(-1, 8, 3)
         self._link_bodies = []
-        for shape in link_shapes():
+        for shape in drawn_link_shapes():
             for kwargs, offset in self._link_pieces(shape):
                 uid = self._visual_body(
                     kwargs,

@@ -165,15 +165,15 @@ def coplanar_overlaps(
     for i, fa in enumerate(faces):
         near = np.all(lo <= hi[i] + plane_tol_m, axis=1) & np.all(hi >= lo[i] - plane_tol_m, axis=1)
         same = (
-            near
-            & (normals @ fa.normal > 1.0 - 1e-9)
-            & (np.abs(offsets - fa.offset) <= plane_tol_m)
+            near & (normals @ fa.normal > 1.0 - 1e-9) & (np.abs(offsets - fa.offset) <= plane_tol_m)
         )
         same[: i + 1] = False
         if not same.any():
             continue
         backers = np.flatnonzero(
-            near & (normals @ fa.normal < -1.0 + 1e-9) & (np.abs(offsets + fa.offset) <= plane_tol_m)
+            near
+            & (normals @ fa.normal < -1.0 + 1e-9)
+            & (np.abs(offsets + fa.offset) <= plane_tol_m)
         )
         u, v = _plane_basis(fa.normal)
 
