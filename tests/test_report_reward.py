@@ -22,7 +22,8 @@ def test_report_html_from_a_rollout(tmp_path):
     assert (d / "final_ego.png").is_file()
     assert main(["report", "--rollout-dir", str(d)]) == 0
     page = (d / "report.html").read_text()
-    assert page.count("data:image/png;base64,") >= 2  # map + at least one ego view
+    assert page.count("data:image/png;base64,") >= 3  # map + at least one ego and exo view
+    assert "third person" in page
     assert "nav_success_20cm" in page and spec.episode_id in page
     # every decision appears as a row
     assert page.count("<td class='n'>") >= 1

@@ -373,8 +373,10 @@ class Simulation:
                 return cached[1]
             wanted |= cached[0]  # one new pass with every mode asked for so far
         link_poses = self._sync_renderer()
-        make = ego_camera if view == "ego" else exo_camera
-        camera = make(link_poses, width=size, height=size)
+        if view == "ego":
+            camera = ego_camera(link_poses, width=size, height=size)
+        else:  # placed clear of the scene's walls, to the side of a seated body
+            camera = exo_camera(link_poses, width=size, height=size, scene=self.scene)
         result = self.renderer.render(camera, wanted)
         self._cache[(view, size)] = (wanted, result)
         return result
