@@ -68,6 +68,27 @@ def test_map_draws_and_labels_both_paths():
     assert pixels(only_agent, maps._PATH_COLOR) < pixels(both, maps._PATH_COLOR)
 
 
+def test_map_legend_symbols_are_distinct():
+    """Every legend row has its own symbol (style and colour); the episode's markers are
+    arrows, rings, outlines or lines, never the filled shapes objects are drawn with, so a
+    seat approach pose cannot be taken for a cup."""
+    from humanclaw_gym.scenes import maps
+
+    rows = maps.legend_rows(
+        list(maps.CATEGORY_COLORS),
+        episode=True,
+        approach_pose=True,
+        approach_points=True,
+        shortest_path=True,
+        agent_path=True,
+    )
+    symbols = [(style, color) for _, color, style in rows]
+    assert len(set(symbols)) == len(symbols)
+    overlays = rows[: len(rows) - len(maps.CATEGORY_COLORS)]
+    assert {style for _, _, style in overlays} <= {"outline", "arrow", "ring", "line"}
+    assert any(label.startswith("seat approach pose") for label, _, _ in overlays)
+
+
 def test_report_refuses_missing_bundle(tmp_path):
     from humanclaw_gym.cli import main
 
