@@ -164,7 +164,7 @@ def _pct(value: Any) -> str:
 def _fidelity_table() -> str:
     """Per run and skill: the field metrics of the realized motion (benchmarks/motion_fidelity.py)."""
     head = (
-        "| run | skill | frames | foot skate % | floating % | penetration max (cm) "
+        "| run | skill | frames | foot skate % (generated) | floating % | penetration max (cm) "
         "| joint-limit frames | joint gap p95 / max (cm) |"
     )
     rows = [head, "|---|---|---|---|---|---|---|---|"]
@@ -175,6 +175,7 @@ def _fidelity_table() -> str:
             gap = row["joint_gap_m"]
             rows.append(
                 f"| {label} | {skill} | {row['frames']} | {_pct(row['foot_skate_ratio'])} "
+                f"({_pct(row['foot_skate_ratio_generated'])}) "
                 f"| {_pct(row['floating_share'])} | {_pct(row['penetration_max_m'])} "
                 f"| {row['joint_limit_violation_frames']} "
                 f"| {_pct(gap['p95'])} / {_pct(gap['max'])} |"
