@@ -184,6 +184,8 @@ class BodyAsset:
             ignore a ``<mass>`` or ``<inertia>`` placed directly in the ``<link>``; so does
             this reader (the release's finger-separated body is written that way: it
             weighs 55 kg as simulated, not the 5 kg per link its file shows).
+        lateral_friction: per link, the ``<contact><lateral_friction value>`` its URDF
+            gives, or None (URDF readers then use 0.5).
     """
 
     name: str
@@ -202,6 +204,7 @@ class BodyAsset:
     files: dict[str, str]
     sha256: str
     default_inertial_links: tuple[str, ...] = ()
+    lateral_friction: tuple[float | None, ...] = ()
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # ---- sizes ----------------------------------------------------------------------
@@ -740,6 +743,7 @@ def load_body_asset(path: str | os.PathLike[str]) -> BodyAsset:
     collision: list[tuple[MeshPart, ...]] = []
     visual: list[tuple[MeshPart, ...]] = []
     defaulted: list[str] = []
+    frictions: list[float | None] = []
     for j, elem in enumerate(link_elems):
         name = names[j]
         inertial = _inertial(elem, urdf, name)
@@ -747,6 +751,14 @@ def load_body_asset(path: str | os.PathLike[str]) -> BodyAsset:
             defaulted.append(name)
             inertial = (DEFAULT_LINK_MASS_KG, np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0]), np.zeros(3))
         masses[j], inertias[j], coms[j] = inertial
+        friction = elem.find("contact/lateral_friction")
+        if friction is None:
+            frictions.append(None)
+        else:
+            value = _floats(friction.get("value"), 1, urdf, f"link {name!r} lateral_friction")[0]
+            if value < 0:
+                raise _fail(urdf, f"link {name!r} lateral_friction {value} must be >= 0")
+            frictions.append(float(value))
         collision.append(
             tuple(
                 _geometry(c, folder, real_folder, urdf, f"link {name!r} collision", meshes, budget)
@@ -801,6 +813,7 @@ def load_body_asset(path: str | os.PathLike[str]) -> BodyAsset:
         files=dict(sorted(files.items())),
         sha256=digest.hexdigest(),
         default_inertial_links=tuple(defaulted),
+        lateral_friction=tuple(frictions),
     )
 
 

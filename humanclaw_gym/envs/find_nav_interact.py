@@ -172,8 +172,26 @@ class FindNavInteractEnv(gym.Env):
     ``motion_checkpoint``, ``motion_options`` (extra keyword arguments of the motion
     generator, e.g. ``{"steps": 10, "seat_guidance": False}`` for "flow"),
     ``body_model_dir`` / ``body_model_gender`` (see Body model), ``scene_dataset`` (see
-    Scene datasets). Unknown backend names and option names are refused when the env is
-    made, naming the accepted ones.
+    Scene datasets), ``body_asset`` (see Body assets). Unknown backend names and option
+    names are refused when the env is made, naming the accepted ones.
+
+    ## Body assets
+    ``body_asset`` (default None) is a body folder in the reference release's format (its
+    ``resources/agent/neutral_beta0_handmerged``: URDF, STL meshes, ``shift.npy``,
+    ``metadata.json``), read by :func:`humanclaw_gym.body.asset.load_body_asset`. Physics
+    builds it (both backends), the renderer draws its meshes, the ego camera sits where the
+    release puts it on that body, and the metrics score by its links (Nav points at every
+    link origin, collision groups by link name). The 75-D frames drive its 22 body joints;
+    jaw, eyes and fingers are held at rest.
+
+    ## Paper profile
+    ``profile="paper"`` with ``release_dir`` (a checkout of the reference release),
+    ``motion_weights`` (the downloaded weights, default in the release checkout) and
+    ``scene_dataset`` (HSSD prepared as the release describes) runs the configuration the
+    published table was made with: the release's ``val100`` (``split="val100"``) or ``val``
+    episodes, its body, its physics profile, motion ``"paper"``; ``physics`` and
+    ``renderer`` may still be chosen. Every missing part is refused in one
+    ``ProfileError`` when the env is made. See ``docs/paper.md``.
 
     ## Scene datasets
     ``scene_dataset`` (default None) points at a Habitat scene dataset: its
@@ -239,6 +257,9 @@ class FindNavInteractEnv(gym.Env):
         obs_mode: str | None = None,
         backend: BackendConfig | None = None,
         instruction_template: str | os.PathLike[str] | Any = None,
+        profile: Any = None,
+        release_dir: str | os.PathLike[str] | None = None,
+        motion_weights: str | os.PathLike[str] | None = None,
         **backend_fields: Any,
     ) -> None:
         from humanclaw_gym import episodes as episodes_mod
@@ -253,6 +274,15 @@ class FindNavInteractEnv(gym.Env):
             )
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
             raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
+        self.run_profile: Any = None
+        if profile is not None or release_dir is not None or motion_weights is not None:
+            from humanclaw_gym.profiles import profile_for_env
+
+            self.run_profile = profile_for_env(
+                profile, release_dir, motion_weights, split, episodes, backend, backend_fields
+            )
+            split, episodes = self.run_profile.episodes, None
+            backend, backend_fields = self.run_profile.backend, {}
         config = _backend_config(backend, backend_fields)
         template = resolve_instruction_template(instruction_template)
         if sensors is not None and (obs_size is not None or obs_mode is not None):
@@ -362,9 +392,14 @@ class FindNavInteractEnv(gym.Env):
         return self._sim
 
     @property
-    def backend_info(self) -> dict[str, str]:
-        """Names of the backends in use and why this renderer was chosen."""
-        return self._sim.backend_info
+    def backend_info(self) -> dict[str, Any]:
+        """Names of the backends in use and why this renderer was chosen; with a profile
+        (``profile="paper"``) also its record (``"profile"``: release, body, weights,
+        scene dataset), which replay manifests keep."""
+        info = dict(self._sim.backend_info)
+        if self.run_profile is not None:
+            info["profile"] = dict(self.run_profile.record)
+        return info
 
     @property
     def episodes(self) -> tuple[Any, ...]:
@@ -624,6 +659,7 @@ class FindNavInteractEnv(gym.Env):
             exo_rgb=self._sim.render("exo", EXO_SIZE_PX).rgb if "frame_exo" in needs else None,
             physics_contract=physics.contract(),
             physics_state=None,
+            body_links=self._sim.body_links,
         )
 
     def _max_steps(self) -> int:

@@ -13,6 +13,11 @@ Every ``humanclaw run`` output directory holds ``run_fingerprint.json`` (schema
   of its episode list before ``--limit``;
 * ``backend``: :meth:`~humanclaw_gym.backends.config.BackendConfig.to_dict` (physics,
   renderer, motion and their options, body model) and ``motion_checkpoint_sha256``;
+* ``body_asset``: the identity of the ``body_asset`` folder (name, path, one SHA-256 over
+  its files, links, mass), None for the built-in body;
+* ``profile``: the record of a profile (``--profile paper``: the release's commit or
+  file hashes, the body, the physics options, the weight manifest's hash, the scene
+  dataset), None without one;
 * ``metric_rules``: which metric rules score the episodes (``"paper"`` when the run
   config names none);
 * ``instruction_template``: ``None`` (each episode's own instruction) or where the
@@ -61,7 +66,12 @@ FINGERPRINT_SCHEMA = "humanclaw_run_fingerprint_v1"
 DEFAULT_METRIC_RULES = "paper"
 
 # Settings a fingerprint written before the field existed is taken to have had.
-_DEFAULTS: dict[str, Any] = {"metric_rules": DEFAULT_METRIC_RULES, "instruction_template": None}
+_DEFAULTS: dict[str, Any] = {
+    "metric_rules": DEFAULT_METRIC_RULES,
+    "instruction_template": None,
+    "body_asset": None,
+    "profile": None,
+}
 
 # Words of a field name that mark a credential; ``*_env`` fields only name a variable.
 _SECRET_WORDS = frozenset(
@@ -188,6 +198,20 @@ def episodes_record(selection: str | None, keys: Iterable[tuple[str, str, str]])
     return {"selection": selection, "sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
+def _body_asset_record(path: str | None) -> dict[str, Any] | None:
+    """The identity of a body folder (name, path, SHA-256 over its files), or None."""
+    if path is None:
+        return None
+    from humanclaw_gym.body.asset import load_body_asset
+
+    return load_body_asset(path).identity()
+
+
+def _profile_record(profile: Any) -> dict[str, Any] | None:
+    """A resolved profile's record (see :class:`humanclaw_gym.profiles.RunProfile`)."""
+    return None if profile is None else dict(profile.record)
+
+
 def run_fingerprint(config: Any, episodes: Mapping[str, Any]) -> dict[str, Any]:
     """The fingerprint record of a run (see the module docstring).
 
@@ -213,6 +237,8 @@ def run_fingerprint(config: Any, episodes: Mapping[str, Any]) -> dict[str, Any]:
         "episodes": dict(episodes),
         "backend": backend.to_dict(),
         "motion_checkpoint_sha256": _file_sha256_or_none(backend.motion_checkpoint),
+        "body_asset": _body_asset_record(getattr(backend, "body_asset", None)),
+        "profile": _profile_record(getattr(config, "profile", None)),
         "metric_rules": getattr(config, "metric_rules", None) or DEFAULT_METRIC_RULES,
         "instruction_template": instruction_template_record(
             getattr(config, "instruction_template", None)

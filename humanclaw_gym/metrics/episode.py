@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from humanclaw_gym.body.skeleton import BODY_GROUPS, FRAME_DIM, NUM_JOINTS
+from humanclaw_gym.body.skeleton import BODY_GROUPS, FRAME_DIM
 from humanclaw_gym.episodes.schema import DIFFICULTY_LABELS
 from humanclaw_gym.fileio import write_text_atomic
 from humanclaw_gym.metrics._checks import (
@@ -146,6 +146,9 @@ class EpisodeMetricRecorder:
         object_handles: Habitat instance handles of the scene's objects
             (:func:`~humanclaw_gym.metrics.interact.scene_object_handles`); under ``paper``
             rules Interact also counts objects sharing a target's template.
+        link_names: the humanoid's link names in the order of the contacts' ``link_a``
+            (a body asset's links, which also name the collision body groups); None: the
+            skeleton's joints.
     """
 
     def __init__(
@@ -164,6 +167,7 @@ class EpisodeMetricRecorder:
         floor_source: str = "spawn_raycast",
         rollout_index: int = 0,
         object_handles: Mapping[int, str] | None = None,
+        link_names: Sequence[str] | None = None,
     ) -> None:
         rules = check_rules(rules)
         rollout_index = as_int(rollout_index, "rollout_index", 0)
@@ -210,7 +214,11 @@ class EpisodeMetricRecorder:
 
         self._find = FindTracker([category], rules=rules)
         self._collision = CollisionTracker(
-            self.dynamic_ids, floor_height_m, rules=rules, floor_source=floor_source
+            self.dynamic_ids,
+            floor_height_m,
+            rules=rules,
+            floor_source=floor_source,
+            link_names=link_names,
         )
         self._disturbance = DisturbanceTracker(self.dynamic_ids)
         self._interact = InteractTracker(self.target_ids, object_handles, rules=rules)
@@ -352,7 +360,7 @@ class EpisodeMetricRecorder:
             )
         rows = as_contacts(contacts)
         # Reject bad input before any tracker changes state.
-        check_human_links(rows, NUM_JOINTS)
+        check_human_links(rows, len(self._collision.link_names))
         object_ids = list(object_ids)
         check_object_positions(object_ids, object_positions)
         if step not in self._chunk_steps:
