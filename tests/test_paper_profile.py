@@ -87,6 +87,44 @@ def test_env_runs_draws_and_scores_the_body(body_dir, physics) -> None:
         env.close()
 
 
+def test_replay_records_the_body_and_redraws_it_from_its_meshes(body_dir, tmp_path) -> None:
+    """The replay manifest names the body asset (path, SHA-256); the delayed render draws
+    that body from the saved 75-D frames (forward kinematics over its links equals the
+    physics' link poses) and refuses a body folder whose files changed."""
+    from humanclaw_gym.replay import load_bundle
+    from humanclaw_gym.replay.bundle import ReplayBundleError
+    from humanclaw_gym.replay.render import render_saved_trajectory
+    from humanclaw_gym.wrappers import TrajectoryWrapper
+
+    body = load_body_asset(body_dir)
+    env = TrajectoryWrapper(gym.make(ENV_ID, body_asset=str(body_dir)), tmp_path / "out")
+    try:
+        env.reset(seed=0)
+        env.step("Turn<left><30>")
+        physics = env.unwrapped.simulation.physics
+        np.testing.assert_allclose(
+            body.link_poses_from_frame(physics.realized_frame())[:, :3],
+            physics.link_poses()[:, :3],
+            atol=1e-6,
+        )
+        env.step("Stop/Stand")
+    finally:
+        env.close()
+    rollout = env.last_bundle_dir
+    manifest = load_bundle(rollout).manifest
+    assert manifest["physics"]["body"]["sha256"] == body.sha256
+    assert manifest["backends"]["body_asset"]["sha256"] == body.sha256
+    report = render_saved_trajectory(rollout, tmp_path / "video", renderer="tiny", exo=False)
+    assert report.frames == 16 and Path(report.videos["ego"]).stat().st_size > 0
+    moved = tmp_path / "moved"
+    import shutil
+
+    shutil.copytree(body_dir, moved)
+    (moved / "metadata.json").write_text('{"name": "changed"}')
+    with pytest.raises(ReplayBundleError, match="its files changed"):
+        render_saved_trajectory(rollout, tmp_path / "video2", renderer="tiny", body_asset=moved)
+
+
 def test_ego_camera_sits_where_the_release_puts_it(body_dir) -> None:
     from humanclaw_gym.render.cameras import body_asset_ego_camera
 

@@ -335,6 +335,27 @@ class BodyAsset:
         rot = quat_xyzw_to_matrix(poses[:, 3:7])
         return np.einsum("nij,nj->ni", rot[owner], verts) + poses[owner, :3]
 
+    def link_poses_from_frame(self, frame: np.ndarray) -> np.ndarray:
+        """The ``(L, 7)`` world link poses of this body in a 75-D frame, by forward
+        kinematics (root at ``frame[0:3]``; each driven link turned by its frame joint's
+        rotation, the held ones at rest): what physics reports for that realized pose."""
+        from humanclaw_gym.rotations import quat_exp, quat_mul, quat_rotate
+
+        f = np.asarray(frame, dtype=np.float64)
+        if f.shape != (75,) or not np.all(np.isfinite(f)):
+            raise ValueError(f"frame must be a finite (75,) vector, got shape {f.shape}")
+        joints = quat_exp(f[3:].reshape(-1, 3))
+        out = np.empty((self.num_links, 7))
+        out[0, 0:3] = f[0:3]
+        out[0, 3:7] = joints[0]
+        for j in range(1, self.num_links):
+            parent = out[self.parents[j]]
+            k = self.frame_joints[j]
+            local = joints[k] if k >= 0 else np.array([0.0, 0.0, 0.0, 1.0])
+            out[j, 0:3] = parent[0:3] + quat_rotate(parent[3:7], self.joint_offsets_m[j])
+            out[j, 3:7] = quat_mul(parent[3:7], local)
+        return out
+
     def skeleton_link_poses(self, link_poses: np.ndarray) -> np.ndarray:
         """The ``(24, 7)`` link poses of the 75-D frame's skeleton read off this body's
         ``(L, 7)`` link poses: each frame joint from its link; a frame joint the body lacks
