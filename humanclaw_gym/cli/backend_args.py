@@ -66,6 +66,10 @@ class BackendArgs:
     """checkpoint of the flow motion generator"""
     motion_option: tuple[str, ...] = ()
     """motion generator keyword as KEY=VALUE, VALUE read as JSON when it parses (e.g. steps=10 seat_guidance=false)"""
+    motion_weights: Path | None = None
+    """the paper motion's weights as downloaded (--motion paper; its weights_dir)"""
+    release: Path | None = None
+    """a checkout of the reference release: the paper motion reads its weight manifest and seed state (--motion paper; its release_dir)"""
     body_model_dir: Path | None = None
     """your licensed SMPL-X files: draw the skinned body in the images (rendering only)"""
     body_model_gender: Literal["neutral", "male", "female"] = "neutral"
