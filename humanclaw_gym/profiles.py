@@ -423,6 +423,20 @@ def resolve_profile(
     except _Missing as exc:
         problems.append(("motion weights", str(exc)))
 
+    # -- physics backend -----------------------------------------------------------------
+    from humanclaw_gym.backends import registry
+
+    if physics not in registry.entries("physics"):
+        problems.append(("physics", f"{physics!r} is not a registered physics backend"))
+    elif "mesh" not in registry.entry("physics", physics).capabilities.part_shapes:
+        problems.append(
+            (
+                "physics",
+                f"{physics!r} cannot collide the HSSD scenes' triangle meshes: use --physics "
+                "pybullet",
+            )
+        )
+
     # -- scenes ----------------------------------------------------------------------------
     dataset = Path(scene_dataset).expanduser() if scene_dataset is not None else (
         None if release is None else release / _SCENE_DATASET
