@@ -169,7 +169,9 @@ def _physics(release: Path) -> dict:
                 spent += time.process_time() - t0
             end = physics.realized_frame()
             out[name][label] = {
-                "pelvis_end_error_m": round(float(np.linalg.norm(end[[0, 2]] - frames[-1][[0, 2]])), 4),
+                "pelvis_end_error_m": round(
+                    float(np.linalg.norm(end[[0, 2]] - frames[-1][[0, 2]])), 4
+                ),
                 "pelvis_height_error_max_m": round(worst_y, 4),
                 "cpu_ms_per_decision": round(1000.0 * spent / len(_SEQUENCE), 1),
             }
