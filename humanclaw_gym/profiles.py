@@ -476,7 +476,6 @@ def resolve_profile(
         "motion_weights": motion_record,
         "scene_dataset": dataset_record,
         "metric_rules": "paper",
-        "agent": "psv",
     }
     record = json.loads(json.dumps(record, sort_keys=True, default=str))
     return RunProfile(
