@@ -253,6 +253,25 @@ def test_env_profile_arguments_are_checked(tmp_path) -> None:
         gym.make(ENV_ID, profile="paper", release_dir=str(tmp_path))
 
 
+def test_cli_profile_refusals_are_one_line(tmp_path, synth, capsys) -> None:
+    """``humanclaw run --profile paper``: a flag the profile sets is refused by name, a
+    release without weights and HSSD is refused naming both, before any episode runs."""
+    from humanclaw_gym.cli.run_cmd import RunArgs, run
+
+    release = write_release_checkout(tmp_path / "release", episodes_dir=synth.episodes_dir.parent)
+    args = RunArgs(profile="paper", output=tmp_path / "out", quiet=True)
+    args.backend.release = release
+    args.backend.motion = "flow"
+    assert run(args) == 2
+    assert "--profile paper sets --motion itself" in capsys.readouterr().err
+    args.backend.motion = "procedural"
+    assert run(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert "motion weights:" in err and "scene dataset:" in err and "--scene-dataset" in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_fingerprint_records_the_body_asset(body_dir) -> None:
     from humanclaw_gym.evaluation.batch import RunConfig
     from humanclaw_gym.evaluation.fingerprint import fingerprint_differences, run_fingerprint

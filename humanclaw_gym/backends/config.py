@@ -238,7 +238,11 @@ class BackendConfig:
         if self.body_asset is not None:
             from humanclaw_gym.body.asset import load_body_asset
 
-            check_options(factory, "physics", self.physics, {"body_asset": self.body_asset})
+            if "body_asset" not in inspect.signature(factory).parameters:
+                raise ValueError(
+                    f"body_asset: the {self.physics!r} physics backend builds no body asset "
+                    "(pybullet and mujoco do)"
+                )
             load_body_asset(self.body_asset)
         if self.motion_options:
             factory = registry.entry("motion", self.motion).load()
