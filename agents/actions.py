@@ -53,9 +53,27 @@ _REF_DEFAULT_SPEED = "slow"
 _REF_DEFAULT_DIRECTION = "left"
 _REF_DEFAULT_TURN_DEG = 10.0
 _REF_DEFAULT_DISTANCE_M = 0.25
-_REF_GROUP_RE = re.compile(r"<([^>]+)>")
 _REF_SIGNED_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?")
 _REF_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _ref_groups(text: str) -> list[str]:
+    """``re.findall(r"<([^>]+)>", text)`` in linear time (the regex rescans to the end of
+    the text from every ``<`` without a later ``>``: minutes for a long reply)."""
+    groups: list[str] = []
+    position = 0
+    while True:
+        start = text.find("<", position)
+        if start < 0:
+            return groups
+        end = text.find(">", start + 1)
+        if end < 0:  # no later "<" has a ">" after it either
+            return groups
+        if end == start + 1:  # "<>": the group needs one character; try the next "<"
+            position = start + 1
+            continue
+        groups.append(text[start + 1 : end])
+        position = end + 1
 
 
 def action_from_reply(action_id: Any, action_name: Any) -> tuple[SkillCall, list[str]]:
@@ -110,7 +128,7 @@ def action_from_reply(action_id: Any, action_name: Any) -> tuple[SkillCall, list
         notes.append(f"action_id={action_id!r} is no skill id: read as Stop/Stand")
         skill_id = int(Skill.STOP)
     skill = Skill(skill_id)
-    groups = [g.strip().lower().replace(" ", "_") for g in _REF_GROUP_RE.findall(name)]
+    groups = [g.strip().lower().replace(" ", "_") for g in _ref_groups(name)]
 
     if skill is Skill.WALK:
         speed = groups[1] if len(groups) >= 2 else None

@@ -154,7 +154,7 @@ def read_response(queue_dir: Path, call: str) -> tuple[bool, Any]:
         return False, None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeError, json.JSONDecodeError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         return False, error
     if not isinstance(data, dict):
         return False, ValueError(f"response is a {type(data).__name__}, not a JSON object")

@@ -66,6 +66,7 @@ __all__ = [
     "build_model",
     "encode_png",
     "png_data_url",
+    "retry_after_s",
 ]
 
 QUEUE_PROTOCOL = "humanclaw-queue/v1"
@@ -82,7 +83,16 @@ _ESTIMATED = "estimated_chars_div_4"
 
 
 class ModelCallError(RuntimeError):
-    """One model call failed (transport, provider status, malformed reply)."""
+    """One model call failed (transport, provider status, malformed reply).
+
+    Attributes:
+        retry_after_s: how long the provider asked to wait before the next call (its
+            ``Retry-After`` on a 429 or 503 answer), or None.
+    """
+
+    def __init__(self, *args: Any, retry_after_s: float | None = None) -> None:
+        super().__init__(*args)
+        self.retry_after_s = retry_after_s
 
 
 class ModelTimeoutError(ModelCallError, TimeoutError):
@@ -304,8 +314,11 @@ class OpenAICompatibleModel:
                 f"{stage}: no reply from {endpoint} within {self.config.timeout_s:g} s"
             ) from error
         except errors.APIStatusError as error:
+            wait = retry_after_s(error.status_code, getattr(error, "response", None))
             raise ModelCallError(
                 f"{stage}: {endpoint} answered HTTP {error.status_code}: {_short(str(error))}"
+                + ("" if wait is None else f" (Retry-After: {wait:g} s)"),
+                retry_after_s=wait,
             ) from error
         except errors.APIError as error:
             raise ModelCallError(f"{stage}: request to {endpoint} failed: {error}") from error
@@ -321,6 +334,44 @@ class OpenAICompatibleModel:
 
 class MissingAPIKeyError(RuntimeError):
     """The environment variable named by a config's ``api_key_env`` is unset or empty."""
+
+
+_RATE_LIMITED = (429, 503)
+
+
+def retry_after_s(status: int, response: Any, now: float | None = None) -> float | None:
+    """Seconds a 429 / 503 answer asks the client to wait, or None.
+
+    Reads ``retry-after-ms`` (milliseconds, sent by OpenAI) or ``Retry-After`` (seconds, or
+    an HTTP date); a negative, non-finite or unreadable value counts as absent. Other
+    statuses ask for nothing. The caller bounds the wait (``max_retry_after_s``).
+    """
+    if status not in _RATE_LIMITED:
+        return None
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        text = str(raw).strip()
+        try:
+            value = float(text) * scale
+        except ValueError:
+            if scale != 1.0:
+                continue
+            try:  # an HTTP date
+                from email.utils import parsedate_to_datetime
+
+                when = parsedate_to_datetime(text).timestamp()
+            except (TypeError, ValueError, IndexError, OverflowError):
+                continue
+            value = when - (time.time() if now is None else now)
+            value = max(value, 0.0)
+        if value == value and 0.0 <= value < float("inf"):
+            return value
+    return None
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -470,7 +521,7 @@ class FilesystemQueueModel:
                 text = response_path.read_text(encoding="utf-8")
                 try:
                     return json.loads(text)
-                except json.JSONDecodeError as error:
+                except (ValueError, RecursionError) as error:
                     raise ModelCallError(
                         f"{stage}: queue response {request_id} is not valid JSON: {error}"
                     ) from error

@@ -630,7 +630,7 @@ def test_reply_extraction_needs_no_retry_and_is_counted(
     tmp_path: Path, reply: str, recoveries: set[str]
 ):
     model = ScriptedModel([reply])
-    decision = _act(_agent(model, tmp_path), 0)
+    decision = _act(_agent(model, tmp_path, reply_reader="tolerant"), 0)
     assert str(decision.action) == "Turn<left><45>"
     assert decision.extras["planner_attempts"] == 1
     assert decision.extras["retries"] == {"transport": 0, "extraction": 0, "invalid_reply": 0}
@@ -845,7 +845,10 @@ def test_variants_through_the_policy_registry(tmp_path: Path):
     assert type(load_policy("psv", model_config=config)) is PSVAgent
     assert type(load_policy("psv:v2", model_config=config)) is PSVAgent
     assert type(load_policy("psv:v1", model_config=config)) is PSVAgentV1
-    with pytest.raises(ValueError, match="allowed one of \\['v1', 'v2'\\]"):
+    tolerant = load_policy("psv:tolerant", model_config=config)
+    assert type(tolerant) is PSVAgent and tolerant.reply_reader == "tolerant"
+    assert load_policy("psv", model_config=config).reply_reader == "reference"
+    with pytest.raises(ValueError, match="allowed one of \\['tolerant', 'v1', 'v2'\\]"):
         load_policy("psv:v3", model_config=config)
     with pytest.raises(PolicySpecError, match="has no variants"):
         load_policy("random:v1")

@@ -530,13 +530,15 @@ def test_batch_reports_failures_per_job(tmp_path: Path) -> None:
         render_saved_batch([bad], tmp_path / "out", workers=0)
     from humanclaw_gym.cli.render_cmd import batch_main, main
 
-    assert main(["--rollout-dir", str(bad), "--output-dir", str(tmp_path / "o")]) == 1
+    # a corrupt bundle and a missing root are user errors (2); a failed job in a batch is 1
+    assert main(["--rollout-dir", str(bad), "--output-dir", str(tmp_path / "o")]) == 2
+    assert not (tmp_path / "o").exists()
     assert (
         batch_main(["--root", str(tmp_path / "runs"), "--output-root", str(tmp_path / "o2")]) == 1
     )
     assert (
         batch_main(["--root", str(tmp_path / "nothing"), "--output-root", str(tmp_path / "o3")])
-        == 1
+        == 2
     )
 
 

@@ -198,7 +198,8 @@ class BackendConfig:
             BackendCapabilityError: an unknown backend name (registered ones listed).
             ValueError: an option a backend does not accept (accepted ones listed); a
                 missing or malformed scene dataset (``SceneDatasetError``, naming the file).
-            FileNotFoundError: ``body_model_dir`` does not exist.
+            FileNotFoundError: ``body_model_dir`` (or its model file) does not exist.
+            BodyModelError: the model file holds pickled objects smplx would need.
             ImportError: ``scene_dataset`` is set but ``trimesh`` is not installed.
             BodyAssetError: ``body_asset`` cannot be read (one line naming the file).
         """
@@ -221,6 +222,10 @@ class BackendConfig:
                 f"directory holding SMPLX_{self.body_model_gender.upper()}.npz (the licensed "
                 "SMPL-X files, not shipped with humanclaw-gym) or that file itself"
             )
+        if self.body_model_dir is not None:  # read as plain arrays: nothing is unpickled
+            from humanclaw_gym.body.smplx_model import body_model_file, read_body_model_arrays
+
+            read_body_model_arrays(body_model_file(self.body_model_dir, self.body_model_gender))
         if self.scene_dataset is not None:
             from humanclaw_gym.scenes.hssd import open_scene_dataset
 

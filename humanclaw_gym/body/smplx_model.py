@@ -9,6 +9,10 @@ package changes.
   mean) and runs it in fixed-size batches.
 * :func:`smplx_vertices`: the skinned SMPL-X mesh of a 75-D frame (world vertices + faces),
   drawn instead of the link shapes when the env is made with ``body_model_dir=``.
+* :func:`read_body_model_arrays`: the arrays of a user's model file, read without ever
+  unpickling anything (``smplx`` itself opens ``.npz`` files with ``allow_pickle=True`` and
+  ``.pkl`` files with ``pickle.load``, which runs whatever code a crafted file holds).
+  :class:`SmplxBody` hands ``smplx`` a clean copy of these arrays, never the user's file.
 
 Mocap clips are converted to frames and training chunks with the same body in
 :mod:`humanclaw_gym.motion.flow.smplx_io`.
@@ -24,6 +28,10 @@ fingertips) are not used, so the vertex keypoint selection is switched off.
 from __future__ import annotations
 
 import os
+import pickle
+import shutil
+import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +39,16 @@ import numpy as np
 
 from humanclaw_gym.body.skeleton import FRAME_DIM
 
-__all__ = ["SMPLX_BODY_JOINTS", "SMPLX_HAND_JOINTS", "SmplxBody", "smplx_vertices"]
+__all__ = [
+    "SMPLX_BODY_JOINTS",
+    "SMPLX_HAND_JOINTS",
+    "SMPLX_MODEL_ARRAYS",
+    "BodyModelError",
+    "SmplxBody",
+    "body_model_file",
+    "read_body_model_arrays",
+    "smplx_vertices",
+]
 
 #: SMPL-X joints standing in for SMPL's left/right hand joints (middle-finger bases).
 SMPLX_HAND_JOINTS = (28, 43)
@@ -39,6 +56,123 @@ SMPLX_HAND_JOINTS = (28, 43)
 SMPLX_BODY_JOINTS = 21
 _NUM_BODY_JOINTS = SMPLX_BODY_JOINTS
 _BATCH = 64
+
+
+#: Arrays ``smplx`` reads from a SMPL-X model file (``data_struct.<name>``).
+SMPLX_MODEL_ARRAYS: tuple[str, ...] = (
+    "J_regressor",
+    "dynamic_lmk_bary_coords",
+    "dynamic_lmk_faces_idx",
+    "f",
+    "hands_componentsl",
+    "hands_componentsr",
+    "hands_meanl",
+    "hands_meanr",
+    "kintree_table",
+    "lmk_bary_coords",
+    "lmk_faces_idx",
+    "posedirs",
+    "shapedirs",
+    "v_template",
+    "weights",
+)
+
+
+class BodyModelError(ValueError):
+    """A body model file cannot be used (it would need unpickling Python objects, or it is
+    not a model file); the message names the file and what is allowed."""
+
+
+class _ArraysOnlyUnpickler(pickle.Unpickler):
+    """Rebuilds numpy arrays and scipy sparse matrices, and nothing else: every other
+    class or function a pickle names is refused before it could be called."""
+
+    _NUMPY = {
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"),
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("copyreg", "_reconstructor"),
+        ("builtins", "object"),
+        ("_codecs", "encode"),  # how protocol 2 pickles byte strings (array buffers)
+    }
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in self._NUMPY or (
+            module.startswith("scipy.sparse") and name.endswith(("_matrix", "_array"))
+        ):
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name} is not an array type")
+
+
+def read_body_model_arrays(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """The arrays of a SMPL-X model file, read without running any code from it.
+
+    ``.npz``: read with ``allow_pickle=False``; a member holding pickled objects is refused
+    when ``smplx`` needs it (:data:`SMPLX_MODEL_ARRAYS`) and left unread otherwise.
+    ``.pkl``: unpickled with an allow-list of numpy array and scipy sparse types only;
+    sparse matrices become dense arrays, values that are no arrays (names, dicts) are
+    dropped.
+
+    Raises:
+        BodyModelError: naming the file (and the member) and what is allowed.
+    """
+    file = Path(path)
+    allowed = "plain numeric arrays, as in the SMPL-X download (no pickled Python objects)"
+    arrays: dict[str, np.ndarray] = {}
+    if file.suffix == ".pkl":
+        try:
+            with open(file, "rb") as handle:
+                data = _ArraysOnlyUnpickler(handle, encoding="latin1").load()
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as exc:
+            raise BodyModelError(f"{file}: refused ({exc}); allowed: {allowed}") from None
+        if not isinstance(data, dict):
+            raise BodyModelError(f"{file}: holds a {type(data).__name__}, not a dict of arrays")
+        for key, value in data.items():
+            if hasattr(value, "toarray"):  # scipy sparse
+                value = value.toarray()
+            if isinstance(value, np.ndarray) and not value.dtype.hasobject:
+                arrays[str(key)] = value
+    else:
+        try:
+            with np.load(file, allow_pickle=False) as data:
+                if not isinstance(data, np.lib.npyio.NpzFile):
+                    raise BodyModelError(f"{file}: a single array, not an .npz model file")
+                for key in data.files:
+                    try:
+                        arrays[key] = data[key]
+                    except ValueError:  # "Object arrays cannot be loaded ..."
+                        if key in SMPLX_MODEL_ARRAYS:
+                            raise BodyModelError(
+                                f"{file}: member {key!r} holds pickled Python objects (loading "
+                                f"it could run code); allowed: {allowed}"
+                            ) from None
+        except BodyModelError:
+            raise
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise BodyModelError(f"{file}: not a readable .npz model file ({exc})") from None
+    return arrays
+
+
+def body_model_file(
+    body_model_dir: str | os.PathLike[str], gender: str = "neutral", ext: str = "npz"
+) -> Path:
+    """The model file of ``gender`` in ``body_model_dir`` (or ``body_model_dir`` itself when
+    it is a file).
+
+    Raises:
+        FileNotFoundError: naming the expected file.
+    """
+    path = Path(body_model_dir)
+    file = path / f"SMPLX_{gender.upper()}.{ext}" if path.is_dir() else path
+    if not file.is_file():
+        raise FileNotFoundError(
+            f"SMPL-X model file {str(file)!r} not found: pass --body-model-dir pointing at "
+            "the licensed SMPL-X files (they are not shipped with humanclaw-gym)"
+        )
+    return file
 
 
 def _import_smplx() -> tuple[Any, Any]:
@@ -78,20 +212,16 @@ class SmplxBody:
             raise ValueError(f"gender={gender!r} is invalid: allowed 'neutral' | 'male' | 'female'")
         if ext not in ("npz", "pkl"):
             raise ValueError(f"ext={ext!r} is invalid: allowed 'npz' | 'pkl'")
-        path = Path(body_model_dir)
-        file = path / f"SMPLX_{gender.upper()}.{ext}" if path.is_dir() else path
-        if not file.is_file():
-            raise FileNotFoundError(
-                f"SMPL-X model file {str(file)!r} not found: pass --body-model-dir pointing at "
-                "the licensed SMPL-X files (they are not shipped with humanclaw-gym)"
-            )
+        file = body_model_file(body_model_dir, gender, ext)
+        self._arrays = read_body_model_arrays(file)  # never unpickles (see the function)
+        self._gender = gender
         self._torch = torch
         self._smplx = smplx
         self.num_betas = int(num_betas)
         self._create_kwargs = dict(
             model_type="smplx",
             gender=gender,
-            ext=ext,
+            ext="npz",  # smplx reads our clean copy of the arrays, never the user's file
             num_betas=self.num_betas,
             use_pca=False,
             flat_hand_mean=True,
@@ -106,9 +236,17 @@ class SmplxBody:
         self.faces = np.asarray(self.model.faces, dtype=np.int64)
 
     def _create(self, batch_size: int) -> Any:
-        model = self._smplx.create(
-            str(self.file), batch_size=batch_size, **self._create_kwargs
-        ).eval()
+        # smplx only takes a path and opens it with allow_pickle=True: give it a private
+        # copy that holds nothing but the arrays read safely from the user's file.
+        directory = tempfile.mkdtemp(prefix="humanclaw_smplx_")
+        try:
+            clean = Path(directory) / f"SMPLX_{self._gender.upper()}.npz"
+            np.savez(clean, **self._arrays)
+            model = self._smplx.create(
+                str(clean), batch_size=batch_size, **self._create_kwargs
+            ).eval()
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
         # Only the 55 skeleton joints are read: drop the vertex keypoints (nose, eyes, ears).
         model.vertex_joint_selector.extra_joints_idxs = self._torch.zeros(0, dtype=self._torch.long)
         return model

@@ -43,7 +43,7 @@ def parse_options(
             raise ValueError(f"{flag} {item!r}: expected KEY=VALUE, e.g. steps=10")
         try:
             value = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             value = raw
         out.append((key.strip(), value))
     return tuple(out)

@@ -139,12 +139,23 @@ def _checked_config(args: RunArgs | RolloutArgs, prog: str, profile=None):
     from humanclaw_gym.evaluation.batch import check_run_config
 
     try:
+        _check_counts(args)
         config = _config(args, profile)
         check_run_config(config)
     except (ValueError, FileNotFoundError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return None
     return config
+
+
+def _check_counts(args: RunArgs | RolloutArgs) -> None:
+    for flag, value in (
+        ("--workers", getattr(args, "workers", 1)),
+        ("--limit", getattr(args, "limit", None)),
+        ("--max-steps", args.max_steps),
+    ):
+        if value is not None and value < 1:
+            raise ValueError(f"{flag} {value} is invalid: allowed an int >= 1")
 
 
 def _profile(args: RunArgs):
@@ -183,8 +194,16 @@ def _profile(args: RunArgs):
     )
 
 
-def run(args: RunArgs) -> int:
-    from humanclaw_gym.evaluation.batch import list_episode_specs, run_batch
+def run(args: RunArgs, argv: list[str] | None = None) -> int:
+    """Run the batch; returns the exit code (0 all completed, 1 some failed, 130 / 143
+    stopped by SIGINT / SIGTERM). User errors raise (the ``humanclaw`` entry point prints
+    them as one line, exit code 2) before anything is written."""
+    from humanclaw_gym.evaluation.batch import (
+        BatchInterrupted,
+        OutputInUseError,
+        list_episode_specs,
+        run_batch,
+    )
     from humanclaw_gym.evaluation.fingerprint import RunFingerprintError, episodes_record
 
     workers = args.workers
@@ -219,11 +238,11 @@ def run(args: RunArgs) -> int:
         episodes = episodes_record(
             args.episodes, ((s.split, s.scene_id, s.episode_id) for s in specs)
         )
-    if args.limit is not None:
-        specs = specs[: args.limit]
     config = _checked_config(args, "humanclaw run", profile)
     if config is None:
         return 2
+    if args.limit is not None:
+        specs = specs[: args.limit]
     print(
         f"humanclaw run: {len(specs)} episode(s), agent={config.agent}, output={args.output}"
         + ("" if profile is None else f", profile={profile.name}"),
@@ -231,6 +250,7 @@ def run(args: RunArgs) -> int:
     )
     from humanclaw_gym.metrics import MetricsFileError
 
+    interrupted = None
     try:
         summary = run_batch(
             specs,
@@ -242,7 +262,9 @@ def run(args: RunArgs) -> int:
             progress=not args.quiet,
             episodes=episodes,
         )
-    except RunFingerprintError as exc:
+    except BatchInterrupted as exc:
+        summary, interrupted = exc.summary, exc
+    except (RunFingerprintError, OutputInUseError) as exc:
         print(f"humanclaw run: error: {exc}", file=sys.stderr)
         return 2
     except MetricsFileError as exc:
@@ -252,9 +274,12 @@ def run(args: RunArgs) -> int:
             file=sys.stderr,
         )
         return 1
+    if interrupted is not None:
+        print(f"\nhumanclaw run: stopped by {summary.interrupted}", file=sys.stderr)
+    not_run = f", not run {summary.not_run}" if summary.not_run else ""
     print(
         f"completed {summary.completed}, skipped {summary.skipped}, failed {summary.failed}"
-        f" in {summary.wall_time_s:.1f} s"
+        f"{not_run} in {summary.wall_time_s:.1f} s"
     )
     for res in summary.results:
         if res.get("status") == "failed":
@@ -268,12 +293,36 @@ def run(args: RunArgs) -> int:
         print()
         print(format_tables(summary.metrics_summary))
         print(f"\nmetrics summary written to {Path(args.output) / 'metrics_summary.json'}")
+    if interrupted is not None:
+        print(
+            f"{summary.not_run} episode(s) did not run and left no files; to finish the run:\n"
+            f"  {_resume_command(argv)}",
+            file=sys.stderr,
+        )
+        return 128 + interrupted.signum
     return 0 if summary.failed == 0 else 1
+
+
+def _resume_command(argv: list[str] | None) -> str:
+    """The command line that continues this run (the same arguments plus ``--resume``)."""
+    import shlex
+
+    args = list(sys.argv[2:] if argv is None else argv)
+    args = [a for a in args if a != "--debug"]
+    if "--resume" not in args:
+        args.append("--resume")
+    return shlex.join(["humanclaw", "run", *args])
 
 
 def rollout(args: RolloutArgs) -> int:
     from humanclaw_gym.episodes import load_split
-    from humanclaw_gym.evaluation.batch import EpisodeSpec, rollout_dir, run_one_episode
+    from humanclaw_gym.evaluation.batch import (
+        EpisodeSpec,
+        check_episode_scenes,
+        check_policy,
+        rollout_dir,
+        run_one_episode,
+    )
 
     episodes = load_split(args.split)
     if args.episode_id is None:
@@ -291,6 +340,8 @@ def rollout(args: RolloutArgs) -> int:
     config = _checked_config(args, "humanclaw rollout")
     if config is None:
         return 2
+    check_policy(config)  # a bad model config or key: one line, exit 2, nothing written
+    check_episode_scenes([spec], config)
     from humanclaw_gym.episodes.instructions import (
         apply_instruction_template,
         resolve_instruction_template,
@@ -334,7 +385,7 @@ def _metric_text(value: object) -> str:
 
 def main(argv: list[str]) -> int:
     args = tyro.cli(RunArgs, args=argv, prog="humanclaw run")
-    return run(args)
+    return run(args, argv)
 
 
 def rollout_main(argv: list[str]) -> int:

@@ -20,14 +20,28 @@ and verifies (replay hashes, metrics schema); anything else is run again from sc
 without secrets, seed, max steps, episodes, backends, metric rules, package version; see
 :mod:`humanclaw_gym.evaluation.fingerprint`): a run whose settings differ from the
 recorded ones is refused before any episode runs, naming the differing fields.
+
+One run at a time writes to an output directory: ``<output>/.humanclaw_run.lock`` is held
+(``filelock``, an OS lock that dies with its process, so a lock left by a killed run is
+taken over) and a second run is refused with :class:`OutputInUseError`.
+
+Interrupts: SIGINT (Ctrl-C) and SIGTERM stop a batch within seconds. No episode is
+submitted any more, the workers are stopped, every episode that did not finish is removed
+from the output (no half-written folder stays; a complete earlier result is kept) and
+:class:`BatchInterrupted` carries the summary of what finished. Worker processes ignore
+SIGINT (the parent decides) and exit by themselves when the parent is gone, e.g. killed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import sys
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import InitVar, asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,8 +50,11 @@ from humanclaw_gym.backends.config import BACKEND_FIELDS, BackendConfig
 from humanclaw_gym.evaluation.episode import EpisodeSpec
 
 __all__ = [
+    "LOCK_FILE",
+    "BatchInterrupted",
     "BatchSummary",
     "EpisodeSpec",
+    "OutputInUseError",
     "RunConfig",
     "list_episode_specs",
     "rollout_complete",
@@ -97,9 +114,19 @@ class RunConfig:
             object.__setattr__(self, "backend", self.backend.replace(**changes))
 
 
+LOCK_FILE = ".humanclaw_run.lock"
+"""The lock a run holds in its output directory while it writes there."""
+
+_WATCHDOG_PERIOD_S = 0.5
+
+
 @dataclass
 class BatchSummary:
-    """Counts and per-episode outcomes of a batch."""
+    """Counts and per-episode outcomes of a batch.
+
+    ``not_run`` counts the episodes an interrupt stopped before they finished (their
+    results have ``status == "not_run"``); ``interrupted`` names the signal, else None.
+    """
 
     completed: int = 0
     skipped: int = 0
@@ -107,9 +134,29 @@ class BatchSummary:
     results: list[dict[str, Any]] = field(default_factory=list)
     wall_time_s: float = 0.0
     metrics_summary: dict[str, Any] | None = None
+    not_run: int = 0
+    interrupted: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class OutputInUseError(RuntimeError):
+    """Another run holds the output directory's lock (two runs would mix their results)."""
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM stopped a batch; the finished part is on disk and summarised.
+
+    Attributes:
+        summary: what finished (``not_run`` episodes left no files).
+        signum: the signal that stopped the batch.
+    """
+
+    def __init__(self, summary: BatchSummary, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.summary = summary
+        self.signum = signum
 
 
 # --------------------------------------------------------------------------------------
@@ -129,12 +176,27 @@ def list_episode_specs(selection: str) -> list[EpisodeSpec]:
 
 
 def rollout_dir(output: str | os.PathLike[str], spec: EpisodeSpec, rollout_index: int = 0) -> Path:
-    """The deterministic output directory of one episode rollout."""
-    return (
-        Path(output)
-        / f"{spec.scene_id}_ep{spec.episode_id}_{spec.category}"
-        / f"rollout_{rollout_index:02d}"
-    )
+    """The deterministic output directory of one episode rollout.
+
+    Raises:
+        ValueError: the directory would not lie inside ``output`` (an id holding a path
+            separator or ``..``, or a link out of ``output``); episode readers refuse such
+            ids already (:func:`~humanclaw_gym.episodes.schema.check_id`).
+    """
+    name = f"{spec.scene_id}_ep{spec.episode_id}_{spec.category}"
+    path = Path(output) / name / f"rollout_{rollout_index:02d}"
+    base = os.path.realpath(output)
+    if (
+        name in (".", "..")
+        or os.sep in name
+        or (os.altsep and os.altsep in name)
+        or os.path.commonpath([base, os.path.realpath(path)]) != base
+    ):
+        raise ValueError(
+            f"episode {spec.episode_id[:60]!r} of scene {spec.scene_id[:60]!r}: its output "
+            f"folder {name[:120]!r} does not stay inside the output directory {output}"
+        )
+    return path
 
 
 def rollout_complete(directory: Path, config: RunConfig) -> bool:
@@ -144,9 +206,9 @@ def rollout_complete(directory: Path, config: RunConfig) -> bool:
         return False
     try:
         result = json.loads(result_path.read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):
         return False
-    if result.get("ended_by") not in ("stop", "truncated"):
+    if not isinstance(result, dict) or result.get("ended_by") not in ("stop", "truncated"):
         return False
     if not (directory / "final_ego.png").is_file():
         return False
@@ -161,9 +223,11 @@ def rollout_complete(directory: Path, config: RunConfig) -> bool:
     if config.metrics:
         try:
             metrics = json.loads((directory / "metrics.json").read_text())
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError, RecursionError):
             return False
-        if not str(metrics.get("schema", "")).startswith("humanclaw_metrics_"):
+        if not isinstance(metrics, dict) or not str(metrics.get("schema", "")).startswith(
+            "humanclaw_metrics_"
+        ):
             return False
     if config.video:
         for name in ("ego.mp4", "exo.mp4"):
@@ -337,13 +401,90 @@ def _clear_rollout(directory: Path) -> None:
 # --------------------------------------------------------------------------------------
 # executors
 # --------------------------------------------------------------------------------------
-def _worker_init() -> None:
+def _worker_init(stop: Any = None, parent_pid: int | None = None) -> None:
+    """Prepare a worker process (and, without arguments, the caller's own process).
+
+    In a worker process (``parent_pid`` given): SIGINT is ignored (a Ctrl-C reaches the
+    whole process group; the parent decides what stops), and a watchdog thread ends the
+    process within :data:`_WATCHDOG_PERIOD_S` once ``stop`` is set or the parent is gone
+    (it was killed: the worker is an orphan).
+    """
     # The renderer's Mesa defaults (no rasteriser or shader-cache threads): this also runs
     # in the caller's own process (workers=1), which may fork async vector envs later.
     from humanclaw_gym.render.moderngl_backend import apply_mesa_defaults
 
     apply_mesa_defaults()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if parent_pid is None:
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(
+        target=_watch_parent, args=(stop, parent_pid), name="humanclaw-watchdog", daemon=True
+    ).start()
+
+
+def _watch_parent(stop: Any, parent_pid: int) -> None:
+    while True:
+        if os.getppid() != parent_pid or (stop is not None and stop.is_set()):
+            os._exit(1)  # mid-episode: the parent removes (or a resume redoes) the folder
+        time.sleep(_WATCHDOG_PERIOD_S)
+
+
+class _Stop:
+    """What SIGINT / SIGTERM asked for during a batch.
+
+    The handler records the first signal. While an episode runs in this very process
+    (``raise_now``), it also raises :class:`_Interrupt` at once, as Python's own SIGINT
+    does; otherwise the executor loops poll :attr:`signum` between results.
+    """
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.raise_now = False
+
+    def handler(self, signum: int, frame: Any) -> None:
+        if self.signum is None:
+            self.signum = signum
+        if self.raise_now:
+            self.raise_now = False
+            raise _Interrupt(signum)
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+
+class _Interrupt(BaseException):
+    """Raised inside an in-process episode by :meth:`_Stop.handler`."""
+
+
+@contextmanager
+def _catch_interrupts(stop: _Stop) -> Iterator[None]:
+    """Route SIGINT and SIGTERM to ``stop`` (main thread only: Python delivers signals
+    there; elsewhere the defaults stay)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, stop.handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while worker processes start: a child inherits the ignored signal
+    through ``exec``, so a Ctrl-C during its start-up cannot kill it with a traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _run_local(
@@ -351,44 +492,68 @@ def _run_local(
     config: RunConfig,
     workers: int,
     on_result: Callable[[dict[str, Any]], None],
+    stop: _Stop | None = None,
 ) -> None:
+    stop = stop or _Stop()
     if workers <= 1:
         _worker_init()
         try:
             for spec in specs:
-                on_result(run_one_episode(spec, config))
+                if stop.requested:
+                    return
+                stop.raise_now = True
+                try:
+                    result = run_one_episode(spec, config)
+                except _Interrupt:
+                    return
+                finally:
+                    stop.raise_now = False
+                on_result(result)
         finally:
             close_worker_envs()
         return
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    # Group by scene so that each worker builds few scenes; keep deterministic order.
-    pending = list(specs)
-    while pending:
-        ctx = mp.get_context("spawn")
-        with ProcessPoolExecutor(
-            max_workers=workers, mp_context=ctx, initializer=_worker_init
-        ) as pool:
-            futures = {pool.submit(run_one_episode, spec, config): spec for spec in pending}
-            pending = []
-            for fut in as_completed(futures):
+    ctx = mp.get_context("spawn")
+    halt = ctx.Event()  # set: every worker exits within its watchdog period
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=ctx,
+        initializer=_worker_init,
+        initargs=(halt, os.getpid()),
+    )
+    try:
+        with _sigint_ignored():  # the workers start while the specs are submitted
+            futures = {pool.submit(run_one_episode, spec, config): spec for spec in specs}
+        pending = set(futures)
+        while pending and not stop.requested:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for fut in done:
                 spec = futures[fut]
                 try:
                     on_result(fut.result())
                 except BrokenProcessPool as exc:
-                    on_result(
-                        {
-                            "episode_id": spec.episode_id,
-                            "scene_id": spec.scene_id,
-                            "category": spec.category,
-                            "status": "failed",
-                            "ended_by": "error",
-                            "steps": 0,
-                            "error": f"worker process died: {exc}",
-                        }
-                    )
+                    if stop.requested:
+                        break
+                    on_result(_failed(spec, f"worker process died: {exc}"))
+    finally:
+        if stop.requested:
+            halt.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _failed(spec: EpisodeSpec, error: str) -> dict[str, Any]:
+    return {
+        "episode_id": spec.episode_id,
+        "scene_id": spec.scene_id,
+        "category": spec.category,
+        "status": "failed",
+        "ended_by": "error",
+        "steps": 0,
+        "error": error,
+    }
 
 
 def _run_ray(
@@ -397,7 +562,9 @@ def _run_ray(
     ray_address: str | None,
     workers: int,
     on_result: Callable[[dict[str, Any]], None],
+    stop: _Stop | None = None,
 ) -> None:
+    stop = stop or _Stop()
     try:
         import ray
     except ImportError as exc:
@@ -416,14 +583,21 @@ def _run_ray(
                 include_dashboard=False,
             )
         started_here = True
+    remaining: list[Any] = []
     try:
         task = ray.remote(num_cpus=1)(_ray_task)
         refs = [task.remote(spec, config) for spec in specs]
         remaining = list(refs)
-        while remaining:
-            done, remaining = ray.wait(remaining, num_returns=1)
-            on_result(ray.get(done[0]))
+        while remaining and not stop.requested:
+            done, remaining = ray.wait(remaining, num_returns=1, timeout=0.2)
+            if done:
+                on_result(ray.get(done[0]))
     finally:
+        if stop.requested:
+            for ref in remaining:
+                ray.cancel(ref, force=True)
+            if remaining:  # wait until the cancelled tasks' workers are gone
+                ray.wait(remaining, num_returns=len(remaining), timeout=10.0)
         if started_here:
             ray.shutdown()
 
@@ -463,6 +637,87 @@ def check_run_config(config: RunConfig) -> None:
     config.backend.check()
 
 
+def check_policy(config: RunConfig) -> None:
+    """Build the configured policy once and drop it, so that a model config that does not
+    load, a missing API key or an unreadable checkpoint fails here, once, before anything
+    is written, instead of in every episode.
+
+    Raises:
+        PolicySpecError: the policy's package is missing (an ``ImportError``).
+        Exception: what building the policy raises (``ModelConfigError``, a missing key).
+    """
+    from humanclaw_gym.evaluation.policies import PolicySpecError, load_policy
+
+    try:
+        policy = load_policy(config.agent, model_config=config.model_config, seed=config.seed)
+    except ImportError as exc:
+        raise PolicySpecError(f"agent {config.agent!r} cannot be built: {exc}") from exc
+    close = getattr(policy, "close", None)
+    if callable(close):
+        close()
+
+
+def check_episode_scenes(specs: Iterable[EpisodeSpec], config: RunConfig) -> None:
+    """Refuse episodes whose scene cannot be loaded (by name; nothing is loaded), before
+    any worker starts: an unknown scene is never replaced by another one.
+
+    Raises:
+        SceneNotInstalledError / SceneDatasetError: naming the scene(s).
+    """
+    if config.via_server:
+        return  # the server checks its own plan
+    from humanclaw_gym.episodes.io import check_scenes_installed
+
+    dataset = None
+    if config.backend.scene_dataset is not None:
+        from humanclaw_gym.scenes.hssd import open_scene_dataset
+
+        dataset = open_scene_dataset(config.backend.scene_dataset)
+    check_scenes_installed(specs, dataset)
+
+
+@contextmanager
+def output_lock(output: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold ``<output>/.humanclaw_run.lock`` (created with ``output``) for one run.
+
+    The lock is an OS file lock (``filelock``): it ends with its process, so the lock of a
+    run that was killed is taken over by the next run at once.
+
+    Raises:
+        OutputInUseError: another live process holds the lock.
+    """
+    from filelock import FileLock, Timeout
+
+    directory = Path(output)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / LOCK_FILE
+    lock = FileLock(path, timeout=0, thread_local=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise OutputInUseError(
+            f"output directory {directory} is in use by another humanclaw run (it holds "
+            f"{path}); wait for that run to finish or choose another --output"
+        ) from None
+    try:
+        yield path
+    finally:
+        lock.release()
+
+
+def _clear_unfinished(directory: Path, config: RunConfig) -> None:
+    """Remove what an unfinished episode left (never a complete result, never a user's
+    own file), and its folders when they are empty."""
+    if rollout_complete(directory, config):
+        return
+    _clear_rollout(directory)
+    for folder in (directory, directory.parent):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (other rollouts, a user's file) or already gone
+            break
+
+
 def run_batch(
     specs: Iterable[EpisodeSpec],
     config: RunConfig,
@@ -473,11 +728,14 @@ def run_batch(
     ray_address: str | None = None,
     progress: bool = True,
     episodes: Mapping[str, Any] | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> BatchSummary:
     """Run many episodes; see the module docstring.
 
-    Before any episode runs, the run's fingerprint (:mod:`.fingerprint`) is compared with
-    the one the output directory records, or recorded there.
+    Before anything is written, the config, the episodes' scenes, the run's fingerprint
+    (:mod:`.fingerprint`, against the one the output directory records) and the policy
+    (built once, when there are episodes) are checked; then the output directory is
+    locked and the fingerprint recorded there if new.
 
     Args:
         specs: the episodes to run.
@@ -490,17 +748,28 @@ def run_batch(
         episodes: the fingerprint's ``episodes`` setting
             (:func:`~humanclaw_gym.evaluation.fingerprint.episodes_record` of the selection
             before any limit); default: the list ``specs`` itself.
+        notice: called with one line for the user (e.g. what a rerun overwrites); default:
+            printed to stderr.
 
     Raises:
         ValueError: bad arguments or config, an episode listed twice.
+        SceneNotInstalledError: an episode's scene cannot be found.
+        OutputInUseError: another run is writing to ``config.output``.
         RunFingerprintError: the output directory holds results of other settings (the
             message lists the differing fields); nothing has run.
+        BatchInterrupted: SIGINT or SIGTERM (see the module docstring); it carries the
+            summary of what finished.
     """
     from humanclaw_gym.evaluation.fingerprint import (
         check_fingerprint,
         episodes_record,
         run_fingerprint,
     )
+
+    if notice is None:
+
+        def notice(line: str) -> None:
+            print(line, file=sys.stderr, flush=True)
 
     specs = list(specs)
     if workers < 1:
@@ -514,16 +783,38 @@ def run_batch(
             raise ValueError(f"episode {spec.episode_id} of {spec.scene_id} is listed twice")
         seen.add(key)
     config = replace(config, output=str(Path(config.output)))
+    for spec in specs:
+        rollout_dir(config.output, spec)  # every output folder stays inside the output
     check_run_config(config)
+    check_episode_scenes(specs, config)
     if episodes is None:
         episodes = episodes_record(None, ((s.split, s.scene_id, s.episode_id) for s in specs))
     fingerprint = run_fingerprint(config, episodes)
-    check_fingerprint(config.output, fingerprint, resume=resume)
+    check_fingerprint(config.output, fingerprint, resume=resume, write=False)
+    if specs:
+        check_policy(config)
+    with output_lock(config.output):  # the first write: the output directory and its lock
+        check_fingerprint(config.output, fingerprint, resume=resume)
+        return _run_locked(specs, config, workers, resume, executor, ray_address, progress, notice)
+
+
+def _run_locked(
+    specs: list[EpisodeSpec],
+    config: RunConfig,
+    workers: int,
+    resume: bool,
+    executor: str,
+    ray_address: str | None,
+    progress: bool,
+    notice: Callable[[str], None],
+) -> BatchSummary:
     summary = BatchSummary()
     t0 = time.perf_counter()
     todo = []
+    overwritten = []
     for spec in specs:
-        if resume and rollout_complete(rollout_dir(config.output, spec), config):
+        directory = rollout_dir(config.output, spec)
+        if resume and rollout_complete(directory, config):
             summary.skipped += 1
             summary.results.append(
                 {
@@ -535,6 +826,14 @@ def run_batch(
             )
         else:
             todo.append(spec)
+            if not resume and (directory / "episode_result.json").is_file():
+                overwritten.append(directory)
+    if overwritten:
+        notice(
+            f"humanclaw run: {len(overwritten)} episode folder(s) in {config.output} hold "
+            f"results of an earlier run and will be overwritten, e.g. {overwritten[0]} "
+            "(--resume keeps the complete ones)"
+        )
 
     bar = None
     if progress and todo:
@@ -542,10 +841,12 @@ def run_batch(
 
         bar = tqdm(total=len(todo), desc="episodes", unit="ep", dynamic_ncols=True)
     successes = 0
+    finished: set[tuple[str, str]] = set()
 
     def on_result(res: dict[str, Any]) -> None:
         nonlocal successes
         summary.results.append(res)
+        finished.add((res["scene_id"], res["episode_id"]))
         if res.get("status") == "completed":
             summary.completed += 1
         else:
@@ -561,14 +862,31 @@ def run_batch(
             bar.set_postfix(postfix)
             bar.update(1)
 
-    try:
-        if executor == "local":
-            _run_local(todo, config, workers, on_result)
-        else:
-            _run_ray(todo, config, ray_address, workers, on_result)
-    finally:
-        if bar is not None:
-            bar.close()
+    stop = _Stop()
+    with _catch_interrupts(stop):
+        try:
+            if executor == "local":
+                _run_local(todo, config, workers, on_result, stop)
+            else:
+                _run_ray(todo, config, ray_address, workers, on_result, stop)
+        finally:
+            if bar is not None:
+                bar.close()
+        if stop.requested:  # the workers are gone: nothing writes any more
+            for spec in todo:
+                if (spec.scene_id, spec.episode_id) in finished:
+                    continue
+                _clear_unfinished(rollout_dir(config.output, spec), config)
+                summary.not_run += 1
+                summary.results.append(
+                    {
+                        "episode_id": spec.episode_id,
+                        "scene_id": spec.scene_id,
+                        "category": spec.category,
+                        "status": "not_run",
+                    }
+                )
+            summary.interrupted = signal.Signals(stop.signum).name
     summary.results.sort(key=lambda r: (r["scene_id"], r["episode_id"]))
     summary.wall_time_s = time.perf_counter() - t0
     if config.metrics:
@@ -586,4 +904,6 @@ def run_batch(
 
             summary.metrics_summary["environment"] = run_environment()
             write_json_atomic(Path(config.output) / "metrics_summary.json", summary.metrics_summary)
+    if stop.requested:
+        raise BatchInterrupted(summary, stop.signum)
     return summary

@@ -171,7 +171,7 @@ def model_config_record(path: str | os.PathLike[str] | None) -> dict[str, Any] |
         return {"unreadable": f"{type(exc).__name__}: {exc.strerror or exc}"}
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         data = None
     if not isinstance(data, Mapping):
         return {"not_json_object_sha256": hashlib.sha256(raw).hexdigest()}
@@ -270,7 +270,7 @@ def read_fingerprint(output: str | os.PathLike[str]) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise RunFingerprintError(f"{path} cannot be read as JSON: {exc}") from None
     if (
         not isinstance(data, dict)
@@ -327,7 +327,11 @@ def _has_results(output: Path) -> bool:
 
 
 def check_fingerprint(
-    output: str | os.PathLike[str], fingerprint: Mapping[str, Any], *, resume: bool
+    output: str | os.PathLike[str],
+    fingerprint: Mapping[str, Any],
+    *,
+    resume: bool,
+    write: bool = True,
 ) -> None:
     """Refuse to mix settings in one run directory; record the fingerprint if new.
 
@@ -337,6 +341,9 @@ def check_fingerprint(
     * a fingerprint with the same settings: kept as it is;
     * different settings: refused, with or without ``resume`` (the directory's results
       would mix two settings), listing every differing field.
+
+    ``write=False`` only checks (a run calls it once before anything is written, and again
+    with ``write=True`` once it holds the output directory's lock).
 
     Raises:
         RunFingerprintError: differing settings (``fields`` names them), an unreadable
@@ -352,7 +359,8 @@ def check_fingerprint(
                 "so the settings they were made with cannot be checked; run into a fresh "
                 "--output directory"
             )
-        write_json_record(path, dict(fingerprint))
+        if write:
+            write_json_record(path, dict(fingerprint))
         return
     differences = fingerprint_differences(recorded, fingerprint)
     if not differences:

@@ -207,10 +207,14 @@ def render_saved_trajectory(
     if not (ego or exo):
         raise ValueError("render_saved_trajectory needs ego=True or exo=True (both are False)")
     t0 = time.perf_counter()
+    out = Path(rollout_dir if output_dir is None else output_dir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(
+            f"output_dir {str(out)!r} is a file, not a directory; allowed: a directory "
+            "(created if missing)"
+        )
     bundle = load_bundle(rollout_dir)
     scene_spec = load_scene_checked(bundle, scene)
-    out = Path(rollout_dir if output_dir is None else output_dir)
-    out.mkdir(parents=True, exist_ok=True)
 
     frames = np.concatenate([bundle.initial_realized[None, :], bundle.realized], axis=0)
     object_poses = np.concatenate([bundle.initial_object_poses[None], bundle.object_poses], axis=0)
@@ -231,6 +235,7 @@ def render_saved_trajectory(
     ):
         backend.close()
         raise ValueError(f"renderer {backend_name!r} cannot draw a body mesh (body_mesh=False)")
+    out.mkdir(parents=True, exist_ok=True)  # only once every input has been read
     streams: dict[str, Mp4Stream] = {}
     try:
         backend.build(scene_spec)

@@ -37,10 +37,19 @@ def clip(text: str, limit: int = SHOWN_CHARS) -> str:
 
 
 def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
-    """``repr(value)`` for an error message, cut to about ``limit`` characters."""
+    """``repr(value)`` for an error message, cut to about ``limit`` characters.
+
+    An integer too long for ``repr`` (Python refuses to convert more than 4,300 digits) is
+    shown by its sign and number of digits."""
     if isinstance(value, (str, bytes)) and len(value) > limit:
         return f"{value[:limit]!r}... ({len(value)} characters)"
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int past the interpreter's digit limit (or a failing __repr__)
+        if isinstance(value, int):
+            digits = int(value.bit_length() * 0.30103) + 1  # log10(2): about the digits
+            return f"<an integer of about {digits} digits>"
+        return f"<a {type(value).__name__} that cannot be shown>"
     return clip(text, limit)
 
 
