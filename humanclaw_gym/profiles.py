@@ -127,14 +127,12 @@ def _sha256(path: Path) -> str:
 
 
 def _read_json(path: Path, what: str) -> Any:
-    if not path.is_file():
-        raise ValueError(f"{what} {path} is missing")
-    if path.stat().st_size > _CONFIG_LIMIT_BYTES:
-        raise ValueError(f"{what} {path} is over {_CONFIG_LIMIT_BYTES} bytes")
+    from humanclaw_gym.fileio import loads_json, read_bytes_limited
+
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ValueError(f"{what} {path} is not valid JSON ({str(exc)[:80]})") from None
+        return loads_json(read_bytes_limited(path, _CONFIG_LIMIT_BYTES, what), str(path))
+    except FileNotFoundError:
+        raise ValueError(f"{what} {path} is missing") from None
 
 
 def _release_commit(release: Path) -> str | None:

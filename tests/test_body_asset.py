@@ -259,6 +259,8 @@ def test_bad_files_beside_the_urdf(merged, tmp_path, monkeypatch) -> None:
     folder = _copy(merged, tmp_path / "meta")
     (folder / "metadata.json").write_text("{not json")
     _refused(folder, "not valid JSON")
+    (folder / "metadata.json").write_text("[" * 100_000 + "]" * 100_000)
+    _refused(folder, "nested too deeply")
     (folder / "metadata.json").write_text('{"hand_merge": {"left_wrist": ["left_wrist", "x"]}}')
     _refused(folder, "names links the URDF lacks")
     # an STL with a NaN vertex, and a binary STL whose count lies
@@ -269,13 +271,18 @@ def test_bad_files_beside_the_urdf(merged, tmp_path, monkeypatch) -> None:
     _refused(folder, "non-finite vertex")
     (folder / "meshes" / "pelvis.stl").write_bytes(bytes(data[:-10]))
     _refused(folder, "not an STL file")
+    # a FIFO where a mesh is expected is refused at once, not waited on
+    folder = _copy(merged, tmp_path / "fifo")
+    (folder / "meshes" / "pelvis.stl").unlink()
+    os.mkfifo(folder / "meshes" / "pelvis.stl")
+    _refused(folder, "FIFO")
     # huge files are refused before they are read
     folder = _copy(merged, tmp_path / "huge")
     monkeypatch.setitem(asset_mod.BODY_ASSET_LIMITS, "mesh_bytes", 100)
-    _refused(folder, "at most 100 are accepted")
+    _refused(folder, "allowed at most 100")
     monkeypatch.setitem(asset_mod.BODY_ASSET_LIMITS, "mesh_bytes", 32 << 20)
     monkeypatch.setitem(asset_mod.BODY_ASSET_LIMITS, "urdf_bytes", 1000)
-    _refused(folder, "URDF is .* bytes; at most 1000")
+    _refused(folder, "URDF has .* bytes; allowed at most 1000")
 
 
 def test_symlinked_mesh_leaving_the_folder_is_refused(merged, tmp_path) -> None:

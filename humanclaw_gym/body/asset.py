@@ -37,7 +37,6 @@ is held at its rest rotation, as the release holds them. The root link must be
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import re
@@ -401,19 +400,17 @@ def _sha256(data: bytes) -> str:
 
 
 def _read_capped(path: Path, limit: int, what: str) -> bytes:
+    """A regular file of at most ``limit`` bytes (FIFOs, devices and folders refused)."""
+    from humanclaw_gym.fileio import FileContentError, read_bytes_limited
+
     try:
-        if not path.is_file():
-            raise _fail(path, f"{what} is missing (expected a regular file)")
-        size = path.stat().st_size
-        if size > limit:
-            raise _fail(path, f"{what} is {size} bytes; at most {limit} are accepted")
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError as exc:
-        raise _fail(path, f"{what} cannot be read ({exc.strerror or exc})") from None
-    if len(data) > limit:
-        raise _fail(path, f"{what} is over {limit} bytes")
-    return data
+        return read_bytes_limited(path, limit, what)
+    except FileNotFoundError:
+        raise _fail(path, f"{what} is missing (expected a regular file)") from None
+    except FileContentError as exc:
+        text = str(exc)
+        prefix = f"{path}: "
+        raise _fail(path, text[len(prefix) :] if text.startswith(prefix) else text) from None
 
 
 def _floats(
@@ -859,10 +856,12 @@ def _read_shift(data: bytes, path: Path, links: int) -> np.ndarray:
 
 
 def _read_metadata(data: bytes, path: Path, links: dict[str, int]) -> dict[str, Any]:
+    from humanclaw_gym.fileio import loads_json
+
     try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise _fail(path, f"not valid JSON ({str(exc)[:80]})") from None
+        value = loads_json(data, "metadata.json")
+    except ValueError as exc:
+        raise _fail(path, str(exc)[:160]) from None
     if not isinstance(value, dict):
         raise _fail(path, "must hold a JSON object")
     merge = value.get("hand_merge")
