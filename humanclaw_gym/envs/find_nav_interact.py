@@ -189,9 +189,10 @@ class FindNavInteractEnv(gym.Env):
     ``motion_weights`` (the downloaded weights, default in the release checkout) and
     ``scene_dataset`` (HSSD prepared as the release describes) runs the configuration the
     published table was made with: the release's ``val100`` (``split="val100"``) or ``val``
-    episodes, its body, its physics profile, motion ``"paper"``; ``physics`` and
-    ``renderer`` may still be chosen. Every missing part is refused in one
-    ``ProfileError`` when the env is made. See ``docs/paper.md``.
+    episodes, its body, its physics profile, motion ``"paper"``; ``renderer`` may still be
+    chosen, and ``physics`` among the backends that collide the HSSD meshes (pybullet).
+    Every missing part is refused in one ``ProfileError`` when the env is made. See
+    ``docs/paper.md``.
 
     ## Scene datasets
     ``scene_dataset`` (default None) points at a Habitat scene dataset: its
