@@ -263,7 +263,7 @@ def test_refused_skill_texts_change_no_env_state() -> None:
             return (
                 state.realized_frame.tobytes(),
                 np.asarray(state.object_poses).tobytes(),
-                env._step_count,
+                env.task.step_count,
                 env._obs.tobytes(),
                 json.dumps(env.np_random.bit_generator.state, sort_keys=True, default=str),
             )

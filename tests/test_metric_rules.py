@@ -23,6 +23,7 @@ from humanclaw_gym.metrics import (
     RULES,
     CollisionTracker,
     EpisodeMetricRecorder,
+    EpisodeStart,
     UsageTracker,
     aggregate,
     aggregate_metric_files,
@@ -167,16 +168,18 @@ def test_point4_sentence_split(text, paper, strict):
 
 def _stopped_at_once(rules: str, episode_id: str) -> dict:
     rec = EpisodeMetricRecorder(
-        episode_id=episode_id,
-        scene_id="s",
-        category="tv",
-        target_ids=[5],
-        target_aabbs=np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
-        interact=False,
-        dynamic_ids=[],
-        floor_height_m=0.0,
-        initial_penetration_m=0.0,
-        rules=rules,
+        EpisodeStart(
+            episode_id=episode_id,
+            scene_id="s",
+            category="tv",
+            target_ids=[5],
+            target_aabbs=np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
+            interact=False,
+            dynamic_ids=[],
+            floor_height_m=0.0,
+            initial_penetration_m=0.0,
+            rules=rules,
+        )
     )
     rec.record_decision(0, 0, None, Skill.STOP, ())
     return rec.finalize(np.array([[3.0, 0.5, 0.5]]), "stop")
@@ -184,16 +187,18 @@ def _stopped_at_once(rules: str, episode_id: str) -> dict:
 
 def _half_colliding(rules: str) -> dict:
     rec = EpisodeMetricRecorder(
-        episode_id="moving",
-        scene_id="s",
-        category="tv",
-        target_ids=[5],
-        target_aabbs=np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
-        interact=False,
-        dynamic_ids=[],
-        floor_height_m=0.0,
-        initial_penetration_m=0.0,
-        rules=rules,
+        EpisodeStart(
+            episode_id="moving",
+            scene_id="s",
+            category="tv",
+            target_ids=[5],
+            target_aabbs=np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
+            interact=False,
+            dynamic_ids=[],
+            floor_height_m=0.0,
+            initial_penetration_m=0.0,
+            rules=rules,
+        )
     )
     frames = np.zeros((1, 75))
     frames[:, 1] = 0.9
@@ -348,17 +353,19 @@ def test_point11_another_instance_of_the_target_template():
 def test_point11_the_recorder_takes_the_handles():
     def recorder(rules: str) -> EpisodeMetricRecorder:
         return EpisodeMetricRecorder(
-            "e",
-            "s",
-            "couch",
-            [2],
-            np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
-            True,
-            [],
-            0.0,
-            0.0,
-            rules=rules,
-            object_handles={2: "c0ffee_:0000", 4: "c0ffee_:0001"},
+            EpisodeStart(
+                "e",
+                "s",
+                "couch",
+                [2],
+                np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
+                True,
+                [],
+                0.0,
+                0.0,
+                rules=rules,
+                object_handles={2: "c0ffee_:0000", 4: "c0ffee_:0001"},
+            )
         )
 
     for rules, expected in (("paper", True), ("strict", False)):

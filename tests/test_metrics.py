@@ -16,6 +16,7 @@ from humanclaw_gym.metrics import (
     CollisionTracker,
     DisturbanceTracker,
     EpisodeMetricRecorder,
+    EpisodeStart,
     FindTracker,
     InteractTracker,
     MotionAnomalyTracker,
@@ -499,7 +500,7 @@ def make_recorder(interact=True, category="couch", **kw) -> EpisodeMetricRecorde
         difficulty="easy",
     )
     args.update(kw)
-    return EpisodeMetricRecorder(**args)
+    return EpisodeMetricRecorder(EpisodeStart(**args))
 
 
 def body_at(x: float) -> np.ndarray:

@@ -8,13 +8,18 @@ rendering a camera view of the current state. It knows nothing of episodes' goal
 Gymnasium API or observers: the env (:mod:`humanclaw_gym.envs.find_nav_interact`) drives it.
 
 Renders are cheap to share: the body and object poses are copied to the renderer once per
-physics state, whatever number of views (observation, metrics, video) read that state.
+physics state, whatever number of views (observation, metrics, video) read that state. The
+state itself is read through :meth:`Simulation.snapshot`: one :class:`Snapshot` per physics
+state, whose parts (realized frame, object poses, link origins, contacts) are queried from
+the physics backend at most once, on first read, and shared by every reader (the env's
+observer events, the privileged view).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,10 +27,83 @@ from humanclaw_gym.backends import registry
 from humanclaw_gym.backends.config import BackendConfig
 from humanclaw_gym.image_sizes import EGO_SIZE_PX, EXO_SIZE_PX
 
-__all__ = ["FRAMES_PER_CHUNK", "Simulation"]
+if TYPE_CHECKING:  # pragma: no cover
+    from humanclaw_gym.backends.protocols import (
+        MotionGenerator,
+        PhysicsBackend,
+        RenderBackend,
+        RenderResult,
+    )
+    from humanclaw_gym.body.smplx_model import SmplxBody
+    from humanclaw_gym.episodes import Episode
+    from humanclaw_gym.scenes.hssd.dataset import SceneDataset
+    from humanclaw_gym.scenes.spec import SceneSpec
+    from humanclaw_gym.skills import SkillCall
+
+__all__ = ["FRAMES_PER_CHUNK", "Simulation", "Snapshot"]
 
 FRAMES_PER_CHUNK = 15
 """Generated 30 Hz frames per skill call (0.5 s)."""
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    """``array`` made read-only: a snapshot's arrays are shared by all of its readers."""
+    array.setflags(write=False)
+    return array
+
+
+class Snapshot:
+    """The simulated state at one instant, read from the physics backend lazily and once.
+
+    Each attribute is queried on first read and kept; a snapshot serves every reader of
+    the same physics state (observer events, the privileged view), so, e.g., the contact
+    query of a frame runs once however many observers need contacts. The arrays are
+    read-only (shared); copy one to change it. Reading a part the snapshot has not read
+    yet after the simulation moved on raises ``RuntimeError`` (it would describe another
+    state).
+
+    Attributes:
+        realized_frame: ``float64 (75,)`` the humanoid's realized pose.
+        object_ids: scene ids of the dynamic objects, the row order of ``object_poses``.
+        object_poses: ``float64 (M, 7)`` world poses of the dynamic objects.
+        link_origins: ``float64 (P, 3)`` pelvis, articulated root and link origins (the
+            final-distance metric's point set).
+        contacts: the contact rows of this state (``CONTACT_DTYPE``).
+    """
+
+    def __init__(self, simulation: Simulation, version: int) -> None:
+        self._simulation = simulation
+        self.version = version
+
+    def _physics(self, part: str) -> PhysicsBackend:
+        sim = self._simulation
+        if sim.state_version != self.version:
+            raise RuntimeError(
+                f"Snapshot.{part}: the simulation has moved on since this snapshot was taken"
+            )
+        if sim.physics is None:
+            raise RuntimeError(f"Snapshot.{part}: no physics backend is built")
+        return sim.physics
+
+    @cached_property
+    def realized_frame(self) -> np.ndarray:
+        return _frozen(self._physics("realized_frame").realized_frame())
+
+    @cached_property
+    def object_ids(self) -> tuple[int, ...]:
+        return tuple(self._physics("object_ids").dynamic_object_ids)
+
+    @cached_property
+    def object_poses(self) -> np.ndarray:
+        return _frozen(self._physics("object_poses").object_poses())
+
+    @cached_property
+    def link_origins(self) -> np.ndarray:
+        return _frozen(self._physics("link_origins").link_origins())
+
+    @cached_property
+    def contacts(self) -> np.ndarray:
+        return _frozen(self._physics("contacts").contacts())
 
 
 class Simulation:
@@ -41,7 +119,7 @@ class Simulation:
     def __init__(self, config: BackendConfig) -> None:
         self.config = config
         self.resolved: registry.ResolvedBackends = self.resolve(frozenset({"rgb"}), False, 0)
-        self.body_model: Any = None
+        self.body_model: SmplxBody | None = None
         if config.body_model_dir is not None:
             from humanclaw_gym.body.smplx_model import SmplxBody
 
@@ -51,24 +129,25 @@ class Simulation:
             from humanclaw_gym.body.asset import load_body_asset
 
             self.body_asset = load_body_asset(config.body_asset)
-        self.scene_dataset: Any = None
+        self.scene_dataset: SceneDataset | None = None
         if config.scene_dataset is not None:
             from humanclaw_gym.scenes.hssd import open_scene_dataset
 
             self.scene_dataset = open_scene_dataset(config.scene_dataset)
-        self.physics: Any = None
-        self.renderer: Any = None
-        self.motion: Any = None
+        self.physics: PhysicsBackend | None = None
+        self.renderer: RenderBackend | None = None
+        self.motion: MotionGenerator | None = None
         self.render_reason = ""
-        self.scene: Any = None
+        self.scene: SceneSpec | None = None
         self.scene_id: str | None = None
         self._version = 0  # bumped whenever the simulated state changes
         self._synced_version = -1
         self._synced_link_poses: np.ndarray | None = None
         self._synced_body_poses: np.ndarray | None = None
         self._body_mesh_faces_sent = False
-        self._cache: dict[tuple[str, int], tuple[frozenset[str], Any]] = {}
+        self._cache: dict[tuple[str, int], tuple[frozenset[str], RenderResult]] = {}
         self._cache_version = -1
+        self._snapshot: Snapshot | None = None
         self._closed = False
 
     # ------------------------------------------------------------------------------------
@@ -99,7 +178,7 @@ class Simulation:
         )
         return self.resolved
 
-    def check_scenes(self, episodes: Iterable[Any]) -> None:
+    def check_scenes(self, episodes: Iterable[Episode]) -> None:
         """Check, by name only, that the episodes' scenes can be loaded: from the scene
         dataset when one is configured, else as shipped / generated / installed scenes
         (:func:`~humanclaw_gym.episodes.io.scene_installed`; without a dataset only
@@ -202,6 +281,7 @@ class Simulation:
         if self.physics is not None:
             self.physics.close()
             self.physics = None
+            self._version += 1
         self.scene = None
         self.scene_id = None
 
@@ -238,14 +318,15 @@ class Simulation:
 
     def execute(
         self,
-        call: Any,
+        call: SkillCall,
         on_chunk: Callable[[np.ndarray], None] | None = None,
         on_frame: Callable[[int, np.ndarray], None] | None = None,
     ) -> np.ndarray:
         """Generate the chunk of a motion skill and execute it frame by frame.
 
         Args:
-            call: a motion :class:`~humanclaw_gym.skills.SkillCall` (not Stop/Stand).
+            call: a validated motion :class:`~humanclaw_gym.skills.SkillCall` (not
+                Stop/Stand); it is handed to the motion generator as it is.
             on_chunk: called with the generated frames before physics runs them.
             on_frame: called as ``on_frame(i, generated_frame)`` after physics executed
                 frame ``i`` (the simulation then holds that frame's realized state).
@@ -268,13 +349,15 @@ class Simulation:
                 self._version += 1
             return frames
         for i in range(FRAMES_PER_CHUNK):
-            self.physics.step_frame(frames[i])
-            self._version += 1
+            try:
+                self.physics.step_frame(frames[i])
+            finally:  # a frame that raised may have changed the state as well
+                self._version += 1
             if on_frame is not None:
                 on_frame(i, frames[i])
         return frames
 
-    def generate(self, call: Any) -> np.ndarray:
+    def generate(self, call: SkillCall) -> np.ndarray:
         """The motion generator's next chunk, checked: ``float64 (15, 75)``, finite."""
         frames = np.asarray(self.motion.generate(call), dtype=np.float64)
         if frames.shape != (FRAMES_PER_CHUNK, 75) or not np.all(np.isfinite(frames)):
@@ -287,7 +370,7 @@ class Simulation:
     # ------------------------------------------------------------------------------------
     # rendering
     # ------------------------------------------------------------------------------------
-    def render(self, view: str, size: int, modes: Iterable[str] = ("rgb",)) -> Any:
+    def render(self, view: str, size: int, modes: Iterable[str] = ("rgb",)) -> RenderResult:
         """Render the current state from the ``"ego"`` or ``"exo"`` camera.
 
         Args:
@@ -375,6 +458,26 @@ class Simulation:
         for the built-in skeleton body."""
         return None if self.body_asset is None else self.body_asset.links
 
+    @property
+    def state_version(self) -> int:
+        """A counter that changes whenever the simulated state changes (reset, every
+        executed frame, a new scene)."""
+        return self._version
+
+    def snapshot(self) -> Snapshot:
+        """The :class:`Snapshot` of the current state (the same object until the state
+        changes, so its parts are read from physics once)."""
+        snap = self._snapshot
+        if snap is None or snap.version != self._version:
+            snap = self._snapshot = Snapshot(self, self._version)
+        return snap
+
+    def physics_contract(self) -> dict[str, Any]:
+        """The physics backend's frame contract and options (replay manifests record it)."""
+        if self.physics is None:
+            raise RuntimeError("physics_contract(): no physics backend is built")
+        return self.physics.contract()
+
     def body_lowest_y(self) -> float:
         """Lowest point of the body (metres): the built-in body standing at the current root
         height; a body asset's lowest visual vertex in its current pose (the reference
@@ -396,7 +499,7 @@ class Simulation:
     def safe_link_origins(self) -> np.ndarray | None:
         """Body points for an end-of-episode event, or None when they cannot be read."""
         try:
-            return None if self.physics is None else self.physics.link_origins()
+            return None if self.physics is None else self.snapshot().link_origins
         except Exception:
             return None
 

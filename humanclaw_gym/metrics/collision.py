@@ -25,7 +25,7 @@ CONTACT_DTYPE`) that the physics backend produces for the realized, post-physics
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -39,12 +39,18 @@ from humanclaw_gym.metrics._checks import (
 )
 from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
 from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
-from humanclaw_gym.metrics.thresholds import COLLISION_MIN_HEIGHT_M, FLOOR_SELECT_EPSILON_M
-from humanclaw_gym.physics.types import HUMAN_ID
+from humanclaw_gym.metrics.thresholds import (
+    COLLISION_MIN_HEIGHT_M,
+    FLOOR_SELECT_EPSILON_M,
+    INITIAL_PENETRATION_FLAG_M,
+)
+from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
+from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID
 
 __all__ = [
     "COLLISION_SPEC",
     "FLOOR_SOURCES",
+    "CollisionMetric",
     "CollisionTracker",
     "collision_body_group",
     "collision_contact_mask",
@@ -272,8 +278,8 @@ class CollisionTracker:
             rows, self._dynamic_ids, self.floor_height_m, rules=self.rules
         )
         hits = rows[mask]
-        for link in hits["link_a"]:
-            self._group_steps[self._group_of[int(link)]].add(step)
+        for link in set(hits["link_a"].tolist()):  # each touching link once
+            self._group_steps[self._group_of[link]].add(step)
         if hits.size:
             self._collision_steps.add(step)
         return bool(hits.size)
@@ -326,7 +332,8 @@ def _group_fields() -> tuple[MetricField, ...]:
     )
 
 
-#: Declared output of the collision metric (see :mod:`humanclaw_gym.metrics.fields`).
+#: Declared output of the collision metric and of the reset-time penetration diagnostic
+#: (see :mod:`humanclaw_gym.metrics.fields`).
 COLLISION_SPEC = MetricSpec(
     name="collision",
     fields=(
@@ -351,7 +358,28 @@ COLLISION_SPEC = MetricSpec(
         ),
         *_group_fields(),
         MetricField("floor_height_m", "number", "the episode floor, world y", unit="m"),
-        MetricField("floor_source", "str", "where the floor came from", choices=FLOOR_SOURCES),
+        MetricField(
+            "floor_source",
+            "str",
+            "where the floor came from",
+            choices=FLOOR_SOURCES,
+            since=2,
+            legacy="spawn_raycast",
+        ),
+        MetricField(
+            "initial_penetration_m",
+            "number",
+            "deepest humanoid penetration at reset",
+            unit="m",
+            minimum=0.0,
+            after="generated_frames",
+        ),
+        MetricField(
+            "initial_penetration_flag",
+            "bool",
+            "initial penetration above 0.01 m (diagnostic only)",
+            aggregate="counted",
+        ),
     ),
     columns=(
         Column(
@@ -364,3 +392,56 @@ COLLISION_SPEC = MetricSpec(
         ),
     ),
 )
+
+
+class CollisionMetric:
+    """Tracker of the collision rates and the initial penetration (:data:`COLLISION_SPEC`,
+    the ``"contacts"`` need). A chunk's contact rows are scored together when its last
+    frame arrives (or at the summary): the step sets come out as frame by frame."""
+
+    spec: ClassVar[MetricSpec] = COLLISION_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset({"contacts"})
+    thresholds: ClassVar[dict[str, float | int]] = {
+        "collision_min_height_m": COLLISION_MIN_HEIGHT_M,
+        "initial_penetration_flag_m": INITIAL_PENETRATION_FLAG_M,
+    }
+
+    def on_reset(self, start: EpisodeStart) -> None:
+        self._tracker = CollisionTracker(
+            start.dynamic_ids,
+            start.floor_height_m,
+            start.rules,
+            start.floor_source,
+            link_names=start.link_names,
+        )
+        self._penetration_m = start.initial_penetration_m
+        self._pending: list[np.ndarray] = []
+        self._pending_step = -1
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        pass
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        self._pending.append(frame.contacts)
+        self._pending_step = frame.step
+        if frame.last_in_chunk:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            pending = self._pending
+            if all(c.dtype == CONTACT_DTYPE for c in pending):
+                # joined as bytes: np.concatenate is slow for structured dtypes
+                rows = np.frombuffer(b"".join(c.tobytes() for c in pending), CONTACT_DTYPE)
+            else:  # other structured layouts holding the contact fields
+                rows = np.concatenate(pending)
+            self._tracker.record_frame(self._pending_step, rows)
+            self._pending = []
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        self._flush()
+        return {
+            **self._tracker.summary(),
+            "initial_penetration_m": self._penetration_m,
+            "initial_penetration_flag": bool(self._penetration_m > INITIAL_PENETRATION_FLAG_M),
+        }

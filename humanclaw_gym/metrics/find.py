@@ -40,14 +40,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
 from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
 from humanclaw_gym.metrics.thresholds import FIND_PIXEL_THRESHOLD
+from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
 
 __all__ = [
     "FIND_SPEC",
+    "FindMetric",
     "NEGATION_WORDS",
     "PAPER_ALIASES",
     "PAPER_NEGATION_WORDS",
@@ -358,3 +360,24 @@ FIND_SPEC = MetricSpec(
         ),
     ),
 )
+
+
+class FindMetric:
+    """Tracker of GeoFindSR / FindSR (:data:`FIND_SPEC`): each decision's target pixel
+    count (the ``"instance"`` need) and its ``visible_state`` claim."""
+
+    spec: ClassVar[MetricSpec] = FIND_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset({"instance"})
+    thresholds: ClassVar[dict[str, float | int]] = {"find_pixels": FIND_PIXEL_THRESHOLD}
+
+    def on_reset(self, start: EpisodeStart) -> None:
+        self._tracker = FindTracker([start.category], rules=start.rules)
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        self._tracker.record(decision.step, decision.target_pixels, decision.visible_state)
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        pass
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        return self._tracker.summary()

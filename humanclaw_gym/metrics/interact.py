@@ -23,18 +23,20 @@ id under both rules.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from humanclaw_gym.metrics._checks import as_contacts, as_id_set, as_int, as_skill
 from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
 from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
+from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
 from humanclaw_gym.physics.types import HUMAN_ID
 from humanclaw_gym.skills import Skill
 
 __all__ = [
     "INTERACT_SPEC",
+    "InteractMetric",
     "InteractTracker",
     "interact_target_ids",
     "pelvis_target_contact",
@@ -224,3 +226,26 @@ INTERACT_SPEC = MetricSpec(
         ),
     ),
 )
+
+
+class InteractMetric:
+    """Tracker of InteractSR / GeoInteractSR (:data:`INTERACT_SPEC`): the pelvis-target
+    contact of every chunk's last frame (the ``"contacts"`` need)."""
+
+    spec: ClassVar[MetricSpec] = INTERACT_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset({"contacts"})
+    thresholds: ClassVar[dict[str, float | int]] = {}
+
+    def on_reset(self, start: EpisodeStart) -> None:
+        self._tracker = InteractTracker(start.target_ids, start.object_handles, start.rules)
+        self._interact = start.interact
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        pass
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        if frame.last_in_chunk:
+            self._tracker.record_frame(frame.step, frame.skill, frame.contacts, True)
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        return self._tracker.summary(end.active_stop, self._interact)

@@ -23,13 +23,22 @@ travel ahead of the raw one); a motionless start and end give none.
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 
 from humanclaw_gym.body.skeleton import FRAME_DIM, neutral_body22_m
 from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
 from humanclaw_gym.metrics.thresholds import JERK_FPS, JERK_STRIDE, JERK_WINDOW
+from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
 
-__all__ = ["JERK_SPEC", "motion_jerk", "moving_average", "root_rigid_joint_positions"]
+__all__ = [
+    "JERK_SPEC",
+    "JerkMetric",
+    "motion_jerk",
+    "moving_average",
+    "root_rigid_joint_positions",
+]
 
 
 #: Rotation angles below this (radians) give the identity rotation, as in the reference.
@@ -166,3 +175,33 @@ JERK_SPEC = MetricSpec(
         ),
     ),
 )
+
+
+class JerkMetric:
+    """Tracker of Motion Jerk (:data:`JERK_SPEC`): the generated frame of every executed
+    frame, in time order, scored at the end."""
+
+    spec: ClassVar[MetricSpec] = JERK_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset()
+    thresholds: ClassVar[dict[str, float | int]] = {
+        "jerk_fps": JERK_FPS,
+        "jerk_stride": JERK_STRIDE,
+        "jerk_window": JERK_WINDOW,
+    }
+
+    def on_reset(self, start: EpisodeStart) -> None:
+        self._generated: list[np.ndarray] = []
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        pass
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        self._generated.append(frame.generated)
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        n = len(self._generated)
+        generated = np.array(self._generated) if n else np.zeros((0, FRAME_DIM))
+        return {
+            "motion_jerk_m_s3": motion_jerk(generated) if n else None,
+            "generated_frames": n,
+        }

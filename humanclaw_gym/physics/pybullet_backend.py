@@ -21,7 +21,6 @@ conversion happens anywhere. pybullet is imported only inside :meth:`build`.
 
 from __future__ import annotations
 
-import math
 import shutil
 import tempfile
 import weakref
@@ -213,6 +212,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         self._body_to_object: dict[int, int] = {}
         self._object_bodies: dict[int, int] = {}
         self._objects: dict[int, SceneObject] = {}
+        self._parts: _PartIndex | None = None  # the nearest-part query, made on first use
         self._dynamic_bodies: list[int] = []
         self._dynamic_com_local = np.zeros((0, 3))
         self._dynamic_weight = np.zeros(0)  # m * g of each dynamic body (root gravity modes)
@@ -327,6 +327,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         self._body_to_object = {}
         self._object_bodies = {}
         self._objects = {}
+        self._parts = None
         dyn_ids: list[int] = []
         dyn_bodies: list[int] = []
         dyn_com: list[np.ndarray] = []
@@ -806,6 +807,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         self._require_episode("contacts")
         raw = self._call("getContactPoints") if self._stepped else self._closest_points()
         rows: list[tuple] = []
+        parts: list[tuple[int, str, int, Any]] = []  # (row, field, object, point) to resolve
         human = self._human
         dynamic = self._dynamic_body_set
         for cp in raw:
@@ -825,9 +827,8 @@ class PybulletHalfPhysics(HalfPhysicsBase):
                 if obj_b is None:  # the humanoid itself (self-collision is off anyway)
                     continue
                 joint = 0 if link_a < 0 else int(self._link_to_joint[link_a])
-                rows.append(
-                    (HUMAN_ID, joint, obj_b, self._part_index(obj_b, pos_b), pos_a, pos_b, distance)
-                )
+                parts.append((len(rows), "link_b", obj_b, pos_b))
+                rows.append((HUMAN_ID, joint, obj_b, 0, pos_a, pos_b, distance))
                 continue
             if body_a not in dynamic and body_b not in dynamic:
                 continue
@@ -837,20 +838,43 @@ class PybulletHalfPhysics(HalfPhysicsBase):
                 continue
             if obj_a > obj_b:
                 obj_a, obj_b, pos_a, pos_b = obj_b, obj_a, pos_b, pos_a
-            rows.append(
-                (
-                    obj_a,
-                    self._part_index(obj_a, pos_a),
-                    obj_b,
-                    self._part_index(obj_b, pos_b),
-                    pos_a,
-                    pos_b,
-                    distance,
-                )
-            )
+            parts.append((len(rows), "link_a", obj_a, pos_a))
+            parts.append((len(rows), "link_b", obj_b, pos_b))
+            rows.append((obj_a, 0, obj_b, 0, pos_a, pos_b, distance))
         if not rows:
             return empty_contacts()
-        return np.array(rows, dtype=CONTACT_DTYPE)
+        out = np.array(rows, dtype=CONTACT_DTYPE)
+        self._resolve_parts(out, parts)
+        return out
+
+    def _resolve_parts(self, out: np.ndarray, queries: list[tuple[int, str, int, Any]]) -> None:
+        """Write into ``out`` the part of each ``(row, field, object, world point)`` query:
+        the part of the object whose surface is nearest to the point (0 for one-part
+        objects), all points at once; each dynamic object's pose is read once."""
+        objects = self._objects
+        todo = [q for q in queries if len(objects[q[2]].parts) > 1]
+        if not todo:
+            return
+        if self._parts is None:
+            self._parts = _PartIndex.of(objects)
+        ids = [q[2] for q in todo]
+        origin, inverse = self._parts.poses(ids)
+        for obj_id in set(ids):
+            body = self._object_bodies[obj_id]
+            if body in self._dynamic_body_set:
+                com, q = self._call("getBasePositionAndOrientation", body)
+                quat = np.asarray(q, dtype=np.float64)
+                row = self._dynamic_bodies.index(body)
+                at = [k for k, i in enumerate(ids) if i == obj_id]
+                origin[at] = np.asarray(com) - quat_rotate(quat, self._dynamic_com_local[row])
+                inverse[at] = quat_conj(quat)
+        points = np.array([q[3] for q in todo], dtype=np.float64)
+        local = quat_rotate(inverse, points - origin)  # world -> each object's frame
+        nearest = np.argmin(self._parts.distances(ids, local), axis=-1)
+        for field in ("link_a", "link_b"):
+            at = [k for k, q in enumerate(todo) if q[1] == field]
+            if at:
+                out[field][[todo[k][0] for k in at]] = nearest[at]
 
     def _closest_points(self) -> list[tuple]:
         """Touching/penetrating closest points (pybullet contact tuples) of the humanoid and
@@ -875,27 +899,6 @@ class PybulletHalfPhysics(HalfPhysicsBase):
                 done.add(pair)
                 points.extend(self._call("getClosestPoints", body, other, 0.0))
         return points
-
-    def _part_index(self, object_id: int, point_world: Any) -> int:
-        """Index of the part of an object whose surface is nearest to a world point."""
-        obj = self._objects[object_id]
-        if len(obj.parts) == 1:
-            return 0
-        body = self._object_bodies[object_id]
-        if body in self._dynamic_body_set:
-            com, q = self._call("getBasePositionAndOrientation", body)
-            quat = np.asarray(q, dtype=np.float64)
-            row = self._dynamic_bodies.index(body)
-            origin = np.asarray(com) - quat_rotate(quat, self._dynamic_com_local[row])
-        else:
-            origin, quat = np.asarray(obj.position), np.asarray(obj.quat_xyzw())
-        local = quat_rotate(quat_conj(quat), np.asarray(point_world, dtype=np.float64) - origin)
-        best, best_d = -1, math.inf
-        for index, part in enumerate(obj.parts):
-            d = _part_distance(part.shape, part.size, local - np.asarray(part.offset))
-            if d < best_d:
-                best, best_d = index, d
-        return best
 
     def _ray_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
         """``rayTest`` with a filter mask that leaves out the humanoid's group."""
@@ -958,16 +961,76 @@ def _parts_centroid(obj: SceneObject) -> np.ndarray:
     return acc / total
 
 
-def _part_distance(shape: str, size: tuple[float, float, float], p: np.ndarray) -> float:
-    """Unsigned distance from a point (part frame) to a part's surface (a mesh: to its
-    bounding box, unturned; only used to tell the parts of one object apart)."""
-    if shape in ("box", "mesh"):
-        q = np.abs(p) - np.asarray(size)
-        outside = float(np.linalg.norm(np.maximum(q, 0.0)))
-        return outside if outside > 0.0 else float(-np.max(q))
-    if shape == "cylinder":
-        radius, half_h = size[0], size[1]
-        q = np.array([math.hypot(p[0], p[2]) - radius, abs(p[1]) - half_h])
-        outside = float(np.linalg.norm(np.maximum(q, 0.0)))
-        return outside if outside > 0.0 else float(-np.max(q))
-    return abs(float(np.linalg.norm(p)) - size[0])
+@dataclass(frozen=True)
+class _PartIndex:
+    """The parts of a scene's multi-part objects as padded arrays, for the nearest-part
+    query of contact rows (objects with fewer parts are padded with parts never nearest)."""
+
+    row: dict[int, int]  # object id -> row of the arrays below
+    count: np.ndarray  # (N,) parts of each object
+    origin: np.ndarray  # (N, 3) object frame origins, world (as placed)
+    inverse: np.ndarray  # (N, 4) world -> object rotations (as placed)
+    offsets: np.ndarray  # (N, P, 3) part centres, object frame
+    sizes: np.ndarray  # (N, P, 3) half extents / radius, half height
+    box: np.ndarray  # (N, P) a box or a mesh (its bounding box, unturned)
+    cylinder: np.ndarray  # (N, P) a cylinder
+    sphere: np.ndarray  # (N, P) a sphere; a part that is none of the three is padding
+
+    @classmethod
+    def of(cls, objects: dict[int, SceneObject]) -> _PartIndex:
+        multi = [obj for obj in objects.values() if len(obj.parts) > 1]
+        n, width = len(multi), max((len(obj.parts) for obj in multi), default=1)
+        offsets, sizes = np.zeros((n, width, 3)), np.ones((n, width, 3))
+        shapes = np.full((n, width), "", dtype=object)
+        for i, obj in enumerate(multi):
+            k = len(obj.parts)
+            offsets[i, :k] = [part.offset for part in obj.parts]
+            sizes[i, :k] = [part.size for part in obj.parts]
+            shapes[i, :k] = [part.shape for part in obj.parts]
+        box = (shapes == "box") | (shapes == "mesh")
+        cylinder = shapes == "cylinder"
+        return cls(
+            row={obj.object_id: i for i, obj in enumerate(multi)},
+            count=np.array([len(obj.parts) for obj in multi], dtype=np.int64),
+            origin=np.array([obj.position for obj in multi], dtype=np.float64).reshape(n, 3),
+            inverse=quat_conj(
+                np.array([obj.quat_xyzw() for obj in multi], dtype=np.float64).reshape(n, 4)
+            ),
+            offsets=offsets,
+            sizes=sizes,
+            box=box,
+            cylinder=cylinder,
+            sphere=(shapes != "") & ~box & ~cylinder,
+        )
+
+    def poses(self, object_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """``(origins (k, 3), world -> object rotations (k, 4))`` as placed, new arrays."""
+        rows = [self.row[i] for i in object_ids]
+        return self.origin[rows], self.inverse[rows]
+
+    def distances(self, object_ids: list[int], local: np.ndarray) -> np.ndarray:
+        """Unsigned distance from each point ``(k, 3)`` (its object's frame) to each part of
+        its object, ``(k, W)`` with ``W`` the most parts of the queried objects (padding:
+        infinite)."""
+        rows = [self.row[i] for i in object_ids]
+        width = int(self.count[rows].max())  # the padding the queried objects need
+        p = local[:, None, :] - self.offsets[rows, :width]
+        size, box = self.sizes[rows, :width], self.box[rows, :width]
+        cyl, sph = self.cylinder[rows, :width], self.sphere[rows, :width]
+        radial = np.hypot(p[..., 0], p[..., 2])
+        # box: |p| - half extents; cylinder: (radial - radius, |y| - half height, -inf)
+        cylinder = np.stack(
+            [
+                radial - size[..., 0],
+                np.abs(p[..., 1]) - size[..., 1],
+                np.full_like(radial, -np.inf),
+            ],
+            axis=-1,
+        )
+        q = np.where(box[..., None], np.abs(p) - size, cylinder)
+        outside = np.sqrt(np.sum(np.square(np.maximum(q, 0.0)), axis=-1))
+        solid = np.where(outside > 0.0, outside, -np.max(q, axis=-1))
+        sphere = np.abs(np.sqrt(np.sum(np.square(p), axis=-1)) - size[..., 0])
+        out = np.where(box | cyl, solid, sphere)
+        out[~(box | cyl | sph)] = np.inf
+        return out
