@@ -327,6 +327,12 @@ def _register_defaults() -> None:
         MotionCapabilities(name="flow", batched=True),
         "learned flow-matching MotionDiT with per-skill control branches (torch extra)",
     )
+    register_motion(
+        "paper",
+        "humanclaw_gym.motion.paper.generator:PaperMotion",
+        MotionCapabilities(name="paper", batched=True),
+        "the paper's MotionDiT and eight skill branches from the release's weights (torch extra)",
+    )
 
 
 _register_defaults()

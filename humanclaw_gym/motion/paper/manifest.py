@@ -326,8 +326,9 @@ class _Fields:
         self.data, self.where, self.manifest, self.skill = data, where, manifest, skill
 
     def fail(self, key: str, message: str) -> PaperWeightsError:
+        sep = "" if message.startswith("=") else " "
         return PaperWeightsError(
-            f"{self.manifest}: {self.where}.{key} {message}", self.manifest, self.skill
+            f"{self.manifest}: {self.where}.{key}{sep}{message}", self.manifest, self.skill
         )
 
     def get(self, key: str) -> Any:
