@@ -55,6 +55,15 @@ _ALL_SKILLS = (
 )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Small networks run fastest on one thread (and do not fight other processes)."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 @pytest.fixture(scope="module")
 def release(tmp_path_factory) -> Path:
     """A release checkout with random weights of a small architecture."""
@@ -494,6 +503,50 @@ def test_staged_chunks_are_picked_up_or_discarded(release: Path) -> None:
         generate_many([(gens[0], calls[0]), (gens[0], calls[1])])
 
 
+def test_vector_env_computes_a_step_in_one_model_run(release: Path, monkeypatch) -> None:
+    """Sub-envs of one process: their chunks of a step in one batched integration (walk and
+    turn share the bf16 base), equal to the unbatched step."""
+    import gymnasium as gym
+
+    import humanclaw_gym  # noqa: F401
+    from humanclaw_gym.envs.vector import BatchedMotionSyncVectorEnv
+    from humanclaw_gym.motion.paper import generator as paper_generator
+
+    rows: list[int] = []
+    integrate = paper_generator._integrate
+
+    def counting(group):
+        rows.append(len(group))
+        return integrate(group)
+
+    monkeypatch.setattr(paper_generator, "_integrate", counting)
+    calls = [SkillCall.walk("normal"), SkillCall.turn("left", 30)]
+    act = {k: np.stack([np.asarray(c.to_action()[k]) for c in calls]) for k in calls[0].to_action()}
+    results = []
+    for batched in (True, False):
+        envs = gym.make_vec(
+            "HumanClawFindNavInteract-v0",
+            num_envs=2,
+            split="val100",
+            motion="paper",
+            motion_options={"release_dir": str(release)},
+            max_steps=3,
+        )
+        assert isinstance(envs, BatchedMotionSyncVectorEnv)
+        if not batched:
+            envs.step = super(BatchedMotionSyncVectorEnv, envs).step  # per-env generation
+        try:
+            envs.reset(seed=0)
+            rows.clear()
+            envs.step(act)
+            assert rows == ([2] if batched else [1, 1])
+            frames = [e.unwrapped.motion_generator.history() for e in envs.envs]
+            results.append(np.array(frames))
+        finally:
+            envs.close()
+    np.testing.assert_allclose(results[0], results[1], atol=1e-4)
+
+
 # ----------------------------------------------------------------------------------------
 # the library around it
 # ----------------------------------------------------------------------------------------
@@ -551,6 +604,8 @@ def test_options_cli_flags_and_fingerprint(release: Path, tmp_path: Path) -> Non
         BackendConfig(motion="paper", motion_options={"weightsdir": "x"}).check()
     with pytest.raises(ValueError, match="motion_checkpoint is not accepted by the 'paper'"):
         BackendConfig(motion="paper", motion_checkpoint="x").check()
+    with pytest.raises(PaperWeightsError, match="weights_dir is required"):  # when made
+        BackendConfig(motion="paper").check()
 
     run = RunConfig(agent="random", backend=config, output=tmp_path / "run")
     record = run_fingerprint(run, {"selection": "x", "sha256": "0"})

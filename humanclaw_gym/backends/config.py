@@ -178,8 +178,10 @@ class BackendConfig:
     def check(self) -> BackendConfig:
         """Check names against the registry and options against the constructors.
 
-        Imports the physics and motion factories (not a simulator or GL context). The
-        body model directory must exist; a scene dataset must be found and its config
+        Imports the physics and motion factories (not a simulator, GL context or torch). A
+        motion generator that describes its weights (``weights_record``, the paper motion)
+        finds and parses its manifest and seed state here. The body model directory must
+        exist; a scene dataset must be found and its config
         parse (its folders are indexed, no mesh is read), and the mesh reader be installed.
 
         Returns:
@@ -188,7 +190,9 @@ class BackendConfig:
         Raises:
             BackendCapabilityError: an unknown backend name (registered ones listed).
             ValueError: an option a backend does not accept (accepted ones listed); a
-                missing or malformed scene dataset (``SceneDatasetError``, naming the file).
+                missing or malformed scene dataset (``SceneDatasetError``, naming the file);
+                a missing or malformed paper motion manifest or seed state
+                (``PaperWeightsError``, naming the file).
             FileNotFoundError: ``body_model_dir`` does not exist.
             ImportError: ``scene_dataset`` is set but ``trimesh`` is not installed.
         """
@@ -225,14 +229,16 @@ class BackendConfig:
         if self.physics_options:
             factory = registry.entry("physics", self.physics).load()
             check_options(factory, "physics", self.physics, self.physics_options)
-        if self.motion_options or self.motion_checkpoint is not None:
-            factory = registry.entry("motion", self.motion).load()
-            check_options(factory, "motion", self.motion, self.motion_options, ("checkpoint",))
-            if self.motion_checkpoint is not None and not _accepts(factory, "checkpoint"):
-                raise ValueError(
-                    f"motion_checkpoint is not accepted by the {self.motion!r} motion generator "
-                    "(it takes no checkpoint; see its motion_options)"
-                )
+        factory = registry.entry("motion", self.motion).load()
+        check_options(factory, "motion", self.motion, self.motion_options, ("checkpoint",))
+        if self.motion_checkpoint is not None and not _accepts(factory, "checkpoint"):
+            raise ValueError(
+                f"motion_checkpoint is not accepted by the {self.motion!r} motion generator "
+                "(it takes no checkpoint; see its motion_options)"
+            )
+        describe = getattr(factory, "weights_record", None)
+        if describe is not None:  # e.g. the paper motion: its manifest and seed state exist
+            describe(**dict(self.motion_options))
         return self
 
 
