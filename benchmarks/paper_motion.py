@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from humanclaw_gym.fileio import write_json_atomic
+from humanclaw_gym.fileio import json_default, write_json_atomic
 
 CALLS = (
     "Walk<forward><normal>",
@@ -241,10 +241,8 @@ def bench_release(root: Path, weights: Path, release: Path, threads: int) -> dic
         diffs.append(float(np.abs(gen.release_chunk - theirs[i]).max()))
     torch.set_num_threads(_cpus())
     # the first chunk of each builds tables / warms caches: compare the rest
-    ours_ms, theirs_ms = (
-        1000 * statistics.median(ours_times[1:]),
-        1000 * statistics.median(their_times[1:]),
-    )
+    ours_ms = 1000.0 * float(statistics.median(ours_times[1:]))
+    theirs_ms = 1000.0 * float(statistics.median(their_times[1:].tolist()))
     return {
         "threads": threads,
         "release_runner_per_chunk_ms": theirs_ms,
@@ -315,7 +313,7 @@ def main() -> int:
             weights=args.weights, release=args.release, repeats=args.repeats, tmp=args.tmp
         ),
     }
-    write_json_atomic(args.out, report, sort_keys=True)
+    write_json_atomic(args.out, report, sort_keys=True, default=json_default)
     print(json.dumps(report["paper_motion"].get("targets", report["paper_motion"]), indent=2))
     print(f"report written to {args.out}")
     return 0
