@@ -605,7 +605,7 @@ def test_options_cli_flags_and_fingerprint(release: Path, tmp_path: Path) -> Non
     with pytest.raises(ValueError, match="motion_checkpoint is not accepted by the 'paper'"):
         BackendConfig(motion="paper", motion_checkpoint="x").check()
     with pytest.raises(PaperWeightsError, match="weights_dir is required"):  # when made
-        BackendConfig(motion="paper").check()
+        BackendConfig(motion="paper", motion_options={"device": "cpu"}).check()
 
     run = RunConfig(agent="random", backend=config, output=tmp_path / "run")
     record = run_fingerprint(run, {"selection": "x", "sha256": "0"})

@@ -178,10 +178,10 @@ class BackendConfig:
     def check(self) -> BackendConfig:
         """Check names against the registry and options against the constructors.
 
-        Imports the physics and motion factories (not a simulator, GL context or torch). A
-        motion generator that describes its weights (``weights_record``, the paper motion)
-        finds and parses its manifest and seed state here. The body model directory must
-        exist; a scene dataset must be found and its config
+        Imports the physics and motion factories when options are given (not a simulator,
+        GL context or torch). A motion generator with options that describes its weights
+        (``weights_record``, the paper motion) finds and parses its manifest and seed state
+        here. The body model directory must exist; a scene dataset must be found and its config
         parse (its folders are indexed, no mesh is read), and the mesh reader be installed.
 
         Returns:
@@ -229,16 +229,17 @@ class BackendConfig:
         if self.physics_options:
             factory = registry.entry("physics", self.physics).load()
             check_options(factory, "physics", self.physics, self.physics_options)
-        factory = registry.entry("motion", self.motion).load()
-        check_options(factory, "motion", self.motion, self.motion_options, ("checkpoint",))
-        if self.motion_checkpoint is not None and not _accepts(factory, "checkpoint"):
-            raise ValueError(
-                f"motion_checkpoint is not accepted by the {self.motion!r} motion generator "
-                "(it takes no checkpoint; see its motion_options)"
-            )
-        describe = getattr(factory, "weights_record", None)
-        if describe is not None:  # e.g. the paper motion: its manifest and seed state exist
-            describe(**dict(self.motion_options))
+        if self.motion_options or self.motion_checkpoint is not None:
+            factory = registry.entry("motion", self.motion).load()
+            check_options(factory, "motion", self.motion, self.motion_options, ("checkpoint",))
+            if self.motion_checkpoint is not None and not _accepts(factory, "checkpoint"):
+                raise ValueError(
+                    f"motion_checkpoint is not accepted by the {self.motion!r} motion "
+                    "generator (it takes no checkpoint; see its motion_options)"
+                )
+            describe = getattr(factory, "weights_record", None)
+            if describe is not None:  # e.g. the paper motion: its manifest and seed state
+                describe(**dict(self.motion_options))
         return self
 
 
