@@ -21,8 +21,8 @@ does not depend on the values. Measured:
   thread count, alternately;
 * ``release_runner`` (``--release DIR``, a checkout of the reference release): the
   release's own ``MotionSkillRunner`` on the same weights and machine, run in a child
-  process with the release's ``src`` on its path, alternating with ours, chunk by chunk;
-  its chunks are compared with ours for the same torch seed.
+  process with the release's ``src`` on its path (its eight chunks, then ours, on every
+  CPU); its chunks are compared with ours for the same torch seed.
 
 Targets (flags, never asserted): a batch of 8 costs <= 3 x one decision (same threads);
 one decision is no slower than the release's runner (when measured). The machine may be
