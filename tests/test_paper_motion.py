@@ -673,3 +673,13 @@ def test_release_architecture_sizes(tmp_path: Path) -> None:
         np.testing.assert_allclose(both[0], single, atol=1e-4)
     finally:
         clear_model_cache()
+
+
+def test_device_is_checked(release: Path) -> None:
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="device='cuda' needs a CUDA build of torch"):
+            PaperMotion(release_dir=release, device="cuda")
+    with pytest.raises(ValueError, match="device='abacus' is invalid"):
+        PaperMotion(release_dir=release, device="abacus")
+    with pytest.raises(ValueError, match="generator=3 is invalid"):
+        PaperMotion(release_dir=release, generator=3)
