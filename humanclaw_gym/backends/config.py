@@ -69,6 +69,11 @@ def check_options(
     return dict(options)
 
 
+def _accepts(factory: Any, name: str) -> bool:
+    params = inspect.signature(factory).parameters
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
 def _path_or_none(value: Any, name: str) -> str | None:
     if value is None:
         return None
@@ -100,10 +105,11 @@ class BackendConfig:
             pybullet e.g. ``{"solver_iterations": 10}``); unknown names are refused.
         renderer: ``"auto"`` (the first registered renderer that can start: moderngl on
             EGL, else pybullet's TinyRenderer) or a registered render backend name.
-        motion: registered motion generator (``"procedural"``, ``"flow"``).
+        motion: registered motion generator (``"procedural"``, ``"flow"``, ``"paper"``).
         motion_checkpoint: checkpoint of a learned motion generator (``None``: its default).
         motion_options: keyword arguments of the motion generator's constructor (e.g.
-            ``{"steps": 10}`` for ``"flow"``); unknown names are refused.
+            ``{"steps": 10}`` for ``"flow"``; ``{"weights_dir": ..., "release_dir": ...,
+            "device": "cpu"}`` for ``"paper"``); unknown names are refused.
         body_model_dir: the user's licensed SMPL-X files (a directory holding
             ``SMPLX_<GENDER>.npz`` or that file): the images draw the skinned body instead
             of the capsule links (rendering only; physics keeps the capsules).
@@ -187,8 +193,10 @@ class BackendConfig:
     def check(self) -> BackendConfig:
         """Check names against the registry and options against the constructors.
 
-        Imports the physics and motion factories (not a simulator or GL context). The
-        body model directory must exist; a scene dataset must be found and its config
+        Imports the physics and motion factories when options are given (not a simulator,
+        GL context or torch). A motion generator with options that describes its weights
+        (``weights_record``, the paper motion) finds and parses its manifest and seed state
+        here. The body model directory must exist; a scene dataset must be found and its config
         parse (its folders are indexed, no mesh is read), and the mesh reader be installed.
 
         Returns:
@@ -197,7 +205,9 @@ class BackendConfig:
         Raises:
             BackendCapabilityError: an unknown backend name (registered ones listed).
             ValueError: an option a backend does not accept (accepted ones listed); a
-                missing or malformed scene dataset (``SceneDatasetError``, naming the file).
+                missing or malformed scene dataset (``SceneDatasetError``, naming the file);
+                a missing or malformed paper motion manifest or seed state
+                (``PaperWeightsError``, naming the file).
             FileNotFoundError: ``body_model_dir`` (or its model file) does not exist.
             BodyModelError: the model file holds pickled objects smplx would need.
             ImportError: ``scene_dataset`` is set but ``trimesh`` is not installed.
@@ -249,9 +259,17 @@ class BackendConfig:
                     "(pybullet and mujoco do)"
                 )
             load_body_asset(self.body_asset)
-        if self.motion_options:
+        if self.motion_options or self.motion_checkpoint is not None:
             factory = registry.entry("motion", self.motion).load()
             check_options(factory, "motion", self.motion, self.motion_options, ("checkpoint",))
+            if self.motion_checkpoint is not None and not _accepts(factory, "checkpoint"):
+                raise ValueError(
+                    f"motion_checkpoint is not accepted by the {self.motion!r} motion "
+                    "generator (it takes no checkpoint; see its motion_options)"
+                )
+            describe = getattr(factory, "weights_record", None)
+            if describe is not None:  # e.g. the paper motion: its manifest and seed state
+                describe(**dict(self.motion_options))
         return self
 
 

@@ -1,7 +1,8 @@
 """The backend options every simulating command shares (run, rollout, serve, view).
 
 One dataclass, flattened into each command's flags (``--physics``, ``--renderer``,
-``--motion``, ``--motion-option KEY=VALUE``, ...), turned into a
+``--motion``, ``--motion-option KEY=VALUE``, ``--motion-weights DIR`` and ``--release DIR``
+for ``--motion paper``, ...), turned into a
 :class:`~humanclaw_gym.backends.config.BackendConfig` by :meth:`BackendArgs.to_config`. The
 choices in the help come from the backend registry.
 """
@@ -92,12 +93,25 @@ class BackendArgs:
             renderer=self.renderer,
             motion=self.motion,
             motion_checkpoint=self.motion_checkpoint,
-            motion_options=dict(parse_options(self.motion_option)),
+            motion_options=self._motion_options(),
             body_model_dir=self.body_model_dir,
             body_model_gender=self.body_model_gender,
             scene_dataset=self.scene_dataset,
             body_asset=self.body_asset,
         )
+
+    def _motion_options(self) -> dict[str, object]:
+        options = dict(parse_options(self.motion_option))
+        for flag, key, value in (
+            ("--motion-weights", "weights_dir", self.motion_weights),
+            ("--release", "release_dir", self.release),
+        ):
+            if value is None:
+                continue
+            if key in options:
+                raise ValueError(f"{flag} and --motion-option {key}=... both given: pass one")
+            options[key] = str(value)
+        return options
 
 
 Flattened = tyro.conf.OmitArgPrefixes

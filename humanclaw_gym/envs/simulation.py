@@ -217,14 +217,19 @@ class Simulation:
 
     @property
     def backend_info(self) -> dict[str, Any]:
-        """Names of the backends in use and why this renderer was chosen; with a body asset
-        its identity (name, path, SHA-256 of its files), with a scene dataset its path."""
+        """Names of the backends in use and why this renderer was chosen; with a motion
+        generator that describes its weights (``weights_info``, e.g. the paper motion's
+        manifest SHA-256, device and dtype) also ``motion_weights``; with a body asset its
+        identity (name, path, SHA-256 of its files), with a scene dataset its path."""
         info: dict[str, Any] = {
             "physics": self.config.physics,
             "renderer": getattr(getattr(self.renderer, "capabilities", None), "name", "not built"),
             "renderer_reason": self.render_reason or "not built yet",
             "motion": self.config.motion,
         }
+        weights = getattr(self.motion, "weights_info", None)
+        if weights is not None:
+            info["motion_weights"] = dict(weights)
         if self.body_asset is not None:
             info["body_asset"] = self.body_asset.identity()
         if self.config.scene_dataset is not None:
