@@ -517,7 +517,10 @@ def _check_motion(weights: Path | None, release: Path | None) -> dict[str, Any]:
         )
     status = check_weights(weights_dir=weights, release_dir=release)
     if not status["ok"]:
-        raise _Missing(f"{status['detail']}; {where}")
+        raise _Missing(
+            f"{status['detail']} (the release's weights/paper_fullval_v1/README.md says "
+            "where to get them; --motion-weights DIR)"
+        )
     try:
         return dict(weights_record(weights_dir=weights, release_dir=release))
     except ValueError as exc:

@@ -283,3 +283,75 @@ def test_fingerprint_records_the_body_asset(body_dir) -> None:
     plain = run_fingerprint(RunConfig(), {"selection": "x", "sha256": "0"})
     fields = [k for k, _, _ in fingerprint_differences(plain, record)]
     assert "body_asset" in fields and "backend.body_asset" in fields
+
+
+# --------------------------------------------------------------------------------------
+# the whole chain: profile, proxy scenes, random weights in the release's layout, oracle,
+# metrics, fingerprint and manifests
+# --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def paper_release(tmp_path_factory, synth) -> Path:
+    pytest.importorskip("torch")
+    from humanclaw_gym.motion.paper.synthetic import write_synthetic_release
+
+    root = tmp_path_factory.mktemp("release") / "HumanCLAW"
+    write_release_checkout(root, episodes_dir=synth.episodes_dir.parent)
+    write_synthetic_release(root, seed=3, hidden_dim=32, num_layers=2, num_heads=2, nfe_steps=6)
+    return root
+
+
+def test_the_paper_chain_runs_two_episodes_end_to_end(
+    paper_release, synth, tmp_path, capsys
+) -> None:
+    """``humanclaw run --profile paper`` with the synthetic release, its random weights and
+    the proxy HSSD dataset: two episodes with the oracle and metrics; the fingerprint and
+    every replay manifest record the profile, the body and the weights."""
+    import json
+
+    from humanclaw_gym.cli.run_cmd import RunArgs, run
+    from humanclaw_gym.motion.paper import clear_model_cache
+    from humanclaw_gym.replay import load_bundle
+
+    out = tmp_path / "run"
+    args = RunArgs(profile="paper", agent="oracle", metrics=True, limit=2, max_steps=3,
+                   output=out, quiet=True)  # fmt: skip
+    args.backend.release = paper_release
+    args.backend.scene_dataset = synth.root
+    try:
+        assert run(args) == 0
+    finally:
+        clear_model_cache()
+    settings = json.loads((out / "run_fingerprint.json").read_text())["settings"]
+    profile = settings["profile"]
+    body = load_body_asset(paper_release / "resources/agent/neutral_beta0_handmerged")
+    assert profile["profile"] == "paper" and profile["body"]["sha256"] == body.sha256
+    assert profile["release"]["files"]["configs/paper_fullval_v1.json"]
+    assert (
+        profile["motion_weights"]["manifest_sha256"]
+        == settings["motion_weights"]["manifest_sha256"]
+    )
+    assert profile["scene_dataset"]["path"] == str(synth.root)
+    assert profile["physics_options"]["root_friction"] == 0.5
+    assert settings["backend"]["motion"] == "paper" and settings["metric_rules"] == "paper"
+    rollouts = sorted(out.glob("*/rollout_00"))
+    assert len(rollouts) == 2
+    for rollout in rollouts:
+        manifest = load_bundle(rollout).manifest
+        assert manifest["backends"]["profile"] == profile
+        assert manifest["physics"]["body"]["sha256"] == body.sha256
+        assert manifest["physics"]["root_gravity_mode"] == "midpoint"
+        metrics = json.loads((rollout / "metrics.json").read_text())
+        assert metrics["rules"] == "paper" and metrics["steps"] >= 1
+    # the same run again is the same settings; another weight download is refused by name
+    assert run(args) == 0
+    manifest = paper_release / "resources/weights/paper_fullval_v1.json"
+    text = manifest.read_text()
+    try:
+        manifest.write_text(text.replace('"checkpoint_step": 0', '"checkpoint_step": 1'))
+        capsys.readouterr()
+        assert run(args) == 2
+        error = capsys.readouterr().err
+        assert "differing field" in error and "profile.motion_weights.manifest_sha256" in error
+    finally:
+        manifest.write_text(text)
+        clear_model_cache()
