@@ -77,6 +77,8 @@ class BackendArgs:
     """SMPL-X model gender"""
     scene_dataset: Path | None = None
     """a Habitat scene dataset (its *.scene_dataset_config.json or folder, e.g. HSSD prepared by the reference release): episodes of its scenes run in them"""
+    body_asset: Path | None = None
+    """a body folder in the reference release's format (URDF, STL meshes, shift.npy, metadata.json), e.g. its resources/agent/neutral_beta0_handmerged: simulated, drawn and scored instead of the built-in body"""
 
     def to_config(self) -> BackendConfig:
         """The :class:`BackendConfig` (types checked; run :meth:`BackendConfig.check` for
@@ -95,6 +97,7 @@ class BackendArgs:
             body_model_dir=self.body_model_dir,
             body_model_gender=self.body_model_gender,
             scene_dataset=self.scene_dataset,
+            body_asset=self.body_asset,
         )
 
     def _motion_options(self) -> dict[str, object]:

@@ -26,9 +26,11 @@ class RunArgs:
     """
 
     episodes: str = "val100"
-    """one | val100 | val | a split directory | a .json.gz shard or split header | a .json list of episode ids or subset file"""
-    agent: str = "oracle"
-    """psv | psv:v1 | oracle | random | module:Class | checkpoint:PATH"""
+    """one | val100 | val | a split directory | a .json.gz shard or split header | a .json list of episode ids or subset file (with --profile paper: val100 or val, the release's)"""
+    agent: str | None = None
+    """psv | psv:v1 | oracle | random | module:Class | checkpoint:PATH (default: oracle; psv with --profile paper)"""
+    profile: Literal["paper"] | None = None
+    """run the configuration of the published table: the release's episodes, body, physics profile, metric rules, the PSV agent and the paper motion (needs --release, the motion weights and --scene-dataset; docs/paper.md)"""
     output: Path = Path("outputs/run")
     """output directory"""
     model_config: Path | None = None
@@ -99,11 +101,26 @@ def parse_motion_options(items: tuple[str, ...]) -> tuple[tuple[str, object], ..
     return parse_options(items)
 
 
-def _config(args: RunArgs | RolloutArgs):
+def _config(args: RunArgs | RolloutArgs, profile=None):
     from humanclaw_gym.evaluation.batch import RunConfig
 
+    if profile is not None:
+        return RunConfig(
+            agent=args.agent or profile.agent,
+            output=str(args.output),
+            model_config=None if args.model_config is None else str(args.model_config),
+            metrics=args.metrics,
+            metric_rules=profile.metric_rules,
+            video=args.video,
+            seed=args.seed,
+            max_steps=args.max_steps,
+            via_server=None,
+            instruction_template=args.instruction_template,
+            backend=profile.backend,
+            profile=profile,
+        )
     return RunConfig(
-        agent=args.agent,
+        agent=args.agent or "oracle",
         output=str(args.output),
         model_config=None if args.model_config is None else str(args.model_config),
         metrics=args.metrics,
@@ -117,13 +134,13 @@ def _config(args: RunArgs | RolloutArgs):
     )
 
 
-def _checked_config(args: RunArgs | RolloutArgs, prog: str):
+def _checked_config(args: RunArgs | RolloutArgs, prog: str, profile=None):
     """The RunConfig of ``args``, or None after printing why it would fail everywhere."""
     from humanclaw_gym.evaluation.batch import check_run_config
 
     try:
         _check_counts(args)
-        config = _config(args)
+        config = _config(args, profile)
         check_run_config(config)
     except (ValueError, FileNotFoundError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
@@ -141,6 +158,42 @@ def _check_counts(args: RunArgs | RolloutArgs) -> None:
             raise ValueError(f"{flag} {value} is invalid: allowed an int >= 1")
 
 
+def _profile(args: RunArgs):
+    """The resolved profile of ``--profile`` (None without), or a one-line error."""
+    from humanclaw_gym.profiles import resolve_profile
+
+    b = args.backend
+    taken = [
+        flag
+        for flag, given in (
+            ("--motion", b.motion != "procedural"),
+            ("--motion-checkpoint", b.motion_checkpoint is not None),
+            ("--motion-option", bool(b.motion_option)),
+            ("--physics-option", bool(b.physics_option)),
+            ("--body-asset", b.body_asset is not None),
+            ("--body-model-dir", b.body_model_dir is not None),
+            ("--metric-rules", args.metric_rules != "paper"),
+            ("--via-server", args.via_server is not None),
+        )
+        if given
+    ]
+    if taken:
+        raise ValueError(
+            f"--profile {args.profile} sets {', '.join(taken)} itself: leave them out "
+            "(--physics, --renderer, --motion-weights, --scene-dataset and --episodes "
+            "val100|val may be given)"
+        )
+    return resolve_profile(
+        args.profile,
+        b.release,
+        episodes=args.episodes,
+        motion_weights=b.motion_weights,
+        scene_dataset=b.scene_dataset,
+        physics=b.physics,
+        renderer=b.renderer,
+    )
+
+
 def run(args: RunArgs, argv: list[str] | None = None) -> int:
     """Run the batch; returns the exit code (0 all completed, 1 some failed, 130 / 143
     stopped by SIGINT / SIGTERM). User errors raise (the ``humanclaw`` entry point prints
@@ -154,7 +207,19 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
     from humanclaw_gym.evaluation.fingerprint import RunFingerprintError, episodes_record
 
     workers = args.workers
-    if args.via_server:
+    profile = None
+    if args.profile is not None:
+        try:
+            profile = _profile(args)
+        except ValueError as exc:  # ProfileError: every missing part in one line
+            print(f"humanclaw run: error: {exc}", file=sys.stderr)
+            return 2
+    if profile is not None:
+        specs = list_episode_specs(profile.episodes)
+        episodes = episodes_record(
+            f"{profile.name}:{profile.split}", ((s.split, s.scene_id, s.episode_id) for s in specs)
+        )
+    elif args.via_server:
         # The server owns the episode plan and runs one episode at a time.
         from humanclaw_gym.evaluation.remote import server_plan_specs
         from humanclaw_gym.server.client import ServerClient
@@ -173,13 +238,14 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
         episodes = episodes_record(
             args.episodes, ((s.split, s.scene_id, s.episode_id) for s in specs)
         )
-    config = _checked_config(args, "humanclaw run")
+    config = _checked_config(args, "humanclaw run", profile)
     if config is None:
         return 2
     if args.limit is not None:
         specs = specs[: args.limit]
     print(
-        f"humanclaw run: {len(specs)} episode(s), agent={args.agent}, output={args.output}",
+        f"humanclaw run: {len(specs)} episode(s), agent={config.agent}, output={args.output}"
+        + ("" if profile is None else f", profile={profile.name}"),
         flush=True,
     )
     from humanclaw_gym.metrics import MetricsFileError

@@ -71,6 +71,9 @@ class RunConfig:
     The simulator side is ``backend`` (a :class:`~humanclaw_gym.backends.config.BackendConfig`);
     its fields may also be given as constructor shorthands, e.g. ``RunConfig(motion="flow")``,
     which override ``backend``'s. They are not stored: read ``config.backend.motion``.
+    ``profile`` is a resolved :class:`~humanclaw_gym.profiles.RunProfile` (``--profile
+    paper``): the workers' envs are made from it (its record goes into every replay
+    manifest and the run fingerprint); ``backend`` is then the profile's.
     """
 
     agent: str = "oracle"
@@ -84,6 +87,7 @@ class RunConfig:
     via_server: str | None = None
     instruction_template: str | None = None
     backend: BackendConfig = field(default_factory=BackendConfig)
+    profile: Any = None
     physics: InitVar[str | None] = None
     physics_options: InitVar[Any] = None
     renderer: InitVar[str | None] = None
@@ -93,6 +97,7 @@ class RunConfig:
     body_model_dir: InitVar[str | None] = None
     body_model_gender: InitVar[str | None] = None
     scene_dataset: InitVar[str | None] = None
+    body_asset: InitVar[str | None] = None
 
     def __post_init__(self, *shorthands: Any) -> None:
         changes = {
@@ -245,9 +250,14 @@ def _base_env(config: RunConfig, split: str, privileged: bool) -> Any:
     if env is None:
         from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
 
+        source: dict[str, Any] = (
+            {"backend": config.backend}
+            if config.profile is None
+            else {"profile": replace(config.profile, backend=config.backend)}
+        )
         env = FindNavInteractEnv(
             split=split,
-            backend=config.backend,
+            **source,
             privileged=privileged,
             max_steps=config.max_steps,
             instruction_template=config.instruction_template,

@@ -15,6 +15,11 @@ Every ``humanclaw run`` output directory holds ``run_fingerprint.json`` (schema
   renderer, motion and their options, body model), ``motion_checkpoint_sha256`` and
   ``motion_weights`` (what the motion generator says names its weights: for ``"paper"`` the
   weight manifest's and seed state's SHA-256, device and dtype; None for the others);
+* ``body_asset``: the identity of the ``body_asset`` folder (name, path, one SHA-256 over
+  its files, links, mass), None for the built-in body;
+* ``profile``: the record of a profile (``--profile paper``: the release's commit or
+  file hashes, the body, the physics options, the weight manifest's hash, the scene
+  dataset), None without one;
 * ``metric_rules``: which metric rules score the episodes (``"paper"`` when the run
   config names none);
 * ``instruction_template``: ``None`` (each episode's own instruction) or where the
@@ -66,6 +71,8 @@ DEFAULT_METRIC_RULES = "paper"
 _DEFAULTS: dict[str, Any] = {
     "metric_rules": DEFAULT_METRIC_RULES,
     "instruction_template": None,
+    "body_asset": None,
+    "profile": None,
     "motion_weights": None,
 }
 
@@ -204,6 +211,20 @@ def _motion_weights_record(backend: Any) -> dict[str, Any] | None:
     return None if describe is None else describe(**dict(backend.motion_options))
 
 
+def _body_asset_record(path: str | None) -> dict[str, Any] | None:
+    """The identity of a body folder (name, path, SHA-256 over its files), or None."""
+    if path is None:
+        return None
+    from humanclaw_gym.body.asset import load_body_asset
+
+    return load_body_asset(path).identity()
+
+
+def _profile_record(profile: Any) -> dict[str, Any] | None:
+    """A resolved profile's record (see :class:`humanclaw_gym.profiles.RunProfile`)."""
+    return None if profile is None else dict(profile.record)
+
+
 def run_fingerprint(config: Any, episodes: Mapping[str, Any]) -> dict[str, Any]:
     """The fingerprint record of a run (see the module docstring).
 
@@ -230,6 +251,8 @@ def run_fingerprint(config: Any, episodes: Mapping[str, Any]) -> dict[str, Any]:
         "backend": backend.to_dict(),
         "motion_checkpoint_sha256": _file_sha256_or_none(backend.motion_checkpoint),
         "motion_weights": _motion_weights_record(backend),
+        "body_asset": _body_asset_record(getattr(backend, "body_asset", None)),
+        "profile": _profile_record(getattr(config, "profile", None)),
         "metric_rules": getattr(config, "metric_rules", None) or DEFAULT_METRIC_RULES,
         "instruction_template": instruction_template_record(
             getattr(config, "instruction_template", None)
