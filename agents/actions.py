@@ -13,6 +13,9 @@ Two rule sets, one per agent variant:
   30 degrees, and a reply without a usable skill or direction is an error (retried).
 
 Both return the call and a list of notes, one per default or clamp applied.
+
+:func:`action_text_v2` and :func:`executed_action_text_v2` write a call back as the ``psv``
+agent shows it in prompts, with numbers rounded as the reference agent rounds them.
 """
 
 from __future__ import annotations
@@ -36,7 +39,12 @@ from humanclaw_gym.skills import (
     SkillCallError,
 )
 
-__all__ = ["action_from_fields", "action_from_reply"]
+__all__ = [
+    "action_from_fields",
+    "action_from_reply",
+    "action_text_v2",
+    "executed_action_text_v2",
+]
 
 
 # ---- v2: the reference agent's rules -----------------------------------------------------------
@@ -45,9 +53,27 @@ _REF_DEFAULT_SPEED = "slow"
 _REF_DEFAULT_DIRECTION = "left"
 _REF_DEFAULT_TURN_DEG = 10.0
 _REF_DEFAULT_DISTANCE_M = 0.25
-_REF_GROUP_RE = re.compile(r"<([^>]+)>")
 _REF_SIGNED_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?")
 _REF_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _ref_groups(text: str) -> list[str]:
+    """``re.findall(r"<([^>]+)>", text)`` in linear time (the regex rescans to the end of
+    the text from every ``<`` without a later ``>``: minutes for a long reply)."""
+    groups: list[str] = []
+    position = 0
+    while True:
+        start = text.find("<", position)
+        if start < 0:
+            return groups
+        end = text.find(">", start + 1)
+        if end < 0:  # no later "<" has a ">" after it either
+            return groups
+        if end == start + 1:  # "<>": the group needs one character; try the next "<"
+            position = start + 1
+            continue
+        groups.append(text[start + 1 : end])
+        position = end + 1
 
 
 def action_from_reply(action_id: Any, action_name: Any) -> tuple[SkillCall, list[str]]:
@@ -80,12 +106,15 @@ def action_from_reply(action_id: Any, action_name: Any) -> tuple[SkillCall, list
 
     Args:
         action_id: the reply's ``action_id`` (any JSON value).
-        action_name: the reply's ``action_name`` (read as text; ``None`` is empty).
+        action_name: the reply's ``action_name``, read as text; any falsy value (``None``,
+            ``0``, ``0.0``, ``false``, ``""``, ``[]``, ``{}``) is an empty name, as in the
+            reference (so ``action_id`` 4 with ``action_name`` 0 sits at the default 0.5 m,
+            not at 0 clamped to 0.15 m).
 
     Returns:
         The SkillCall and one note per inference, default or clamp.
     """
-    name = "" if action_name is None else str(action_name).strip()
+    name = str(action_name or "").strip()
     notes: list[str] = []
     skill_id = _reference_id(action_id)
     if skill_id is None:
@@ -99,7 +128,7 @@ def action_from_reply(action_id: Any, action_name: Any) -> tuple[SkillCall, list
         notes.append(f"action_id={action_id!r} is no skill id: read as Stop/Stand")
         skill_id = int(Skill.STOP)
     skill = Skill(skill_id)
-    groups = [g.strip().lower().replace(" ", "_") for g in _REF_GROUP_RE.findall(name)]
+    groups = [g.strip().lower().replace(" ", "_") for g in _ref_groups(name)]
 
     if skill is Skill.WALK:
         speed = groups[1] if len(groups) >= 2 else None
@@ -150,6 +179,40 @@ def action_from_reply(action_id: Any, action_name: Any) -> tuple[SkillCall, list
         distance = _ref_clamp("distance_m", distance, SIDE_STEP_DISTANCE_RANGE_M, notes)
         return SkillCall.side_step(direction, distance), notes
     return SkillCall.stop(), notes
+
+
+def action_text_v2(call: SkillCall) -> str:
+    """The text form the ``psv`` agent shows for an action in prompts (the verifier's
+    proposal, a replacement named in the history), rounded as the reference agent rounds
+    it: the turn angle to a whole degree (Python's ``round``, halves to even:
+    ``Turn<left><30.5>`` is shown as ``Turn<left><30>``), heights and distances to two
+    decimals (``Sit down<0.456>`` as ``Sit down<0.46>``, ``Step back<0.1>`` as
+    ``Step back<0.10>``). The executed action keeps its exact numbers."""
+    skill = call.skill
+    if skill is Skill.TURN:
+        return f"Turn<{call.direction}><{round(float(call.angle_deg))}>"
+    if skill is Skill.SIT:
+        return f"Sit down<{float(call.height_m):.2f}>"
+    if skill is Skill.STEP_BACK:
+        return f"Step back<{float(call.distance_m):.2f}>"
+    if skill is Skill.SIDE_STEP:
+        return f"Side step<{call.direction}><{float(call.distance_m):.2f}>"
+    return str(call)
+
+
+#: Skills the reference agent writes with their id when it lists executed actions.
+_TEXT_WITH_ID = (Skill.SIT, Skill.STEP_BACK, Skill.SIDE_STEP, Skill.CLIMB_DOWN)
+
+
+def executed_action_text_v2(call: SkillCall) -> str:
+    """How the ``psv`` agent lists an executed action (the verifier's recent actions after
+    sitting, a history row whose planner gave no ``action_name``): :func:`action_text_v2`,
+    prefixed ``"action id N: "`` for Sit down, Step back, Side step and Walk downstairs, as
+    the reference agent lists them (``"action id 4: Sit down<0.46>"``)."""
+    text = action_text_v2(call)
+    if call.skill in _TEXT_WITH_ID:
+        return f"action id {int(call.skill)}: {text}"
+    return text
 
 
 def _reference_id(action_id: Any) -> int | None:

@@ -60,6 +60,7 @@ _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SECRET_KEYS = ("api_key", "key", "token", "secret", "password", "authorization")
 # The reference's name of ``max_tokens_field``; both spellings are accepted.
 _MAX_TOKENS_ALIAS = "max_tokens_parameter"
+_MAX_CONFIG_BYTES = 1 << 20
 
 QUEUE_LAYOUTS: tuple[str, ...] = ("humanclaw", "reference")
 """Request/response layouts the filesystem queue speaks (see ``docs/agents.md``)."""
@@ -455,14 +456,16 @@ def load_model_config(path: str | os.PathLike[str]) -> ModelConfig:
         FileNotFoundError: the file does not exist.
         ModelConfigError: the file is not valid JSON or a field is invalid.
     """
+    from humanclaw_gym.fileio import FileContentError, loads_json, read_bytes_limited
+
     file_path = Path(path)
-    text = file_path.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ModelConfigError(
-            f"model config {str(file_path)!r} is not valid JSON: {error}"
-        ) from None
+    try:  # a regular file only (a FIFO would block), bounded, any nesting refused cleanly
+        data = loads_json(
+            read_bytes_limited(file_path, _MAX_CONFIG_BYTES, "model config"),
+            f"model config {str(file_path)!r}",
+        )
+    except FileContentError as error:
+        raise ModelConfigError(str(error)) from None
     return model_config_from_dict(
         data, base_dir=file_path.parent, source=f"model config {str(file_path)!r}"
     )

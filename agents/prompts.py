@@ -72,7 +72,7 @@ PLANNER_FIELDS: tuple[str, ...] = (
 """Keys of the planner's JSON reply, in the order the prompt lists them."""
 
 _NOTE_CHARS = 200
-_FENCE_RE = re.compile(r"^```[A-Za-z0-9_-]*\s*(?P<body>.*?)\s*```$", re.DOTALL)
+_FENCE_LANG_RE = re.compile(r"[A-Za-z0-9_-]*")
 
 
 # ---- semantic history --------------------------------------------------------------------------
@@ -655,6 +655,16 @@ _V2_FAMILY = frozenset({"v2"})
 # ---- reply parsing ----------------------------------------------------------------------------
 
 
+def _unfenced(body: str) -> str:
+    """The content of a reply wrapped in one Markdown fence (```` ```lang ... ``` ````), or
+    the reply itself. Linear (the regex this replaces backtracked cubically on long runs of
+    whitespace)."""
+    if len(body) < 6 or not (body.startswith("```") and body.endswith("```")):
+        return body
+    inner = body[3:-3]
+    return inner[_FENCE_LANG_RE.match(inner).end() :].strip()
+
+
 def extract_json_object(text: Any) -> dict[str, Any]:
     """Read a model reply as one JSON object.
 
@@ -666,10 +676,7 @@ def extract_json_object(text: Any) -> dict[str, Any]:
     """
     if not isinstance(text, str):
         raise ReplyExtractionError(f"reply must be text, got {type(text).__name__}")
-    body = text.strip()
-    fenced = _FENCE_RE.match(body)
-    if fenced:
-        body = fenced.group("body")
+    body = _unfenced(text.strip())
     candidates = [body]
     start, end = body.find("{"), body.rfind("}")
     if 0 <= start < end and (start, end) != (0, len(body) - 1):
@@ -680,6 +687,9 @@ def extract_json_object(text: Any) -> dict[str, Any]:
             value = json.loads(candidate)
         except json.JSONDecodeError as exc:
             error = exc
+            continue
+        except (RecursionError, ValueError) as exc:  # too deep; an integer of 4,300+ digits
+            error = ValueError(f"JSON the decoder cannot take: {type(exc).__name__}")
             continue
         if isinstance(value, dict):
             return value

@@ -5,8 +5,10 @@ One decision of :class:`PSVAgent` (the ``psv`` agent; ``psv:v2`` is the same):
 1. **Planner** (always): one model call with the ego image and the ``v2`` prompt
    (:func:`~humanclaw_agents.prompts.render_planner_prompt_v2`): task, step count and the
    last ten (or more) :class:`~humanclaw_agents.prompts.HistoryRow` records. The reply is
-   read by :func:`~humanclaw_agents.replies.read_reply_json` (think blocks, fences, prose
-   and more are recovered and counted) and turned into a proposal by
+   read by :func:`~humanclaw_agents.replies.read_reply_json` with the reference release's
+   reader (``reply_reader="reference"``; ``--agent psv:tolerant`` reads with ours, which
+   recovers and counts more think-tag forms, repairs and the like) and turned into a
+   proposal by
    :func:`~humanclaw_agents.actions.action_from_reply`, which never fails.
 2. **Turn-for-sit gate**: once the first flagged turn of a sit sequence was executed, later
    flagged turns lose their flag (no second verification); any other executed action
@@ -20,7 +22,9 @@ One decision of :class:`PSVAgent` (the ``psv`` agent; ``psv:v2`` is the same):
 
 Failures: a stage retries transport errors and replies without a JSON object, at most
 ``max_attempts`` (5) calls, sleeping 1, 2, 4 and 8 s between them (``retry_backoff_s``,
-through the injectable ``sleep``). If the planner still fails, the agent executes
+through the injectable ``sleep``), or as long as a 429/503 answer's ``Retry-After`` asks
+(at most ``max_retry_after_s``). A reply longer than ``max_reply_chars`` is a failed
+attempt, unread. If the planner still fails, the agent executes
 ``Walk<forward><slow>`` without a verifier call; if the verifier still fails, the
 planner's proposal is executed (fail-open).
 
@@ -44,15 +48,21 @@ from typing import Any
 
 import numpy as np
 
-from humanclaw_agents.actions import action_from_fields, action_from_reply
+from humanclaw_agents.actions import (
+    action_from_fields,
+    action_from_reply,
+    action_text_v2,
+    executed_action_text_v2,
+)
 from humanclaw_agents.prompts import (
     HistoryRow,
     render_planner_prompt_v2,
     resolve_prompt_version,
 )
 from humanclaw_agents.psv_v1 import FALLBACK_ACTION, PSVAgentV1
-from humanclaw_agents.replies import read_reply_json
+from humanclaw_agents.replies import DEFAULT_MAX_REPLY_CHARS, READERS, read_reply_json
 from humanclaw_agents.stages import (
+    MAX_RETRY_AFTER_S,
     PLANNER_FILE,
     REFERENCE_BACKOFF_S,
     RETRY_CAUSES,
@@ -89,10 +99,12 @@ __all__ = [
     "action_from_fields",
     "action_from_reply",
     "make_psv_agent",
+    "visible_state_text",
 ]
 
 PSV_VARIANTS: dict[str, str] = {
     "v2": "the reference release's behaviour (default; prompt v2, verifier v2)",
+    "tolerant": "v2 reading replies with our tolerant reader (more think tags, repairs)",
     "v1": "our first agent, kept unchanged for reproducibility (prompt v1, verifier v1)",
 }
 """Agent variants selectable as ``--agent psv:VARIANT``."""
@@ -126,9 +138,13 @@ class PSVAgent:
         retry_backoff_s: seconds slept after failed attempt 1, 2, 3, 4 (the last value
             repeats); ``()`` retries at once.
         sleep: called with the seconds to wait (default ``time.sleep``).
+        reply_reader: ``"reference"`` (the reference release's reader, default) or
+            ``"tolerant"`` (see :mod:`humanclaw_agents.replies`).
+        max_reply_chars: longer replies are failed attempts, unread (``None``: no limit).
+        max_retry_after_s: the longest ``Retry-After`` of a 429/503 answer honoured.
 
     Raises:
-        ValueError: an unknown or v1 version, or an out-of-range count.
+        ValueError: an unknown or v1 version, an unknown reader, or an out-of-range count.
     """
 
     def __init__(
@@ -142,7 +158,12 @@ class PSVAgent:
         plan_horizon_steps: int = _PLAN_HORIZON_STEPS,
         retry_backoff_s: Sequence[float] = REFERENCE_BACKOFF_S,
         sleep: Callable[[float], Any] | None = None,
+        reply_reader: str = "reference",
+        max_reply_chars: int | None = DEFAULT_MAX_REPLY_CHARS,
+        max_retry_after_s: float = MAX_RETRY_AFTER_S,
     ) -> None:
+        if reply_reader not in READERS:
+            raise ValueError(f"reply_reader={reply_reader!r} is invalid: allowed one of {READERS}")
         resolve_prompt_version(prompt_version)
         if prompt_version not in _V2_PROMPTS:
             raise ValueError(
@@ -156,8 +177,16 @@ class PSVAgent:
             )
         _check_int("history_size", history_size, MIN_HISTORY)
         _check_int("plan_horizon_steps", plan_horizon_steps, 1)
-        self._runner = StageRunner(as_model(model), max_attempts, retry_backoff_s, sleep)
+        self._runner = StageRunner(
+            as_model(model),
+            max_attempts,
+            retry_backoff_s,
+            sleep,
+            max_retry_after_s=max_retry_after_s,
+            max_reply_chars=max_reply_chars,
+        )
         self.model = self._runner.model
+        self.reply_reader = reply_reader
         self.output_dir = Path(output_dir) if output_dir is not None else None
         self.prompt_version = prompt_version
         self.verifier_version = verifier_version
@@ -244,7 +273,7 @@ class PSVAgent:
         prompt = render_planner_prompt_v2(
             instruction, step, tuple(self._rows), version=self.prompt_version
         )
-        planner = self._runner.run(_PLANNER_STAGE, prompt, image, _parse_plan)
+        planner = self._runner.run(_PLANNER_STAGE, prompt, image, self._parse_plan)
         if planner.failed:
             plan = self._fallback_plan()
             proposal, notes = FALLBACK_ACTION, []
@@ -300,7 +329,9 @@ class PSVAgent:
                 recent_actions=tuple(self._executed),
                 version=self.verifier_version,
             )
-            verifier = self._runner.run(_VERIFIER_STAGE, verifier_prompt, image, _parse_verifier)
+            verifier = self._runner.run(
+                _VERIFIER_STAGE, verifier_prompt, image, self._parse_verifier
+            )
             outcomes.append(verifier)
             record: dict[str, Any] = {
                 "verifier_version": self.verifier_version,
@@ -333,7 +364,6 @@ class PSVAgent:
             self._plan_age += 1
         self._remember(step, plan, proposal, final, reply_verdict, reason)
 
-        visible_state = plan.get("visible_state")
         usage = tuple(u for outcome in outcomes for u in outcome.usage)
         extras: dict[str, Any] = {
             "agent_variant": "v2",
@@ -354,9 +384,7 @@ class PSVAgent:
             extras["failed_calls"] = failed_calls
         return Decision(
             action=final,
-            visible_state=visible_state
-            if isinstance(visible_state, str) and visible_state
-            else None,
+            visible_state=visible_state_text(plan),
             usage=usage,
             extras=extras,
         )
@@ -380,8 +408,8 @@ class PSVAgent:
 
     def _apply_plan(self, plan: Mapping[str, Any]) -> None:
         """Track the mid-level goal: a new text or an expired horizon restarts its age."""
-        goal = _as_text(plan.get("mid_level_goal")) or self._current_plan or ""
-        goal = goal.strip() or _FINISHED_GOAL
+        goal = str(plan.get("mid_level_goal") or self._current_plan or "").strip()
+        goal = goal or _FINISHED_GOAL
         if (
             self._current_plan is None
             or goal != self._current_plan
@@ -401,7 +429,7 @@ class PSVAgent:
     ) -> None:
         rejection = None
         if reply_verdict == "replace":
-            rejection = f"Verifier replaced {proposal} with {final}"
+            rejection = f"Verifier replaced {action_text_v2(proposal)} with {action_text_v2(final)}"
             if reason.strip():
                 rejection += f" because {reason.strip()}"
         self._rows.append(
@@ -411,11 +439,11 @@ class PSVAgent:
                 mid_level_progress_analysis=_as_text(plan.get("mid_level_progress_analysis")),
                 mid_level_goal=_as_text(plan.get("mid_level_goal")),
                 low_level_action_reasoning=_as_text(plan.get("low_level_action_reasoning")),
-                action_name=_as_text(plan.get("action_name")) or str(final),
+                action_name=str(plan.get("action_name") or executed_action_text_v2(final)).strip(),
                 verifier_rejection=rejection,
             )
         )
-        self._executed.append(str(final))
+        self._executed.append(executed_action_text_v2(final))
 
     def _write(self, pattern: str, step: int, stage: str, record: dict[str, Any]) -> None:
         if self.output_dir is None:
@@ -423,30 +451,36 @@ class PSVAgent:
         data = {"schema": _RECORD_SCHEMA, "stage": stage, "step": step, **record}
         write_json_atomic(self.output_dir / pattern.format(step=step), data)
 
+    # ---- reply parsing -------------------------------------------------------------------
 
-# ---- reply parsing -----------------------------------------------------------------------------
+    def _parse_plan(self, text: str) -> Parsed:
+        reply = read_reply_json(text, reader=self.reply_reader, max_chars=None)
+        data = reply.data
+        return Parsed(
+            data,
+            action_from_reply(data.get("action_id"), data.get("action_name")),
+            reply.recoveries,
+        )
 
-
-def _parse_plan(text: str) -> Parsed:
-    reply = read_reply_json(text)
-    data = reply.data
-    return Parsed(
-        data,
-        action_from_reply(data.get("action_id"), data.get("action_name")),
-        reply.recoveries,
-    )
-
-
-def _parse_verifier(text: str) -> Parsed:
-    reply = read_reply_json(text)
-    return Parsed(reply.data, reply.data, reply.recoveries)
+    def _parse_verifier(self, text: str) -> Parsed:
+        reply = read_reply_json(text, reader=self.reply_reader, max_chars=None)
+        return Parsed(reply.data, reply.data, reply.recoveries)
 
 
 # ---- helpers -----------------------------------------------------------------------------------
 
 
 def _as_text(value: Any) -> str:
-    return "" if value is None else str(value).strip()
+    """A planner field as history text: any falsy value (``None``, ``0``, ``false``, ``[]``)
+    is empty, anything else its ``str``, stripped."""
+    return str(value or "").strip()
+
+
+def visible_state_text(plan: Mapping[str, Any]) -> str | None:
+    """The planner's ``visible_state`` as the text the FindSR rule reads: ``str()`` of any
+    truthy JSON value (a list or object is read as its Python text, as the reference
+    does), ``None`` when the field is absent or falsy."""
+    return str(plan.get("visible_state") or "") or None
 
 
 def _check_int(name: str, value: Any, low: int) -> None:
@@ -463,7 +497,8 @@ def make_psv_agent(
         model_config: path of a JSON model config (``--model-config``).
         seed: accepted for interface uniformity; the agent is deterministic given the
             model's replies.
-        variant: a key of :data:`PSV_VARIANTS` (``"v2"``, the default, or ``"v1"``).
+        variant: a key of :data:`PSV_VARIANTS` (``"v2"``, the default, ``"tolerant"`` or
+            ``"v1"``).
 
     Raises:
         ValueError: an unknown variant, naming the known ones.
@@ -471,9 +506,11 @@ def make_psv_agent(
     del seed
     if variant == "v2":
         return PSVAgent(model=Path(model_config))
+    if variant == "tolerant":
+        return PSVAgent(model=Path(model_config), reply_reader="tolerant")
     if variant == "v1":
         return PSVAgentV1(model=Path(model_config))
     raise ValueError(
         f"psv variant {variant!r} is unknown: allowed one of {sorted(PSV_VARIANTS)} "
-        "(--agent psv or --agent psv:v1)"
+        "(--agent psv, --agent psv:tolerant or --agent psv:v1)"
     )

@@ -33,7 +33,9 @@ from humanclaw_agents.prompts import (
     render_planner_prompt,
     resolve_prompt_version,
 )
+from humanclaw_agents.replies import DEFAULT_MAX_REPLY_CHARS
 from humanclaw_agents.stages import (
+    MAX_RETRY_AFTER_S,
     PLANNER_FILE,
     VERIFIER_FILE,
     Parsed,
@@ -85,6 +87,9 @@ class PSVAgentV1:
         verifier_version: verifier version (:data:`~humanclaw_agents.verifier.VERIFIER_VERSIONS`).
         max_attempts: model calls per stage and decision before giving up (>= 1).
         history_size: semantic history items kept for the prompt (>= 0).
+        max_reply_chars: longer replies are failed attempts, unread (``None``: no limit).
+        max_retry_after_s: the longest ``Retry-After`` of a 429/503 answer waited for
+            (retries are otherwise immediate).
 
     Raises:
         ValueError: unknown versions or out-of-range counts.
@@ -98,6 +103,8 @@ class PSVAgentV1:
         verifier_version: str = "v1",
         max_attempts: int = 5,
         history_size: int = 10,
+        max_reply_chars: int | None = DEFAULT_MAX_REPLY_CHARS,
+        max_retry_after_s: float = MAX_RETRY_AFTER_S,
     ) -> None:
         resolve_prompt_version(prompt_version)
         resolve_verifier_version(verifier_version)
@@ -109,7 +116,12 @@ class PSVAgentV1:
             )
         if isinstance(history_size, bool) or not isinstance(history_size, int) or history_size < 0:
             raise ValueError(f"history_size={history_size!r} is invalid: allowed an int >= 0")
-        self._runner = StageRunner(as_model(model), max_attempts)
+        self._runner = StageRunner(
+            as_model(model),
+            max_attempts,
+            max_retry_after_s=max_retry_after_s,
+            max_reply_chars=max_reply_chars,
+        )
         self.model = self._runner.model
         self.output_dir = Path(output_dir) if output_dir is not None else None
         self.prompt_version = prompt_version

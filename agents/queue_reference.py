@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from humanclaw_agents.provider_usage import usage_from_fields
 from humanclaw_gym.policy import Usage
 
 __all__ = [
@@ -153,7 +154,7 @@ def read_response(queue_dir: Path, call: str) -> tuple[bool, Any]:
         return False, None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeError, json.JSONDecodeError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         return False, error
     if not isinstance(data, dict):
         return False, ValueError(f"response is a {type(data).__name__}, not a JSON object")
@@ -183,14 +184,11 @@ def normalize_usage(response: Mapping[str, Any], stage: str) -> Usage | None:
 
     ``usage`` may be an object or the text of a ``Usage(prompt_tokens=..,
     completion_tokens=.., num_reasoning_tokens=..)`` repr; without it the response's flat
-    token fields are read. Input is the first of ``input_tokens`` / ``prompt_tokens`` /
-    ``prompt_token_count``; visible output the first of ``output_tokens`` /
-    ``visible_output_tokens`` / ``candidates_token_count``, else ``completion_tokens``
-    minus reasoning (OpenAI counts reasoning inside it); reasoning the first of
-    ``reasoning_tokens`` / ``num_reasoning_tokens`` / ``thoughts_token_count`` /
-    ``thinking_tokens`` / ``completion_tokens_details.reasoning_tokens``. When a usage
-    object holds ``completion_tokens`` together with ``num_reasoning_tokens`` (a Gemini
-    worker), ``completion_tokens`` is already the visible count.
+    token fields are read. When a usage object holds ``completion_tokens`` together with
+    ``num_reasoning_tokens`` (a Gemini worker), ``completion_tokens`` is already the
+    visible count. The fields are then read by
+    :func:`~humanclaw_agents.provider_usage.usage_from_fields` (input, visible output and
+    reasoning, as the reference reads them).
 
     Returns:
         A ``"provider"`` Usage, or ``None`` when input or output counts are missing.
@@ -198,33 +196,7 @@ def normalize_usage(response: Mapping[str, Any], stage: str) -> Usage | None:
     fields = _usage_fields(response.get("usage"))
     if not fields:
         fields = {key: response[key] for key in _TOKEN_KEYS if key in response}
-    prompt = _count(fields, "input_tokens", "prompt_tokens", "prompt_token_count")
-    visible = _count(fields, "output_tokens", "visible_output_tokens", "candidates_token_count")
-    total = _count(fields, "completion_tokens")
-    reasoning = _count(
-        fields,
-        "reasoning_tokens",
-        "num_reasoning_tokens",
-        "thoughts_token_count",
-        "thinking_tokens",
-    )
-    if reasoning is None:
-        details = fields.get("completion_tokens_details") or fields.get("output_tokens_details")
-        if isinstance(details, Mapping):
-            reasoning = _count(details, "reasoning_tokens")
-    if prompt is None or (visible is None and total is None):
-        return None
-    reasoning = reasoning or 0
-    if visible is None:
-        visible = max(0, int(total or 0) - reasoning)
-    return Usage(
-        stage=stage,
-        attempt=1,
-        input_tokens=prompt,
-        output_tokens=visible,
-        reasoning_tokens=reasoning,
-        source="provider",
-    )
+    return usage_from_fields(fields, stage)
 
 
 def _usage_fields(value: Any) -> dict[str, Any]:
@@ -247,20 +219,6 @@ def _usage_fields(value: Any) -> dict[str, Any]:
                 fields[key] = int(match.group(1))
         return fields
     return {}
-
-
-def _count(fields: Mapping[str, Any], *keys: str) -> int | None:
-    for key in keys:
-        value = fields.get(key)
-        if value is None or isinstance(value, bool):
-            continue
-        try:
-            number = int(value)
-        except (TypeError, ValueError, OverflowError):
-            continue
-        if number >= 0:
-            return number
-    return None
 
 
 # ---- worker side -------------------------------------------------------------------------------

@@ -18,7 +18,12 @@ back-off schedule. It keeps the books the step records and the cost metrics need
   reply.
 
 Sleeping goes through an injectable ``sleep`` callable (``time.sleep`` by default), so
-tests can check the schedule without waiting.
+tests can check the schedule without waiting. A provider that answers 429 or 503 with
+``Retry-After`` (a :class:`~humanclaw_agents.transports.ModelCallError` whose
+``retry_after_s`` is set) is waited for at least that long, at most
+``max_retry_after_s`` (:data:`MAX_RETRY_AFTER_S`), instead of the schedule's delay when
+that is shorter. A reply longer than ``max_reply_chars`` is a failed attempt
+(``extraction``) without being read.
 """
 
 from __future__ import annotations
@@ -32,13 +37,18 @@ from typing import Any
 
 import numpy as np
 
-from humanclaw_agents.replies import ReplyExtractionError, ResponseFormatError
+from humanclaw_agents.replies import (
+    DEFAULT_MAX_REPLY_CHARS,
+    ReplyExtractionError,
+    ResponseFormatError,
+)
 from humanclaw_agents.transports import ChatModel
 from humanclaw_gym import fileio
 from humanclaw_gym.policy import Usage, estimate_tokens
 from humanclaw_gym.skills import SkillCallError
 
 __all__ = [
+    "MAX_RETRY_AFTER_S",
     "PLANNER_FILE",
     "REFERENCE_BACKOFF_S",
     "RETRY_CAUSES",
@@ -58,6 +68,9 @@ VERIFIER_FILE = "step{step:03d}_verifier.json"
 
 REFERENCE_BACKOFF_S: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
 """Seconds slept after failed attempts 1, 2, 3 and 4 of a stage (the reference's schedule)."""
+
+MAX_RETRY_AFTER_S = 60.0
+"""The longest ``Retry-After`` a stage waits for (a longer one is cut to this)."""
 
 RETRY_CAUSES: tuple[str, ...] = ("transport", "extraction", "invalid_reply")
 """Why an attempt failed: the call raised, no JSON object in the reply, an unusable object."""
@@ -121,9 +134,11 @@ class StageRunner:
             ``backoff_s[min(i, len) - 1]``; nothing is slept after the last attempt or when
             the tuple is empty.
         sleep: called with the seconds to wait (``time.sleep`` by default).
+        max_retry_after_s: the longest ``Retry-After`` honoured (seconds, finite, >= 0).
+        max_reply_chars: longer replies are failed attempts, unread (``None``: no limit).
 
     Raises:
-        ValueError: ``max_attempts`` < 1 or a negative / non-finite back-off.
+        ValueError: ``max_attempts`` < 1, a negative / non-finite back-off or maximum.
     """
 
     def __init__(
@@ -132,6 +147,8 @@ class StageRunner:
         max_attempts: int,
         backoff_s: Sequence[float] = (),
         sleep: Callable[[float], Any] | None = None,
+        max_retry_after_s: float = MAX_RETRY_AFTER_S,
+        max_reply_chars: int | None = DEFAULT_MAX_REPLY_CHARS,
     ) -> None:
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
             raise ValueError(f"max_attempts={max_attempts!r} is invalid: allowed an int >= 1")
@@ -144,10 +161,25 @@ class StageRunner:
                 )
         if sleep is not None and not callable(sleep):
             raise TypeError(f"sleep must be callable, got {type(sleep).__name__}")
+        ok = isinstance(max_retry_after_s, (int, float)) and not isinstance(max_retry_after_s, bool)
+        if not ok or not np.isfinite(max_retry_after_s) or max_retry_after_s < 0:
+            raise ValueError(
+                f"max_retry_after_s={max_retry_after_s!r} is invalid: allowed finite seconds >= 0"
+            )
+        if max_reply_chars is not None and (
+            isinstance(max_reply_chars, bool)
+            or not isinstance(max_reply_chars, int)
+            or max_reply_chars < 1
+        ):
+            raise ValueError(
+                f"max_reply_chars={max_reply_chars!r} is invalid: allowed an int >= 1 or None"
+            )
         self.model = model
         self.max_attempts = max_attempts
         self.backoff_s = tuple(float(value) for value in schedule)
         self.sleep = time.sleep if sleep is None else sleep
+        self.max_retry_after_s = float(max_retry_after_s)
+        self.max_reply_chars = max_reply_chars
 
     def run(
         self,
@@ -184,12 +216,22 @@ class StageRunner:
                         "error": f"{type(exc).__name__}: {exc}",
                     }
                 )
-                self._back_off(attempt)
+                self._back_off(attempt, getattr(exc, "retry_after_s", None))
                 continue
             outcome.usage.append(_stamp_usage(reply, prompt, stage, attempt))
             text = getattr(reply, "text", reply)
             outcome.final_text = text if isinstance(text, str) else ""
             try:
+                if (
+                    self.max_reply_chars is not None
+                    and isinstance(text, str)
+                    and len(text) > self.max_reply_chars
+                ):
+                    outcome.final_text = text[: self.max_reply_chars]
+                    raise ReplyExtractionError(
+                        f"reply of {len(text)} characters is longer than max_reply_chars="
+                        f"{self.max_reply_chars}; refused unread"
+                    )
                 parsed = parse(text)
             except ReplyExtractionError as exc:
                 outcome.error = f"attempt {attempt}: {type(exc).__name__}: {exc}"
@@ -208,10 +250,12 @@ class StageRunner:
             return outcome
         return outcome
 
-    def _back_off(self, attempt: int) -> None:
-        if attempt >= self.max_attempts or not self.backoff_s:
+    def _back_off(self, attempt: int, retry_after_s: float | None = None) -> None:
+        if attempt >= self.max_attempts:
             return
-        delay = self.backoff_s[min(attempt, len(self.backoff_s)) - 1]
+        delay = self.backoff_s[min(attempt, len(self.backoff_s)) - 1] if self.backoff_s else 0.0
+        if retry_after_s is not None:  # the provider said when to come back
+            delay = max(delay, min(float(retry_after_s), self.max_retry_after_s))
         if delay > 0:
             self.sleep(delay)
 

@@ -49,6 +49,7 @@ from humanclaw_agents.model_config import (
     ModelConfigError,
     OpenAICompatibleConfig,
 )
+from humanclaw_agents.provider_usage import usage_fields, usage_from_fields
 from humanclaw_gym.policy import Usage, estimate_tokens
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "build_model",
     "encode_png",
     "png_data_url",
+    "retry_after_s",
 ]
 
 QUEUE_PROTOCOL = "humanclaw-queue/v1"
@@ -81,7 +83,16 @@ _ESTIMATED = "estimated_chars_div_4"
 
 
 class ModelCallError(RuntimeError):
-    """One model call failed (transport, provider status, malformed reply)."""
+    """One model call failed (transport, provider status, malformed reply).
+
+    Attributes:
+        retry_after_s: how long the provider asked to wait before the next call (its
+            ``Retry-After`` on a 429 or 503 answer), or None.
+    """
+
+    def __init__(self, *args: Any, retry_after_s: float | None = None) -> None:
+        super().__init__(*args)
+        self.retry_after_s = retry_after_s
 
 
 class ModelTimeoutError(ModelCallError, TimeoutError):
@@ -160,12 +171,6 @@ def _estimated_usage(prompt: str, text: str, stage: str) -> Usage:
     )
 
 
-def _non_negative_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return 0
-    return max(0, int(value))
-
-
 # ---- OpenAI-compatible -----------------------------------------------------------------------
 
 
@@ -183,12 +188,15 @@ class OpenAICompatibleModel:
     and API version when the config does not give them. The key is handed to the client
     only and appears in no repr, log or file.
 
-    Token usage: ``input_tokens`` = ``prompt_tokens``; ``reasoning_tokens`` =
-    ``completion_tokens_details.reasoning_tokens`` when the provider reports it, else 0;
-    ``output_tokens`` = ``completion_tokens - reasoning_tokens`` (the OpenAI convention
-    counts hidden reasoning inside ``completion_tokens``; we keep it apart). Without a usage
-    field the reply carries a chars/4 estimate of prompt and reply text
-    (source ``"estimated_chars_div_4"``; the image is not counted).
+    Token usage is read from the reply's usage object as the reference release reads it
+    (:mod:`humanclaw_agents.provider_usage`): ``input_tokens`` = ``prompt_tokens``;
+    ``reasoning_tokens`` = ``completion_tokens_details.reasoning_tokens`` when the
+    provider reports it, else 0; ``output_tokens`` = a visible count the provider gives
+    (``output_tokens``, e.g. some vLLM builds), else ``completion_tokens -
+    reasoning_tokens`` (the OpenAI convention counts hidden reasoning inside
+    ``completion_tokens``; we keep it apart). Without usable counts (no usage field, or
+    ``completion_tokens: null``) the reply carries a chars/4 estimate of prompt and reply
+    text (source ``"estimated_chars_div_4"``; the image is not counted).
 
     Args:
         config: the validated endpoint config.
@@ -306,8 +314,11 @@ class OpenAICompatibleModel:
                 f"{stage}: no reply from {endpoint} within {self.config.timeout_s:g} s"
             ) from error
         except errors.APIStatusError as error:
+            wait = retry_after_s(error.status_code, getattr(error, "response", None))
             raise ModelCallError(
                 f"{stage}: {endpoint} answered HTTP {error.status_code}: {_short(str(error))}"
+                + ("" if wait is None else f" (Retry-After: {wait:g} s)"),
+                retry_after_s=wait,
             ) from error
         except errors.APIError as error:
             raise ModelCallError(f"{stage}: request to {endpoint} failed: {error}") from error
@@ -323,6 +334,44 @@ class OpenAICompatibleModel:
 
 class MissingAPIKeyError(RuntimeError):
     """The environment variable named by a config's ``api_key_env`` is unset or empty."""
+
+
+_RATE_LIMITED = (429, 503)
+
+
+def retry_after_s(status: int, response: Any, now: float | None = None) -> float | None:
+    """Seconds a 429 / 503 answer asks the client to wait, or None.
+
+    Reads ``retry-after-ms`` (milliseconds, sent by OpenAI) or ``Retry-After`` (seconds, or
+    an HTTP date); a negative, non-finite or unreadable value counts as absent. Other
+    statuses ask for nothing. The caller bounds the wait (``max_retry_after_s``).
+    """
+    if status not in _RATE_LIMITED:
+        return None
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        text = str(raw).strip()
+        try:
+            value = float(text) * scale
+        except ValueError:
+            if scale != 1.0:
+                continue
+            try:  # an HTTP date
+                from email.utils import parsedate_to_datetime
+
+                when = parsedate_to_datetime(text).timestamp()
+            except (TypeError, ValueError, IndexError, OverflowError):
+                continue
+            value = when - (time.time() if now is None else now)
+            value = max(value, 0.0)
+        if value == value and 0.0 <= value < float("inf"):
+            return value
+    return None
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -350,24 +399,10 @@ def _completion_text(completion: Any, stage: str, base_url: str) -> str:
 
 
 def _completion_usage(completion: Any, stage: str) -> Usage | None:
-    usage = getattr(completion, "usage", None)
-    if usage is None:
-        return None
-    prompt_tokens = getattr(usage, "prompt_tokens", None)
-    completion_tokens = getattr(usage, "completion_tokens", None)
-    if prompt_tokens is None and completion_tokens is None:
-        return None
-    details = getattr(usage, "completion_tokens_details", None)
-    reasoning = _non_negative_int(getattr(details, "reasoning_tokens", 0) if details else 0)
-    completion_total = _non_negative_int(completion_tokens)
-    return Usage(
-        stage=stage,
-        attempt=1,
-        input_tokens=_non_negative_int(prompt_tokens),
-        output_tokens=max(0, completion_total - reasoning),
-        reasoning_tokens=reasoning,
-        source="provider",
-    )
+    """The provider usage of a completion, read by
+    :func:`~humanclaw_agents.provider_usage.usage_from_fields` from the client's usage
+    object (its ``model_dump()``, extra provider fields included), or ``None``."""
+    return usage_from_fields(usage_fields(getattr(completion, "usage", None)), stage)
 
 
 # ---- filesystem queue ----------------------------------------------------------------------
@@ -486,7 +521,7 @@ class FilesystemQueueModel:
                 text = response_path.read_text(encoding="utf-8")
                 try:
                     return json.loads(text)
-                except json.JSONDecodeError as error:
+                except (ValueError, RecursionError) as error:
                     raise ModelCallError(
                         f"{stage}: queue response {request_id} is not valid JSON: {error}"
                     ) from error

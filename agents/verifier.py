@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from humanclaw_agents.actions import action_from_reply
+from humanclaw_agents.actions import action_from_reply, action_text_v2
 from humanclaw_agents.prompts import (
     SYSTEM_FRAME,
     HistoryItem,
@@ -613,9 +613,12 @@ def render_verifier_prompt_v2(
     Args:
         route: one of :data:`ROUTES_V2`.
         instruction: the task text.
-        proposal: the planner's proposed action.
+        proposal: the planner's proposed action (shown by
+            :func:`~humanclaw_agents.actions.action_text_v2`: ``Turn<left><30.5>`` as
+            ``Turn<left><30>``, ``Sit down<0.456>`` as ``Sit down<0.46>``).
         additional_info: the planner's ``additional_info`` (after the turn-for-sit gate).
-        recent_actions: executed actions, oldest first (used on ``stop_after_sit`` only).
+        recent_actions: executed actions as text, oldest first (used on ``stop_after_sit``
+            only; the agent passes :func:`~humanclaw_agents.actions.executed_action_text_v2`).
         version: a v2-family key of :data:`VERIFIER_VERSIONS`.
 
     Returns:
@@ -630,7 +633,8 @@ def render_verifier_prompt_v2(
     if route not in ROUTES_V2:
         raise ValueError(f"route={route!r} is unknown: allowed one of {ROUTES_V2}")
     text = spec.routes[route]
-    payload: dict[str, Any] = {"task": str(instruction).strip(), "proposed_action": str(proposal)}
+    shown = action_text_v2(proposal)  # numbers rounded as the reference shows them
+    payload: dict[str, Any] = {"task": str(instruction).strip(), "proposed_action": shown}
     info = dict(additional_info) if isinstance(additional_info, Mapping) else {}
     if info:
         payload["additional_info"] = info
@@ -656,7 +660,7 @@ def render_verifier_prompt_v2(
     schema = "{\n" + ",\n".join(f'  "{key}": {value}' for key, value in fields) + "\n}"
     questions = string.Template(text.questions).safe_substitute(speed=proposal.speed or "slow")
     return string.Template(spec.template).substitute(
-        proposal=str(proposal),
+        proposal=shown,
         actions=actions.rstrip(),
         rules=spec.common_rules + text.rules,
         input_json=json.dumps(payload, ensure_ascii=False, indent=2),

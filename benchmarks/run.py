@@ -2,6 +2,7 @@
 
     python benchmarks/run.py --out benchmarks/report.json            # full run (~3-5 min)
     python benchmarks/run.py --out /tmp/r.json --steps 10 --quick    # smoke run
+    python benchmarks/run.py --only metrics_overhead                 # one section, merged
 
 Measured side by side in one run, on one scene of val100:
 
@@ -18,6 +19,12 @@ Measured side by side in one run, on one scene of val100:
   plus reading the sensors, as the env does it;
 * ``reset``: reset to a new episode of an already-built scene;
 * ``wrappers``: step time with the metrics / video / trajectory wrappers on and off;
+* ``metrics_overhead``: ``MetricsWrapper`` against the bare env, measured alternately
+  (the same decision in a bare and in a wrapped env, which one first alternating; whole
+  episodes to the step limit, the finalize included), for both backends, in wall time and
+  in the process's CPU time: pybullet's median per-decision CPU-time ratio is the target
+  (<= 1.15x; CPU time counts the work whatever else the shared machine runs); the ratios
+  of the medians and of the means are reported too;
 * ``physics_backends``: pybullet and MuJoCo side by side, measured interleaved (one
   decision of one backend, then one of the other): the decision step and its parts, the same
   work on the backends directly, the raw floor (the bare simulator calls of one decision:
@@ -32,6 +39,11 @@ Measured side by side in one run, on one scene of val100:
   a batch of 8 sub-envs' decisions in one model call, with torch on one thread and on
   every CPU (the batched vector env's setting); the target uses the same thread count on
   both sides;
+* ``paper_motion``: the paper's motion model (``motion="paper"``) on random weights of the
+  release's architecture, written by the harness (``benchmarks/paper_motion.py``, which
+  also runs alone): one decision and its parts, a batch of 8 against one, 1 thread and
+  every CPU, the weights' memory; with ``--paper-release DIR`` (a checkout of the
+  reference release) also the release's own runner on the same weights;
 * ``memory``: peak RSS of this process (one env) and of async workers;
 * ``scene_dataset``: the synthetic HSSD-format dataset (``humanclaw_gym.scenes.hssd.
   synthetic``, written to a temp dir): scene load cold (GLBs parsed, disk cache empty),
@@ -291,15 +303,15 @@ def bench_render(env, n: int) -> dict:
     poses = physics.link_poses()
     renderer.set_body_pose(poses)
     out = {}
-    for name, cam, inst in (
-        ("ego_rgb_448", ego_camera(poses), False),
-        ("ego_rgb_instance_448", ego_camera(poses), True),
-        ("exo_rgb_512", exo_camera(poses), False),
+    for name, cam, modes in (
+        ("ego_rgb_448", ego_camera(poses), {"rgb"}),
+        ("ego_rgb_instance_448", ego_camera(poses), {"rgb", "instance"}),
+        ("exo_rgb_512", exo_camera(poses), {"rgb"}),
     ):
         samples = []
         for _ in range(n):
             t = time.perf_counter()
-            renderer.render(cam, instance=inst)
+            renderer.render(cam, modes)
             samples.append(time.perf_counter() - t)
         out[name] = _ms(samples)
     return out
@@ -320,9 +332,7 @@ def bench_obs_render(env, n: int) -> dict:
     episode = next(e for e in base.episodes if e.episode_id == base.current_episode_id)
 
     def render(view: str, size: int, modes: frozenset[str]):
-        extra = {"depth": True} if "depth" in modes else {}
-        camera = ego_camera(poses, width=size, height=size)
-        return renderer.render(camera, instance="instance" in modes, **extra)
+        return renderer.render(ego_camera(poses, width=size, height=size), modes)
 
     out: dict = {}
     for mode in OBS_MODES:
@@ -362,6 +372,76 @@ def bench_wrappers(steps: int) -> dict:
             env.close()
             out[name] = _ms(samples)
     return out
+
+
+def bench_metrics_overhead(steps: int, episode_steps: int = 20, physics: str = "pybullet") -> dict:
+    """``MetricsWrapper`` against the bare env, measured alternately: the same decision is
+    stepped in a bare env and in a wrapped one (which comes first alternates), on the same
+    episode, so both see the same motion, contacts and load. Episodes run to the step
+    limit (``episode_steps``), so the wrapped side includes each episode's finalize; resets
+    are not timed. Each step is timed in wall time and in this process's CPU time (the
+    work itself, whatever else the shared machine runs; rendering and physics run in this
+    thread). Reports both distributions and, for each clock, the ratio of the medians, the
+    median of the per-decision ratios and the ratio of the means."""
+    from humanclaw_gym.wrappers import MetricsWrapper
+
+    ids = _episode_ids(1)
+    kwargs = {"split": "val100", "max_steps": episode_steps, "physics": physics}
+    envs = {
+        "bare": gym.make(ENV_ID, **kwargs),
+        "metrics": MetricsWrapper(gym.make(ENV_ID, **kwargs)),
+    }
+    clocks = {"wall": time.perf_counter, "cpu": time.process_time}
+    samples = {c: {name: [] for name in envs} for c in clocks}
+    done = True
+    k = 0
+    try:
+        for i in range(steps):
+            if done:
+                for env in envs.values():
+                    env.reset(options={"episode_id": ids[0]})
+                k = 0
+            action = ACTIONS[k % len(ACTIONS)]
+            k += 1
+            order = list(envs.items()) if i % 2 == 0 else list(envs.items())[::-1]
+            for name, env in order:
+                wall, cpu = time.perf_counter(), time.process_time()
+                *_, terminated, truncated, _ = env.step(action)
+                samples["cpu"][name].append(time.process_time() - cpu)
+                samples["wall"][name].append(time.perf_counter() - wall)
+            done = terminated or truncated
+    finally:
+        for env in envs.values():
+            env.close()
+    out: dict = {"physics": physics, "episode_steps": episode_steps}
+    for clock, by_env in samples.items():
+        bare, wrapped = by_env["bare"], by_env["metrics"]
+        out[clock] = {
+            "bare": _ms(bare),
+            "metrics": _ms(wrapped),
+            "ratio_of_medians": statistics.median(wrapped) / statistics.median(bare),
+            "median_paired_ratio": statistics.median(
+                w / b for w, b in zip(wrapped, bare, strict=True)
+            ),
+            "ratio_of_means": statistics.fmean(wrapped) / statistics.fmean(bare),
+        }
+    return out
+
+
+def bench_metrics_section(steps: int) -> dict:
+    """The ``metrics_overhead`` section: :func:`bench_metrics_overhead` for both backends
+    (pybullet, the default, carries the target: the median per-decision CPU-time ratio),
+    with the load average around it."""
+    out: dict = {"load_average_start": list(os.getloadavg())}
+    for physics in ("pybullet", "mujoco"):
+        out[physics] = bench_metrics_overhead(steps, physics=physics)
+    out["load_average_end"] = list(os.getloadavg())
+    out["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return out
+
+
+def _metrics_target(section: dict) -> bool:
+    return section["pybullet"]["cpu"]["median_paired_ratio"] <= 1.15
 
 
 def _vector_rate(
@@ -671,7 +751,7 @@ def _scene_build_and_render(scene, n: int) -> dict:
         samples = []
         for _ in range(n):
             t = time.perf_counter()
-            renderer.render(cam, instance=True)
+            renderer.render(cam, {"rgb", "instance"})
             samples.append(time.perf_counter() - t)
     finally:
         renderer.close()
@@ -689,10 +769,18 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/report.json"))
     parser.add_argument("--steps", type=int, default=40, help="decision steps per measurement")
     parser.add_argument(
-        "--quick", action="store_true", help="skip vector, flow and wrapper benchmarks"
+        "--quick",
+        action="store_true",
+        help="skip vector, flow, paper motion and wrapper benchmarks",
     )
     parser.add_argument(
         "--vector-steps", type=int, default=8, help="vector-env steps per configuration"
+    )
+    parser.add_argument(
+        "--paper-release",
+        type=Path,
+        default=None,
+        help="a reference release checkout: time its motion runner beside the paper motion",
     )
     parser.add_argument(
         "--hssd-objects",
@@ -700,7 +788,20 @@ def main() -> int:
         default=250,
         help="extra object instances of the crowded synthetic scene (0 skips the section)",
     )
+    parser.add_argument(
+        "--only",
+        choices=("metrics_overhead",),
+        help="run only this section and update it (and its target) in --out, keeping the rest",
+    )
     args = parser.parse_args()
+    if args.only == "metrics_overhead":
+        report = json.loads(args.out.read_text()) if args.out.exists() else {}
+        report["metrics_overhead"] = bench_metrics_section(4 * args.steps)
+        ok = _metrics_target(report["metrics_overhead"])
+        report.setdefault("targets", {})["metrics_wrapper_le_1.15x"] = ok
+        write_json_atomic(args.out, report, sort_keys=True)
+        print(json.dumps(report["metrics_overhead"], indent=2))
+        return 0
 
     report: dict = {
         "schema": "humanclaw_benchmark_v1",
@@ -738,6 +839,8 @@ def main() -> int:
     for run in runs.values():
         run.env.close()
     report["memory"] = {"peak_rss_one_env_mib": _peak_rss_mib()}
+    print("metrics wrapper against the bare env, interleaved ...", flush=True)
+    report["metrics_overhead"] = bench_metrics_section(4 * args.steps)
     if not args.quick:
         print("wrappers ...", flush=True)
         report["wrappers"] = bench_wrappers(min(args.steps, 20))
@@ -745,6 +848,10 @@ def main() -> int:
         report["vector"] = bench_vector(args.vector_steps)
         print("flow batch ...", flush=True)
         report["flow_batch"] = bench_flow_batch()
+        print("paper motion (writes 1.1 GB of random weights to a temp dir) ...", flush=True)
+        import paper_motion  # benchmarks/paper_motion.py, beside this script
+
+        report["paper_motion"] = paper_motion.bench(release=args.paper_release)
         try:
             report["memory"]["async_worker_rss_mib"] = bench_async_worker_rss()
         except ImportError:
@@ -770,6 +877,7 @@ def main() -> int:
         "reset_same_scene_le_100ms": report["reset_same_scene"]["median_ms"] <= 100.0,
         "peak_rss_le_1.5GiB": report["memory"]["peak_rss_one_env_mib"] <= 1536.0,
     }
+    targets["metrics_wrapper_le_1.15x"] = _metrics_target(report["metrics_overhead"])
     mj = report["physics_backends"]["mujoco"]
     targets["mujoco_decision_step_le_20ms"] = mj["decision_step"]["median_ms"] <= 20.0
     targets["mujoco_physics_part_le_8ms"] = mj["parts"]["physics"]["median_ms"] <= 8.0
@@ -783,6 +891,8 @@ def main() -> int:
         targets["batched8_obs_equal_sync8"] = report["vector"].get("batched_8_obs_equal_sync_8")
     if "flow_batch" in report and "batch_8_over_one" in report["flow_batch"]:
         targets["flow_batch8_le_3x_one"] = report["flow_batch"]["batch_8_over_one"] <= 3.0
+    for name, passed in report.get("paper_motion", {}).get("targets", {}).items():
+        targets[f"paper_motion_{name}"] = passed
     report["targets"] = targets
     report["machine"]["load_average_end"] = list(os.getloadavg())
     if args.out.is_file():  # sections other harnesses write into the same report stay

@@ -10,20 +10,35 @@ removes the temporary file and leaves the target as it was.
 Permissions: by default the new file gets the permissions of an ordinary new file (``0666``
 minus the process umask), not ``mkstemp``'s ``0600``. ``private=True`` keeps ``0600`` (run
 state that may reveal an evaluation plan). Parent directories are created as needed.
+
+Reading a file a user hands in (episodes, configs, subsets) goes through
+:func:`read_bytes_limited`, :func:`gunzip_limited` and :func:`loads_json`: only regular
+files (a FIFO or device where a file is expected would block or never end), at most a
+stated number of bytes before and after decompression (a gzip bomb is refused, not
+inflated), and JSON whose nesting or numbers the interpreter cannot take is a
+:class:`FileContentError`, not a ``RecursionError``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gzip
+import io
 import json
 import os
+import stat
 import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "FileContentError",
     "atomic_path",
+    "gunzip_limited",
+    "loads_json",
+    "read_bytes_limited",
     "json_default",
     "write_json_record",
     "temp_path",
@@ -131,7 +146,12 @@ def write_json_atomic(
     """
     dump_kwargs.setdefault("indent", 2)
     text = json.dumps(data, **dump_kwargs) + "\n"
-    return write_text_atomic(path, text, private=private)
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (e.g. from a model reply) with ensure_ascii=False
+        dump_kwargs["ensure_ascii"] = True  # the same JSON value, with \\u escapes
+        encoded = (json.dumps(data, **dump_kwargs) + "\n").encode("ascii")
+    return write_bytes_atomic(path, encoded, private=private)
 
 
 def json_default(obj: Any) -> Any:
@@ -151,3 +171,104 @@ def write_json_record(path: str | os.PathLike[str], data: Any, *, private: bool 
     """Write a run-state record (results, plans, ledgers): JSON with sorted keys, numpy
     values as plain numbers, atomically. ``private=True`` keeps the file ``0600``."""
     return write_json_atomic(path, data, private=private, sort_keys=True, default=json_default)
+
+
+# ---------------------------------------------------------------------------------------
+# reading files a user hands in
+# ---------------------------------------------------------------------------------------
+class FileContentError(ValueError):
+    """A file cannot be read as what it should be (not a regular file, too large, not valid
+    gzip or JSON); the message names the file and what is allowed."""
+
+
+def read_bytes_limited(path: str | os.PathLike[str], max_bytes: int, what: str = "file") -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` bytes.
+
+    The file is opened without blocking (``O_NONBLOCK``), so a FIFO is refused at once
+    instead of waiting for a writer.
+
+    Raises:
+        FileNotFoundError: the path does not exist.
+        FileContentError: not a regular file (directory, FIFO, device, socket), larger
+            than ``max_bytes``, or unreadable.
+    """
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{p}: no such {what}") from None
+    except OSError as exc:
+        raise FileContentError(f"{p}: cannot read the {what} ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            if stat.S_ISFIFO(info.st_mode):
+                kind = "a FIFO (named pipe)"
+            raise FileContentError(f"{p}: the {what} is {kind}; allowed: a regular file")
+        if info.st_size > max_bytes:
+            raise FileContentError(
+                f"{p}: the {what} has {info.st_size} bytes; allowed at most {max_bytes}"
+            )
+        chunks = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise FileContentError(f"{p}: cannot read the {what} ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if size > max_bytes:  # it grew while being read
+        raise FileContentError(f"{p}: the {what} has more than {max_bytes} bytes; refused")
+    return b"".join(chunks)
+
+
+def gunzip_limited(data: bytes, max_bytes: int, where: str = "<memory>") -> bytes:
+    """Decompress gzip ``data`` (all members) to at most ``max_bytes`` bytes.
+
+    Decompression stops one byte past the limit, so a gzip bomb costs the time of
+    ``max_bytes``, not of its full size.
+
+    Raises:
+        FileContentError: not valid gzip (truncated, corrupt) or more than ``max_bytes``
+            bytes once decompressed.
+    """
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as archive:
+            out = archive.read(max_bytes + 1)
+    except (gzip.BadGzipFile, EOFError, zlib.error, OSError) as exc:
+        raise FileContentError(f"{where}: not a valid gzip file ({exc})") from None
+    if len(out) > max_bytes:
+        raise FileContentError(
+            f"{where}: decompresses to more than {max_bytes} bytes (allowed at most "
+            f"{max_bytes}); refused as a possible gzip bomb"
+        )
+    return out
+
+
+def loads_json(data: bytes | str, where: str = "<memory>") -> Any:
+    """Parse UTF-8 JSON text; every failure is a :class:`FileContentError` naming ``where``.
+
+    Covers what ``json.loads`` lets escape as other errors: invalid UTF-8, nesting deeper
+    than the interpreter's recursion limit (``RecursionError``) and integers past its digit
+    limit (a bare ``ValueError``).
+    """
+    try:
+        text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+        return json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise FileContentError(
+            f"{where} is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise FileContentError(f"{where} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise FileContentError(
+            f"{where} holds JSON nested too deeply to read (allowed: a few hundred levels)"
+        ) from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise FileContentError(f"{where} holds a JSON value that cannot be read ({exc})") from None

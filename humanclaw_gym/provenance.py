@@ -7,7 +7,8 @@ a core dependency, for the SIMD instruction sets its ufuncs dispatch to.
 
 The CPU record matters for comparisons: numpy picks its sine, cosine, exponent and similar
 kernels by instruction set (AVX-512 machines use other kernels, with other last bits, than
-AVX2 machines), and half-physics rollouts amplify a last-bit difference into a different
+AVX2 machines), OpenBLAS picks its matrix-product kernels by processor (``SkylakeX``,
+``Haswell``, ...), and half-physics rollouts amplify a last-bit difference into a different
 trajectory. Same record, same bits; see ``docs/baselines.md`` ("Across machines").
 A batch run therefore records, in every episode folder, the CPU of the node that ran the
 episode (``node.json``, :func:`write_node_record`), and its summary says when one run's
@@ -103,21 +104,46 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
+def _numpy_blas() -> dict[str, Any] | None:
+    """numpy's BLAS library and the kernel set it chose at load time (``OPENBLAS_CORETYPE``
+    overrides the choice)."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return None
+    for info in threadpoolctl.threadpool_info():
+        if info.get("user_api") == "blas" and "numpy" in str(info.get("filepath", "")):
+            return {
+                "api": info.get("internal_api"),
+                "architecture": info.get("architecture"),
+                "version": info.get("version"),
+            }
+    return None
+
+
 def cpu_record() -> dict[str, Any]:
-    """The processor and the numpy SIMD targets in use.
+    """The processor, the numpy SIMD targets and numpy's BLAS kernels in use.
 
     Returns:
-        ``{"model": "AMD EPYC" or None, "machine": "x86_64", "numpy_simd": ["X86_V3", ...]}``;
+        ``{"model": "AMD EPYC" or None, "machine": "x86_64", "numpy_simd": ["X86_V3", ...],
+        "blas": {"api": "openblas", "architecture": "Haswell", "version": ...} or None}``;
         ``numpy_simd`` lists the dispatch targets numpy found and enabled on this CPU (after
         ``NPY_DISABLE_CPU_FEATURES``), None when numpy does not expose them.
     """
+    import numpy  # noqa: F401  (loads the BLAS library that is reported)
+
     try:
         from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
 
         simd: list[str] | None = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
     except ImportError:  # another numpy layout: report what is known
         simd = None
-    return {"model": _cpu_model(), "machine": platform.machine(), "numpy_simd": simd}
+    return {
+        "model": _cpu_model(),
+        "machine": platform.machine(),
+        "numpy_simd": simd,
+        "blas": _numpy_blas(),
+    }
 
 
 def run_environment() -> dict[str, Any]:

@@ -1,25 +1,29 @@
 """Sensors: what the policy observes, declared as objects.
 
 A sensor names its camera (``view``), its image side (``size``), the render modes it needs
-from the renderer (``modes``: ``"rgb"``, ``"instance"``, ``"depth"``), its Gymnasium
-``space()`` and how it turns one render of that camera into its array (``read``). The env
-renders each (view, size) once per observation with the union of the modes its sensors
-need, so two sensors of the same camera share one pass: RGB, depth and instance ids of one
-observation come from the same rasterisation, never from a second render.
+from the renderer (``modes``: ``"rgb"``, ``"instance"``, ``"depth"``, see
+:data:`~humanclaw_gym.backends.protocols.RENDER_MODES`), its Gymnasium ``space()`` and how
+it turns one render of that camera, keyed by mode, into its array
+(``read(result, context)``). The env renders each (view, size) once per observation with
+the union of the modes its sensors need, so two sensors of the same camera share one pass:
+RGB, depth and instance ids of one observation come from the same rasterisation, never
+from a second render.
 
 The env's observation is the single sensor's array when it has one sensor (the default:
-:class:`EgoRGBSensor`, ``uint8 (448, 448, 3)``), else a ``Dict`` keyed by ``uuid``. Any
+:class:`EgoRGBSensor` of the paper's ego size), else a ``Dict`` keyed by ``uuid``. Any
 module that needs the observation's image size reads it from the sensor (or from
-``env.observation_space``), never from a constant. :func:`sensors_for` builds the sensor
-lists of the env's ``obs_size`` / ``obs_mode`` shorthands.
+``env.observation_space``); the paper's camera sizes are
+:mod:`humanclaw_gym.image_sizes`. :func:`sensors_for` builds the sensor lists of the env's
+``obs_size`` / ``obs_mode`` shorthands.
 
 Write your own by implementing the :class:`Sensor` protocol (frozen dataclasses work well)
-and pass it as ``gym.make(..., sensors=[...])``. Ordinary sensors see only rendered
-images, never hidden simulator state. A sensor that needs hidden state (which objects are
-the episode's targets, say) declares ``privileged = True`` and implements
-:class:`PrivilegedSensor`: its ``read`` also receives the episode record, and the env
-accepts it only when made with ``privileged=True`` (the benchmark server refuses that), so
-such observations are for learning and analysis, never for benchmark runs.
+and pass it as ``gym.make(..., sensors=[...])``. Every sensor reads with a
+:class:`SensorContext`. Ordinary sensors see only rendered images, never hidden simulator
+state: their context is empty. A sensor that needs the scene or the episode (which objects
+are of which class, which are the episode's targets) declares ``privileged = True``; its
+context then holds the scene and the episode record, and the env accepts it only when made
+with ``privileged=True`` (the benchmark server refuses that), so such observations are for
+learning and analysis, never for benchmark runs.
 """
 
 from __future__ import annotations
@@ -30,10 +34,13 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from humanclaw_gym.image_sizes import EGO_SIZE_PX, EXO_SIZE_PX, VIEWS
+
 if TYPE_CHECKING:  # pragma: no cover
     from gymnasium import spaces
 
     from humanclaw_gym.backends.protocols import RenderResult
+    from humanclaw_gym.scenes.spec import SceneSpec
 
 __all__ = [
     "EGO_SIZE_PX",
@@ -43,6 +50,7 @@ __all__ = [
     "EgoRGBSensor",
     "PrivilegedSensor",
     "Sensor",
+    "SensorContext",
     "TargetMaskSensor",
     "check_sensors",
     "observation_space",
@@ -50,17 +58,26 @@ __all__ = [
     "sensors_for",
 ]
 
-EGO_SIZE_PX = 448
-"""Side of the paper's ego camera image (the default observation, the Find metric's
-semantic image and the ego video)."""
-
-EXO_SIZE_PX = 512
-"""Side of the paper's third-person (exo) camera image (``render()``, the exo video)."""
-
-VIEWS = ("ego", "exo")
 
 OBS_MODES = ("rgb", "rgbd", "rgb+instance")
 """The env's ``obs_mode`` choices (see :func:`sensors_for`)."""
+
+
+@dataclass(frozen=True)
+class SensorContext:
+    """What a sensor reads besides its render.
+
+    Attributes:
+        scene: the simulated :class:`~humanclaw_gym.scenes.spec.SceneSpec` (its objects,
+            their ids and categories); None for an ordinary sensor.
+        episode: the current episode record (targets included); None for an ordinary
+            sensor.
+
+    Both are hidden state: only a sensor that declares ``privileged = True`` gets them.
+    """
+
+    scene: SceneSpec | None = None
+    episode: Any = None
 
 
 @runtime_checkable
@@ -84,32 +101,19 @@ class Sensor(Protocol):
         """The Gymnasium space of :meth:`read`'s result."""
         ...
 
-    def read(self, result: RenderResult) -> np.ndarray:
-        """The sensor's array from one render of its camera (owned by the caller)."""
+    def read(self, result: RenderResult, context: SensorContext) -> np.ndarray:
+        """The sensor's array (owned by the caller) from one render of its camera, keyed
+        by mode (``result["depth"]``), and its context."""
         ...
 
 
 @runtime_checkable
-class PrivilegedSensor(Protocol):
-    """A sensor that reads hidden state besides the image (``privileged = True``).
+class PrivilegedSensor(Sensor, Protocol):
+    """A sensor that reads hidden state besides the image (``privileged = True``): its
+    :class:`SensorContext` holds the scene and the episode record. The env accepts it only
+    when made with ``privileged=True``."""
 
-    The env accepts it only when made with ``privileged=True`` and calls
-    ``read(result, episode)`` with the current episode record (targets included).
-    """
-
-    uuid: str
-    view: str
-    size: int
-    modes: frozenset[str]
     privileged: bool
-
-    def space(self) -> spaces.Space:
-        """The Gymnasium space of :meth:`read`'s result."""
-        ...
-
-    def read(self, result: RenderResult, episode: Any) -> np.ndarray:
-        """The sensor's array from one render of its camera and the episode record."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -126,8 +130,8 @@ class EgoRGBSensor:
 
         return spaces.Box(0, 255, (self.size, self.size, 3), dtype=np.uint8)
 
-    def read(self, result: RenderResult) -> np.ndarray:
-        return result.rgb
+    def read(self, result: RenderResult, context: SensorContext) -> np.ndarray:
+        return result["rgb"]
 
 
 @dataclass(frozen=True)
@@ -153,10 +157,8 @@ class EgoDepthSensor:
 
         return spaces.Box(0.0, EGO_FAR_M, (self.size, self.size, 1), dtype=np.float32)
 
-    def read(self, result: RenderResult) -> np.ndarray:
-        if result.depth is None:
-            raise RuntimeError("the renderer returned no depth image for a depth sensor")
-        return result.depth[:, :, None]
+    def read(self, result: RenderResult, context: SensorContext) -> np.ndarray:
+        return result["depth"][:, :, None]
 
 
 @dataclass(frozen=True)
@@ -182,11 +184,10 @@ class TargetMaskSensor:
 
         return spaces.Box(0, 1, (self.size, self.size, 1), dtype=np.uint8)
 
-    def read(self, result: RenderResult, episode: Any) -> np.ndarray:
-        if result.instance is None:
-            raise RuntimeError("the renderer returned no instance image for a target mask")
-        targets = [int(g.object_id) for g in episode.goals if g.object_id is not None]
-        return np.isin(result.instance, targets).astype(np.uint8)[:, :, None]
+    def read(self, result: RenderResult, context: SensorContext) -> np.ndarray:
+        goals = context.episode.goals
+        targets = [int(g.object_id) for g in goals if g.object_id is not None]
+        return np.isin(result["instance"], targets).astype(np.uint8)[:, :, None]
 
 
 def sensors_for(obs_mode: str = "rgb", obs_size: int = EGO_SIZE_PX) -> tuple[Any, ...]:
@@ -239,7 +240,7 @@ def check_sensors(sensors: Sequence[Any], privileged: bool = False) -> tuple[Any
         if not isinstance(sensor, Sensor):
             raise ValueError(
                 f"sensors[{i}]={sensor!r} is not a Sensor (needs uuid, view, size, modes, "
-                "space(), read(result))"
+                "space(), read(result, context))"
             )
         if not isinstance(sensor.uuid, str) or not sensor.uuid or sensor.uuid in seen:
             raise ValueError(f"sensors[{i}].uuid={sensor.uuid!r} must be a new non-empty str")
@@ -271,13 +272,15 @@ def read_sensors(
     sensors: Sequence[Any],
     render: Callable[[str, int, frozenset[str]], RenderResult],
     episode: Any = None,
+    scene: SceneSpec | None = None,
 ) -> Any:
     """Read every sensor, rendering each (view, size) once with the union of its modes.
 
     Args:
         sensors: the env's sensors.
         render: ``render(view, size, modes) -> RenderResult``.
-        episode: the current episode record, handed to privileged sensors only.
+        episode: the current episode record, in privileged sensors' context only.
+        scene: the simulated scene, in privileged sensors' context only.
 
     Returns:
         The one sensor's array, or a dict ``{uuid: array}``.
@@ -286,10 +289,9 @@ def read_sensors(
     for s in sensors:
         needed.setdefault((s.view, s.size), set()).update(s.modes)
     results = {key: render(key[0], key[1], frozenset(modes)) for key, modes in needed.items()}
+    ordinary, hidden = SensorContext(), SensorContext(scene=scene, episode=episode)
     arrays = {
-        s.uuid: s.read(results[(s.view, s.size)], episode)
-        if is_privileged(s)
-        else s.read(results[(s.view, s.size)])
+        s.uuid: s.read(results[(s.view, s.size)], hidden if is_privileged(s) else ordinary)
         for s in sensors
     }
     if len(sensors) == 1:

@@ -135,7 +135,8 @@ def build_dataset(args: Args) -> tuple[ChunkSet, dict]:
             raise SystemExit(
                 "--smplx-mocap needs --body-model-dir (the licensed SMPL-X model files)"
             )
-        from humanclaw_gym.motion.flow.smplx_io import SmplxBody, smplx_clip_to_chunks
+        from humanclaw_gym.body.smplx_model import SmplxBody
+        from humanclaw_gym.motion.flow.smplx_io import smplx_clip_to_chunks
 
         body = SmplxBody(args.body_model_dir)
         for path in args.smplx_mocap:

@@ -2,14 +2,16 @@
 
 ``ChatServer(reply)`` answers every ``POST .../chat/completions`` (``/v1/chat/completions``
 for the OpenAI client, ``/openai/deployments/<name>/chat/completions?api-version=...`` for
-the Azure client) with ``reply(body)``: the reply text, or an ``(http_status, json)`` pair.
-Every request is recorded (path, headers, parsed body).
+the Azure client) with ``reply(body)``: the reply text, an ``(http_status, json)`` pair or
+an ``(http_status, json, headers)`` triple. Every request is recorded (path, headers,
+parsed body, arrival time).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -88,7 +90,12 @@ class ChatServer:
                 body = json.loads(raw or b"{}")
                 with server.lock:
                     server.requests.append(
-                        {"path": self.path, "headers": dict(self.headers.items()), "body": body}
+                        {
+                            "path": self.path,
+                            "headers": dict(self.headers.items()),
+                            "body": body,
+                            "time": time.monotonic(),
+                        }
                     )
                 if not urlsplit(self.path).path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "not found"}})
@@ -99,11 +106,13 @@ class ChatServer:
                 else:
                     self._send(200, completion(str(answer)))
 
-            def _send(self, status: int, data: Any) -> None:
+            def _send(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
                 payload = json.dumps(data).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(payload)
 

@@ -7,6 +7,7 @@ load a synthetic 64-vertex SMPL-X file through the real ``smplx`` package
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -27,12 +28,24 @@ from humanclaw_gym.backends.protocols import (
 from humanclaw_gym.backends.registry import BackendCapabilityError
 from humanclaw_gym.envs import ENV_ID
 from humanclaw_gym.render import ModernglRenderer, RenderBackendUnavailable, TinyRenderer
-from humanclaw_gym.render.demo import standing_link_poses
 from humanclaw_gym.render.meshes import unit_mesh
 from humanclaw_gym.render.moderngl_backend import vertex_normals
 from humanclaw_gym.render.transforms import project_points
 from humanclaw_gym.scenes.spec import Part, Room, SceneObject, SceneSpec
 from humanclaw_gym.skills import SkillCall
+
+
+def _render_demo():
+    """``scripts/render_demo.py`` as a module (its demo home, poses and timing)."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / "render_demo.py"
+    spec = importlib.util.spec_from_file_location("_render_demo_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_demo = _render_demo()
+standing_link_poses = _demo.standing_link_poses
 
 FLOOR_ID, WALL_ID, BOX_ID = 1, 2, 3
 BOX_POS = (0.8, 0.3, 2.0)
@@ -94,7 +107,7 @@ def renderer(request):
 
 
 def _body_mask(r, camera: Camera | None = None) -> np.ndarray:
-    return r.render(camera or _camera(), instance=True).instance == 0
+    return r.render(camera or _camera(), {"instance"}).instance == 0
 
 
 # --------------------------------------------------------------------------------------
@@ -110,11 +123,11 @@ def test_capabilities_and_protocols(renderer):
 
 def test_mesh_is_drawn_with_the_human_id_and_body_colour(renderer):
     centre_px = _pixel(MESH_CENTRE)
-    before = renderer.render(_camera(), instance=True)
+    before = renderer.render(_camera(), {"instance"})
     assert before.instance[centre_px] != 0
     verts, faces = _sphere()
     renderer.set_body_mesh(verts, faces)
-    after = renderer.render(_camera(), instance=True)
+    after = renderer.render(_camera(), {"instance"})
     assert after.instance[centre_px] == 0
     r, g, b = (int(c) for c in after.rgb[centre_px])
     assert b > r + 40 and b > g + 20, "the mesh is drawn in the body's blue"
@@ -128,10 +141,10 @@ def test_mesh_is_drawn_with_the_human_id_and_body_colour(renderer):
 
 def test_mesh_colour_matches_the_capsule_body(renderer):
     renderer.set_body_pose(standing_link_poses(*CAPSULE_XZ))
-    res = renderer.render(_camera(), instance=True)
+    res = renderer.render(_camera(), {"instance"})
     capsule = np.median(res.rgb[res.instance == 0].astype(float), axis=0)
     renderer.set_body_mesh(*_sphere())
-    res = renderer.render(_camera(), instance=True)
+    res = renderer.render(_camera(), {"instance"})
     mesh = np.median(res.rgb[res.instance == 0].astype(float), axis=0)
     np.testing.assert_allclose(mesh / mesh.max(), capsule / capsule.max(), atol=0.12)
 
@@ -141,11 +154,11 @@ def test_scene_in_front_hides_the_mesh(renderer):
     box_front = (BOX_POS[0], BOX_POS[1], BOX_POS[2] - 0.3)
     behind = (BOX_POS[0], BOX_POS[1], BOX_POS[2] + 0.5)
     renderer.set_body_mesh(*_sphere(behind, radius=0.2))
-    res = renderer.render(_camera(), instance=True)
+    res = renderer.render(_camera(), {"instance"})
     assert res.instance[_pixel(box_front)] == BOX_ID
     in_front = (BOX_POS[0], BOX_POS[1], BOX_POS[2] - 0.8)
     renderer.set_body_mesh(*_sphere(in_front, radius=0.2))
-    assert renderer.render(_camera(), instance=True).instance[_pixel(in_front)] == 0
+    assert renderer.render(_camera(), {"instance"}).instance[_pixel(in_front)] == 0
 
 
 def test_capsules_are_hidden_while_a_mesh_is_set(renderer):
@@ -210,10 +223,10 @@ def test_moving_vertices_keeps_the_faces_and_moves_the_pixels(renderer):
 def test_renderer_copies_the_arrays(renderer):
     verts, faces = _sphere()
     renderer.set_body_mesh(verts, faces)
-    reference = renderer.render(_camera(), instance=True)
+    reference = renderer.render(_camera(), {"instance"})
     verts += 5.0
     faces[:] = 0
-    again = renderer.render(_camera(), instance=True)
+    again = renderer.render(_camera(), {"instance"})
     np.testing.assert_array_equal(again.rgb, reference.rgb)
     np.testing.assert_array_equal(again.instance, reference.instance)
 
@@ -237,18 +250,18 @@ def test_renderer_copies_the_arrays(renderer):
 )  # fmt: skip
 def test_bad_mesh_input_raises_before_anything_changes(renderer, vertices, faces, message):
     renderer.set_body_pose(standing_link_poses(*CAPSULE_XZ))
-    before = renderer.render(_camera(), instance=True)
+    before = renderer.render(_camera(), {"instance"})
     with pytest.raises(ValueError, match=message):
         renderer.set_body_mesh(vertices, faces)
-    after = renderer.render(_camera(), instance=True)
+    after = renderer.render(_camera(), {"instance"})
     np.testing.assert_array_equal(after.rgb, before.rgb)
     np.testing.assert_array_equal(after.instance, before.instance)
     # and a valid mesh set earlier survives a bad call
     renderer.set_body_mesh(*_sphere())
-    with_mesh = renderer.render(_camera(), instance=True)
+    with_mesh = renderer.render(_camera(), {"instance"})
     with pytest.raises(ValueError):
         renderer.set_body_mesh(vertices, faces if faces is not None else np.array([[0, 1, 99]]))
-    np.testing.assert_array_equal(renderer.render(_camera(), instance=True).rgb, with_mesh.rgb)
+    np.testing.assert_array_equal(renderer.render(_camera(), {"instance"}).rgb, with_mesh.rgb)
 
 
 @pytest.mark.parametrize("name", ["moderngl", "tiny"])
@@ -286,12 +299,12 @@ def test_tiny_mesh_in_a_close_up_view_is_batched():
     try:
         r.build(_scene())
         r.set_body_mesh(*_sphere((0.0, 1.2, 0.3), radius=0.4))
-        whole = r.render(_camera(), instance=True)
+        whole = r.render(_camera(), {"instance"})
         assert (whole.instance == 0).mean() > 0.5
         old = tiny_backend._FRAGMENT_BATCH
         tiny_backend._FRAGMENT_BATCH = 5000
         try:
-            batched = r.render(_camera(), instance=True)
+            batched = r.render(_camera(), {"instance"})
         finally:
             tiny_backend._FRAGMENT_BATCH = old
         np.testing.assert_array_equal(batched.rgb, whole.rgb)
@@ -327,12 +340,18 @@ def test_vertex_normals_of_a_sphere_point_outward():
 # --------------------------------------------------------------------------------------
 # resolver
 # --------------------------------------------------------------------------------------
+class NoMeshRenderer(TinyRenderer):
+    """The tiny renderer declaring no body mesh."""
+
+    capabilities = RenderCapabilities(name="no-mesh")
+
+
+class NoMeshEnvRenderer(TinyRenderer):
+    capabilities = RenderCapabilities(name="no-mesh-env")
+
+
 def test_resolver_checks_the_body_mesh_capability():
-    registry.register_render(
-        "no-mesh",
-        "humanclaw_gym.render.tiny_backend:TinyRenderer",
-        RenderCapabilities(name="no-mesh"),
-    )
+    registry.register_render("no-mesh", f"{__name__}:NoMeshRenderer")
     ok = registry.resolve(physics="pybullet", render="auto", motion="procedural",
                           need_body_mesh=True)  # fmt: skip
     assert [e.name for e in ok.render] == ["moderngl", "tiny"]
@@ -450,11 +469,7 @@ def test_bad_body_model_arguments_are_refused():
 
 
 def test_renderer_without_the_capability_is_refused_by_the_resolver(body_model_dir):
-    registry.register_render(
-        "no-mesh-env",
-        "humanclaw_gym.render.tiny_backend:TinyRenderer",
-        RenderCapabilities(name="no-mesh-env"),
-    )
+    registry.register_render("no-mesh-env", f"{__name__}:NoMeshEnvRenderer")
     with pytest.raises(BackendCapabilityError, match="'no-mesh-env' lacks capability body mesh"):
         gym.make(ENV_ID, split="val100", renderer="no-mesh-env", body_model_dir=body_model_dir)
     env = gym.make(ENV_ID, split="val100", renderer="no-mesh-env")  # fine without a body model

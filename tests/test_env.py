@@ -8,7 +8,9 @@ import pytest
 
 import humanclaw_gym  # noqa: F401  (registers the env)
 from humanclaw_gym import Decision, SkillCall, SkillCallError
+from humanclaw_gym.backends.protocols import RenderCapabilities
 from humanclaw_gym.envs import ENV_ID
+from humanclaw_gym.render.tiny_backend import TinyRenderer
 
 
 @pytest.fixture(scope="module")
@@ -180,18 +182,19 @@ def test_unknown_backend_fails_before_building():
         gym.make(ENV_ID, split="val100", physics="no-such-engine")
 
 
+class RgbOnlyRenderer(TinyRenderer):
+    """The tiny renderer declaring RGB images only."""
+
+    capabilities = RenderCapabilities(name="rgb-only", modes=frozenset({"rgb"}))
+
+
 def test_missing_capability_fails_before_building_and_names_it():
     """A render backend without instance images cannot serve the metrics wrapper."""
     from humanclaw_gym.backends import registry
-    from humanclaw_gym.backends.protocols import RenderCapabilities
     from humanclaw_gym.backends.registry import BackendCapabilityError
     from humanclaw_gym.wrappers import MetricsWrapper
 
-    registry.register_render(
-        "rgb-only",
-        "humanclaw_gym.render.tiny_backend:TinyRenderer",
-        RenderCapabilities(name="rgb-only", modes=frozenset({"rgb"})),
-    )
+    registry.register_render("rgb-only", f"{__name__}:RgbOnlyRenderer")
     env = gym.make(ENV_ID, split="val100", renderer="rgb-only", max_steps=2)
     try:
         with pytest.raises(BackendCapabilityError, match="rgb-only.*instance"):

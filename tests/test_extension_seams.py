@@ -6,7 +6,9 @@
   the server's action spec and the random agent follow) plus a motion generator that can
   execute it, registered with the backend registry;
 * a new physics backend: a class implementing the ``PhysicsBackend`` protocol, registered
-  with the backend registry, its options checked against its constructor.
+  with the backend registry, its options checked against its constructor; and one built on
+  the shared half-physics base (``KinematicPhysics``: engine calls only).
+* a sensor that needs the scene (``SemanticClassSensor``): one class.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ from humanclaw_gym.backends.protocols import MotionCapabilities, PhysicsCapabili
 from humanclaw_gym.backends.registry import BackendCapabilityError
 from humanclaw_gym.body.skeleton import JOINT_INDEX
 from humanclaw_gym.motion.procedural import ProceduralMotionGenerator
+from humanclaw_gym.physics.base import HalfPhysicsBase, PhysicsSnapshot
+from humanclaw_gym.physics.types import empty_contacts
+from humanclaw_gym.replay.render import link_poses_from_frames
+from humanclaw_gym.rotations import quat_exp
 from humanclaw_gym.skills import (
     DIRECTIONS,
     Choice,
@@ -57,8 +63,8 @@ class EgoGraySensor:
     def space(self) -> spaces.Box:
         return spaces.Box(0, 255, (self.size, self.size), dtype=np.uint8)
 
-    def read(self, result: Any) -> np.ndarray:
-        rgb = result.rgb.astype(np.float64)
+    def read(self, result: Any, context: Any) -> np.ndarray:
+        rgb = result["rgb"].astype(np.float64)
         return np.round(rgb @ [0.299, 0.587, 0.114]).clip(0, 255).astype(np.uint8)
 
 
@@ -93,6 +99,81 @@ def test_one_sensor_gives_its_array_and_bad_sensors_are_refused():
         gym.make(ENV_ID, split="val100", sensors=[EgoGraySensor(size=8)])
     with pytest.raises(ValueError, match="is not a Sensor"):
         gym.make(ENV_ID, split="val100", sensors=["rgb"])
+
+
+# a sensor that needs the scene: object classes per pixel (the worked example)
+@dataclass(frozen=True)
+class SemanticClassSensor:
+    """Object class of every pixel of the head camera: ``uint8 (size, size, 1)``, ``i + 1``
+    for ``classes[i]``, 0 for everything else (walls, floors, the body, the sky).
+
+    Privileged: the objects' classes come from the scene, which is hidden state."""
+
+    classes: tuple[str, ...] = ("chair", "bed", "couch", "toilet", "tv", "potted_plant")
+    size: int = 64
+    uuid: str = "semantic"
+    view: str = "ego"
+    modes: frozenset[str] = frozenset({"instance"})
+    privileged: bool = True
+
+    def space(self) -> spaces.Box:
+        return spaces.Box(0, len(self.classes), (self.size, self.size, 1), dtype=np.uint8)
+
+    def read(self, result: Any, context: Any) -> np.ndarray:
+        objects = context.scene.objects
+        lut = np.zeros(max(o.object_id for o in objects) + 2, dtype=np.uint8)  # id + 1 -> class
+        for obj in objects:
+            if obj.category in self.classes:
+                lut[obj.object_id + 1] = self.classes.index(obj.category) + 1
+        return lut[result["instance"] + 1][:, :, None]
+
+
+@dataclass(frozen=True)
+class InstanceIdSensor:
+    """The raw instance ids of the same camera (to check the semantic image against)."""
+
+    size: int = 64
+    uuid: str = "ids"
+    view: str = "ego"
+    modes: frozenset[str] = frozenset({"instance"})
+    privileged: bool = True
+
+    def space(self) -> spaces.Box:
+        return spaces.Box(-1, 2**31 - 1, (self.size, self.size), dtype=np.int32)
+
+    def read(self, result: Any, context: Any) -> np.ndarray:
+        return result["instance"].copy()
+
+
+def test_a_scene_aware_sensor_is_one_class():
+    with pytest.raises(PermissionError, match="semantic.*privileged=True"):
+        gym.make(ENV_ID, split="val100", sensors=[SemanticClassSensor()])
+    sensor = SemanticClassSensor()
+    env = gym.make(
+        ENV_ID, split="val100", privileged=True, max_steps=8,
+        sensors=[EgoRGBSensor(size=64), sensor, InstanceIdSensor()],
+    )  # fmt: skip
+    try:
+        obs, _ = env.reset(seed=0)
+        assert env.observation_space.contains(obs)
+        scene = env.unwrapped.privileged_state().scene
+        category = {o.object_id: o.category for o in scene.objects}
+        seen: set[str] = set()
+        for step in range(8):
+            ids, semantic = obs["ids"], obs["semantic"][:, :, 0]
+            for obj_id in np.unique(ids):
+                want = category.get(int(obj_id))
+                label = sensor.classes.index(want) + 1 if want in sensor.classes else 0
+                assert np.all(semantic[ids == obj_id] == label), (step, int(obj_id), want)
+                if label:
+                    seen.add(want)
+            if len(seen) >= 2:
+                break
+            obs, *_ = env.step("Turn<left><45>")
+        assert len(seen) >= 2  # the check saw real classes, not only background
+        check_env(env.unwrapped, skip_render_check=True)
+    finally:
+        env.close()
 
 
 # ----------------------------------------------------------------------------------------
@@ -131,7 +212,7 @@ def wave_skill():
         motion_key="wave",
     )
     skill = register_skill(spec)
-    registry.register_motion("waving", f"{__name__}:WavingMotion", WavingMotion.capabilities)
+    registry.register_motion("waving", f"{__name__}:WavingMotion")
     try:
         yield skill
     finally:
@@ -263,9 +344,7 @@ class CountingPhysics:
 
 
 def test_a_new_physics_backend_plugs_in_through_the_registry():
-    registry.register_physics(
-        "counting", f"{__name__}:CountingPhysics", CountingPhysics.capabilities
-    )
+    registry.register_physics("counting", f"{__name__}:CountingPhysics")
     with pytest.raises(
         ValueError, match=r"physics_options \['solver_iterations'\] are not accepted"
     ):
@@ -278,6 +357,104 @@ def test_a_new_physics_backend_plugs_in_through_the_registry():
         env.step("Walk<forward><slow>")
         physics = env.unwrapped.simulation.physics
         assert physics.frames == 15 and physics.contract()["label"] == "y"
+    finally:
+        env.close()
+
+
+class KinematicPhysics(HalfPhysicsBase):
+    """The smallest physics backend on the shared base: the body follows the generated
+    frames exactly (no dynamics, no contacts), objects stay where the scene puts them, rays
+    hit the tops of the parts' boxes. Only the engine calls are written here; checks,
+    lifecycle, readouts of the realized state and the contract record are the base's."""
+
+    capabilities = PhysicsCapabilities(name="kinematic", contacts=False)
+    _contract_options = ("lag",)  # its own constructor option, recorded by contract()
+
+    def __init__(self, *, lag: float = 0.0) -> None:
+        super().__init__(solver_iterations=1, root_correction_gain=1.0, pjsc_gains=None,
+                         motor_torque_scale=1.0)  # fmt: skip
+        if not 0.0 <= lag < 1.0:
+            raise ValueError(f"lag must be in [0, 1), got {lag}")
+        self.lag = lag  # share of the previous pose kept each frame (0: exact)
+        self._frame: np.ndarray | None = None
+
+    def build(self, scene: Any) -> None:
+        self._scene = scene
+        self._dynamic_ids = tuple(o.object_id for o in scene.dynamic_objects)
+
+    def close(self) -> None:
+        self._scene = None
+
+    def _is_built(self) -> bool:
+        return self._scene is not None
+
+    def _place(self, frame: np.ndarray) -> None:
+        self._frame = frame.copy()
+        self._real_pos = frame[0:3].copy()
+        self._real_rot = quat_exp(frame[3:].reshape(-1, 3))
+
+    def _reset_engine(self, frame: np.ndarray) -> None:
+        self._place(frame)
+
+    def _step_engine(self, frame: np.ndarray) -> None:
+        self._place(self.lag * self._frame + (1.0 - self.lag) * frame)
+
+    def _ray_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
+        tops = [hi[1] for lo, hi in (o.aabb() for o in self._scene.objects)
+                if lo[0] <= x <= hi[0] and lo[2] <= z <= hi[2] and to_y <= hi[1] <= from_y]  # fmt: skip
+        return max(tops, default=None)
+
+    def _snapshot(self) -> Any:
+        return _KinematicSnapshot(owner=id(self), episode=self._episode, frame=self._frame)
+
+    def _restore(self, state: Any) -> None:
+        self._place(state.frame)
+
+    def _contract_engine(self) -> dict:
+        return {"collision_margin_m": 0.0, "dynamics": "none: the body follows the frames"}
+
+    def link_poses(self) -> np.ndarray:
+        self._require_episode("link_poses")
+        return link_poses_from_frames(self._frame)
+
+    def object_poses(self) -> np.ndarray:
+        self._require_built("object_poses")
+        objs = self._scene.dynamic_objects
+        return np.array([[*o.position, *o.quat_xyzw()] for o in objs]).reshape(-1, 7)
+
+    def contacts(self) -> np.ndarray:
+        self._require_episode("contacts")
+        return empty_contacts()
+
+
+@dataclass(frozen=True)
+class _KinematicSnapshot(PhysicsSnapshot):
+    frame: np.ndarray
+
+
+def test_a_physics_backend_on_the_shared_base_runs_the_env():
+    registry.register_physics("kinematic", f"{__name__}:KinematicPhysics")
+    with pytest.raises(ValueError, match=r"physics_options \['stiffness'\] are not accepted"):
+        gym.make(ENV_ID, split="val100", physics="kinematic", physics_options={"stiffness": 1})
+    env = gym.make(ENV_ID, split="val100", physics="kinematic", privileged=True, obs_size=32,
+                   max_steps=3)  # fmt: skip
+    try:
+        env.reset(seed=0)
+        physics = env.unwrapped.simulation.physics
+        start = env.unwrapped.privileged_state().realized_frame
+        env.step("Walk<forward><normal>")
+        after = env.unwrapped.privileged_state()
+        assert np.linalg.norm(after.realized_frame[[0, 2]] - start[[0, 2]]) > 0.2
+        assert after.link_origins.shape == (25, 3) and after.object_poses.shape[1] == 7
+        contract = physics.contract()
+        assert contract["backend"] == "kinematic" and contract["lag"] == 0.0
+        assert contract["substeps_per_frame"] == 4 and "dynamics" in contract
+        with pytest.raises(ValueError, match=r"shape \(75,\)"):
+            physics.step_frame(np.zeros(3))
+        state = physics.get_state()
+        physics.reset(start)
+        with pytest.raises(ValueError, match="valid until the next reset"):
+            physics.set_state(state)
     finally:
         env.close()
 
@@ -305,6 +482,7 @@ def test_every_backend_config_field_is_a_shorthand_of_env_and_run_config():
         "body_model_dir": "/models",
         "body_model_gender": "female",
         "scene_dataset": "/hssd",
+        "body_asset": "/body",
     }
     assert set(values) == set(BACKEND_FIELDS)
     for name, value in values.items():

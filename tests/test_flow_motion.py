@@ -572,11 +572,7 @@ def test_env_episode_end_to_end_with_the_flow_generator(tiny_checkpoint: Path) -
     import humanclaw_gym  # noqa: F401  (registers the env)
 
     if "flow" not in registry.entries("motion"):
-        registry.register_motion(
-            "flow",
-            "humanclaw_gym.motion.flow.generator:FlowMotionGenerator",
-            FlowMotionGenerator.capabilities,
-        )
+        registry.register_motion("flow", "humanclaw_gym.motion.flow.generator:FlowMotionGenerator")
     env = gym.make(
         "HumanClawFindNavInteract-v0",
         split="val100",
@@ -698,7 +694,7 @@ def test_train_script_smoke(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def smplx_body(tmp_path_factory: pytest.TempPathFactory):
     pytest.importorskip("smplx")
-    from humanclaw_gym.motion.flow.smplx_io import SmplxBody
+    from humanclaw_gym.body.smplx_model import SmplxBody
 
     directory = tmp_path_factory.mktemp("smplx")
     _write_synthetic_smplx(directory, (0.01, -0.35, 0.02))
@@ -749,7 +745,7 @@ def test_smplx_clip_to_frames_uses_the_real_body_model(smplx_body) -> None:
 
 
 def test_smplx_vertices_place_the_skinned_mesh_on_the_frame(smplx_body) -> None:
-    from humanclaw_gym.motion.flow.smplx_io import smplx_vertices
+    from humanclaw_gym.body.smplx_model import smplx_vertices
 
     gen = ProceduralMotionGenerator()
     gen.reset(np.array([1.0, 0.0, 2.0]), 0.5, seed=0)
@@ -769,7 +765,7 @@ def test_smplx_vertices_place_the_skinned_mesh_on_the_frame(smplx_body) -> None:
 
 def test_smplx_missing_model_files_fail_clearly(tmp_path: Path) -> None:
     pytest.importorskip("smplx")
-    from humanclaw_gym.motion.flow.smplx_io import SmplxBody
+    from humanclaw_gym.body.smplx_model import SmplxBody
 
     with pytest.raises(FileNotFoundError, match="SMPLX_NEUTRAL.npz"):
         SmplxBody(tmp_path)

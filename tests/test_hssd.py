@@ -258,7 +258,7 @@ def _facing(env, episode, x: float, z: float, target: np.ndarray):
         start_yaw_rad=yaw,
         start_rotation=(0.0, math.sin(yaw / 2), 0.0, math.cos(yaw / 2)),
     )
-    env.unwrapped._order = type(env.unwrapped._order)([ep], 1, None)
+    env.unwrapped.task.order = type(env.unwrapped.task.order)([ep], 1, None)
     env.reset(seed=0)
     return env.unwrapped.simulation
 

@@ -42,9 +42,9 @@ class _CountingRenders:
         self.calls: list[tuple[int, bool, bool]] = []
         original = renderer.render
 
-        def render(camera, instance=False, **kwargs):
-            self.calls.append((camera.width, instance, kwargs.get("depth", False)))
-            return original(camera, instance=instance, **kwargs)
+        def render(camera, modes=frozenset({"rgb"})):
+            self.calls.append((camera.width, "instance" in modes, "depth" in modes))
+            return original(camera, modes)
 
         renderer.render = render
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from humanclaw_gym.metrics import (
     RULES,
     CollisionTracker,
     EpisodeMetricRecorder,
+    EpisodeStart,
     UsageTracker,
     aggregate,
     aggregate_metric_files,
@@ -33,6 +35,12 @@ from humanclaw_gym.metrics import (
     is_collision_contact,
     summary_to_reference_layout,
     validate_metrics,
+)
+from humanclaw_gym.metrics.interact import (
+    InteractTracker,
+    interact_target_ids,
+    pelvis_target_contact,
+    scene_object_handles,
 )
 from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID
 from humanclaw_gym.policy import Usage
@@ -54,7 +62,7 @@ def test_rules_setting():
     assert check_rules("paper") == "paper"
     with pytest.raises(ValueError, match=r"rules must be one of \('paper', 'strict'\)"):
         check_rules("reference")
-    assert [r.point for r in RULES] == list(range(1, 11))
+    assert [r.point for r in RULES] == list(range(1, 13))
 
 
 # -- 1. find aliases -----------------------------------------------------------------------
@@ -160,16 +168,18 @@ def test_point4_sentence_split(text, paper, strict):
 
 def _stopped_at_once(rules: str, episode_id: str) -> dict:
     rec = EpisodeMetricRecorder(
-        episode_id=episode_id,
-        scene_id="s",
-        category="tv",
-        target_ids=[5],
-        target_aabbs=np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
-        interact=False,
-        dynamic_ids=[],
-        floor_height_m=0.0,
-        initial_penetration_m=0.0,
-        rules=rules,
+        EpisodeStart(
+            episode_id=episode_id,
+            scene_id="s",
+            category="tv",
+            target_ids=[5],
+            target_aabbs=np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
+            interact=False,
+            dynamic_ids=[],
+            floor_height_m=0.0,
+            initial_penetration_m=0.0,
+            rules=rules,
+        )
     )
     rec.record_decision(0, 0, None, Skill.STOP, ())
     return rec.finalize(np.array([[3.0, 0.5, 0.5]]), "stop")
@@ -177,16 +187,18 @@ def _stopped_at_once(rules: str, episode_id: str) -> dict:
 
 def _half_colliding(rules: str) -> dict:
     rec = EpisodeMetricRecorder(
-        episode_id="moving",
-        scene_id="s",
-        category="tv",
-        target_ids=[5],
-        target_aabbs=np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
-        interact=False,
-        dynamic_ids=[],
-        floor_height_m=0.0,
-        initial_penetration_m=0.0,
-        rules=rules,
+        EpisodeStart(
+            episode_id="moving",
+            scene_id="s",
+            category="tv",
+            target_ids=[5],
+            target_aabbs=np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
+            interact=False,
+            dynamic_ids=[],
+            floor_height_m=0.0,
+            initial_penetration_m=0.0,
+            rules=rules,
+        )
     )
     frames = np.zeros((1, 75))
     frames[:, 1] = 0.9
@@ -288,6 +300,107 @@ def test_point10_reference_files_aggregate_to_the_reference_summary():
     expected = json.loads((REFERENCE_RUN / "summary_expected.json").read_text())
     expected.pop("_comment")
     assert summary_to_reference_layout(summary) == expected
+
+
+# -- 11. the interact target ----------------------------------------------------------------
+
+
+def _scene_objects(*templates: str | None) -> list[SimpleNamespace]:
+    """Objects 2, 3, ... of an imported scene (a None template: a generated object)."""
+    return [
+        SimpleNamespace(
+            object_id=2 + i,
+            source=None if t is None else SimpleNamespace(template=t, index=i),
+        )
+        for i, t in enumerate(templates)
+    ]
+
+
+def test_point11_habitat_handles_number_instances_per_template():
+    objects = _scene_objects("c0ffee", "objects/humanclaw/beef", "c0ffee", None, "c0ffee_part_1")
+    objects.append(
+        SimpleNamespace(object_id=9, source=SimpleNamespace(template="stages/1", index=None))
+    )
+    assert scene_object_handles(objects) == {
+        2: "c0ffee_:0000",
+        3: "beef_:0000",
+        4: "c0ffee_:0001",
+        6: "c0ffee_part_1_:0000",
+    }  # the generated object (5) and the stage (9) have none
+
+
+def test_point11_another_instance_of_the_target_template():
+    """The target is couch 2 (template c0ffee); the pelvis (joint 0, the root link) lands on
+    couch 4, a second instance of the same template: the reference counts it."""
+    handles = scene_object_handles(
+        _scene_objects("c0ffee", "beef", "c0ffee", None, "c0ffee_part_1")
+    )
+    assert interact_target_ids([2], handles, "paper") == {2, 4, 6}  # 6: "c0ffee" in its name
+    assert interact_target_ids([2], handles, "strict") == {2}
+    assert interact_target_ids([5], handles, "paper") == {5}  # no template: by id
+    assert interact_target_ids([2], None, "paper") == {2}
+    on_twin = contact(0, 4, 0.5)
+    for rules, expected in (("paper", True), ("strict", False)):
+        tracker = InteractTracker([2], handles, rules=rules)
+        tracker.record_frame(0, Skill.SIT, on_twin, last_in_chunk=True)
+        assert tracker.geo_interact_success is expected
+        assert tracker.interact_success(active_stop=True) is expected
+    # the hip on the twin, or the pelvis on another template, counts under neither
+    for row in (contact(1, 4, 0.5), contact(0, 3, 0.5)):
+        assert not pelvis_target_contact(row, interact_target_ids([2], handles, "paper"))
+
+
+def test_point11_the_recorder_takes_the_handles():
+    def recorder(rules: str) -> EpisodeMetricRecorder:
+        return EpisodeMetricRecorder(
+            EpisodeStart(
+                "e",
+                "s",
+                "couch",
+                [2],
+                np.array([[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]]),
+                True,
+                [],
+                0.0,
+                0.0,
+                rules=rules,
+                object_handles={2: "c0ffee_:0000", 4: "c0ffee_:0001"},
+            )
+        )
+
+    for rules, expected in (("paper", True), ("strict", False)):
+        rec = recorder(rules)
+        rec.record_decision(0, 0, None, Skill.SIT, ())
+        rec.record_generated_chunk(0, np.zeros((15, 75)))
+        for i in range(15):
+            rows = contact(0, 4, 0.5) if i == 14 else contact(1, 99, 0.5)[:0]
+            rec.record_frame(0, Skill.SIT, i, i == 14, rows, (), np.zeros((0, 3)), np.zeros(75))
+        rec.record_decision(1, 0, None, Skill.STOP, ())
+        metrics = rec.finalize(np.zeros((1, 3)), "stop")
+        assert metrics["interact_success"] is expected
+        assert metrics["target_ids"] == [2]
+
+
+# -- 12. visible_state type -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (["a bed ahead"], True),  # its text "['a bed ahead']" names the bed
+        ({"objects": "bed, lamp"}, True),
+        (["no bed"], False),  # negated
+        (0, False),  # falsy values are no text
+        (False, False),
+        ([], False),
+        ({}, False),
+        (3.5, False),
+    ],
+)
+def test_point12_visible_state_of_any_type(value, expected):
+    assert claims_target_visible(value, ["bed"], "paper") is expected
+    with pytest.raises(TypeError, match="str or None"):
+        claims_target_visible(value, ["bed"], "strict")
 
 
 # -- docs --------------------------------------------------------------------------------------

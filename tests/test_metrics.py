@@ -16,6 +16,7 @@ from humanclaw_gym.metrics import (
     CollisionTracker,
     DisturbanceTracker,
     EpisodeMetricRecorder,
+    EpisodeStart,
     FindTracker,
     InteractTracker,
     MotionAnomalyTracker,
@@ -185,6 +186,47 @@ def test_moving_average_edge_padding():
     np.testing.assert_allclose(moving_average(np.arange(4.0), 1), np.arange(4.0))
     with pytest.raises(ValueError, match="window"):
         moving_average(np.arange(4.0), 2)
+
+
+def test_moving_average_sums_as_the_reference_does():
+    """Differences of a running sum, divided by the width: the last element is 1.1 exactly
+    (the reference's value); adding the three neighbours directly gives 1.0999999999999999."""
+    out = moving_average(np.array([0.1, 0.2, 0.7, 1.3]))
+    assert out.tolist() == [0.13333333333333333, 0.3333333333333333, 0.7333333333333334, 1.1]
+
+
+def _translation_paths() -> dict[str, np.ndarray]:
+    t = np.arange(60.0)
+    jitter = root_path(3.0 + 0.4 / 15 * t + 0.013 * (t % 5))
+    jitter[:, 1], jitter[:, 2] = 0.95, -7.25 + 0.01 * (t % 3)
+    accel = root_path(0.2 / 15 * t[:40] ** 2 / 10)
+    accel[:, 1], accel[:, 2] = 1.05, 11.0 - 0.031 * t[:40]
+    return {"jitter": jitter, "accelerating": accel}
+
+
+def test_motion_jerk_is_the_reference_value_to_the_last_bit():
+    """What the reference release's Motion Jerk gives for two translation-only paths (no
+    sine or cosine in the input or the rotation, so the values do not depend on the
+    platform's maths library); the earlier summation order gave 2.8183920010567145 and
+    0.15471934322058642."""
+    paths = _translation_paths()
+    assert motion_jerk(paths["jitter"]) == 2.818392001056684
+    assert motion_jerk(paths["accelerating"]) == 0.15471934322171782
+
+
+def test_motion_jerk_rotations_below_1e8_rad_are_the_identity():
+    body = neutral_body22_m()
+    for rotvec in ((5e-9, 0.0, 0.0), (3e-9, 0.0, -4e-9), (0.0, 9.9e-9, 0.0)):
+        joints = root_rigid_joint_positions(root_path(np.zeros(1), rotvec=rotvec))[0]
+        assert np.array_equal(joints, body + [0.0, 0.9, 0.0])  # exactly, as the reference
+    tilted = root_rigid_joint_positions(root_path(np.zeros(1), rotvec=(2e-8, 0.0, 0.0)))[0]
+    assert not np.array_equal(tilted, body + [0.0, 0.9, 0.0])
+    # a standing episode whose root rotation jitters below the cutoff scores as if still
+    t = np.arange(30.0)
+    still = root_path(1e-3 * t)
+    jitter = still.copy()
+    jitter[:, 3], jitter[:, 5] = 3e-9 * np.cos(t), 4e-9 * np.sin(t)
+    assert motion_jerk(jitter) == motion_jerk(still)
 
 
 def test_motion_jerk_static_and_constant_velocity():
@@ -458,7 +500,7 @@ def make_recorder(interact=True, category="couch", **kw) -> EpisodeMetricRecorde
         difficulty="easy",
     )
     args.update(kw)
-    return EpisodeMetricRecorder(**args)
+    return EpisodeMetricRecorder(EpisodeStart(**args))
 
 
 def body_at(x: float) -> np.ndarray:

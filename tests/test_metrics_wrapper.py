@@ -32,9 +32,9 @@ def test_no_metric_work_without_the_wrapper():
             calls["contacts"] += 1
             return orig_contacts()
 
-        def render(camera, instance=False):
-            calls["instance"] += int(instance)
-            return orig_render(camera, instance=instance)
+        def render(camera, modes=frozenset({"rgb"})):
+            calls["instance"] += int("instance" in modes)
+            return orig_render(camera, modes)
 
         physics.contacts, renderer.render = contacts, render
         env.step(SkillCall.walk("normal"))

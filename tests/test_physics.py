@@ -294,6 +294,84 @@ def test_protocol_and_capabilities(name) -> None:
     backend.close()
 
 
+def test_both_backends_share_the_base_and_build_its_body(make_backend, physics_name) -> None:
+    """The bookkeeping is the shared base's; the humanoid is built from the base's body
+    record (its masses reach the engine's model)."""
+    from humanclaw_gym.body.model import skeleton_body
+    from humanclaw_gym.physics.base import HalfPhysicsBase
+
+    backend = make_backend(_scene())
+    assert isinstance(backend, HalfPhysicsBase) and backend.body is skeleton_body()
+    body = backend.body
+    if physics_name == "pybullet":
+        masses = [
+            backend._call("getDynamicsInfo", backend._human, link)[0] for link in range(-1, 23)
+        ]
+    else:
+        m = backend._model
+        masses = [m.body_mass[backend._body_ids[j]] for j in range(body.num_links)]
+    np.testing.assert_allclose(masses, [s.mass_kg for s in body.shapes], rtol=1e-9)
+    assert sum(masses) == pytest.approx(body.total_mass_kg) == pytest.approx(72.5)
+    caps = backend.contract()["motor_max_torque_nm"]
+    assert list(caps) == list(body.names[1:]) and caps["left_hip"] == 400.0
+
+
+def test_a_body_record_is_data_both_model_builders_read() -> None:
+    """Another body (here: a heavier pelvis, longer thighs) is another record: the URDF
+    pybullet loads and the MuJoCo model are written from it, no backend code changes."""
+    import dataclasses
+
+    import mujoco
+
+    from humanclaw_gym.body.model import BodyModel, skeleton_body
+    from humanclaw_gym.physics import mujoco_backend
+
+    base = skeleton_body()
+    offsets = base.joint_offsets_m.copy()
+    knees = [JOINT_INDEX["left_knee"], JOINT_INDEX["right_knee"]]
+    offsets[knees, 1] -= 0.05
+    shapes = list(base.shapes)
+    shapes[0] = dataclasses.replace(shapes[0], mass_kg=20.0)
+    heavy = BodyModel(base.names, base.parents, offsets, tuple(shapes))
+    assert heavy.total_mass_kg == pytest.approx(base.total_mass_kg + 9.0)
+
+    tree = ET.fromstring(urdf_mod.humanoid_urdf_text(heavy))
+    masses = {
+        link.get("name"): float(link.find("inertial/mass").get("value"))
+        for link in tree.iter("link")
+    }
+    assert masses["pelvis"] == 20.0 and sum(masses.values()) == pytest.approx(heavy.total_mass_kg)
+    knee = tree.find("joint[@name='left_knee']/origin").get("xyz").split()
+    assert float(knee[1]) == pytest.approx(offsets[JOINT_INDEX["left_knee"], 1], abs=1e-8)
+
+    xml = f"<mujoco><worldbody>{mujoco_backend._human_mjcf(heavy)}</worldbody></mujoco>"
+    xml = xml.replace('class="human"', "")
+    model = mujoco.MjModel.from_xml_string(xml)
+    assert model.body_mass[1:].sum() == pytest.approx(heavy.total_mass_kg)
+    left_knee = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "left_knee")
+    np.testing.assert_allclose(model.body_pos[left_knee], offsets[JOINT_INDEX["left_knee"]])
+
+
+def test_body_records_are_checked() -> None:
+    from humanclaw_gym.body.model import BodyModel, skeleton_body
+    from humanclaw_gym.physics.base import HalfPhysicsBase
+    from humanclaw_gym.physics.mujoco_backend import MujocoHalfPhysics
+
+    base = skeleton_body()
+    with pytest.raises(ValueError, match=r"parents\[4\] \('left_knee'\) is 7"):
+        BodyModel(
+            base.names, (*base.parents[:4], 7, *base.parents[5:]), base.joint_offsets_m, base.shapes
+        )
+    with pytest.raises(ValueError, match="one entry per link"):
+        BodyModel(base.names[:-1], base.parents, base.joint_offsets_m, base.shapes)
+    with pytest.raises(ValueError, match="unique"):
+        BodyModel(("pelvis",) * 24, base.parents, base.joint_offsets_m, base.shapes)
+    # the contract drives the 75-D frame's joints: another link tree is refused by the base
+    renamed = BodyModel(("root", *base.names[1:]), base.parents, base.joint_offsets_m, base.shapes)
+    with pytest.raises(ValueError, match="body links must be the 75-D frame's joints"):
+        HalfPhysicsBase.__init__(object.__new__(MujocoHalfPhysics), 20, 1.0, None, 1.0, renamed)
+
+
 def test_bad_arguments_are_rejected(make_backend, physics_name) -> None:
     cls = _backend_class(physics_name)
     with pytest.raises(ValueError, match="solver_iterations"):
@@ -363,7 +441,7 @@ def test_pybullet_close_is_safe_after_failed_build(monkeypatch) -> None:
     with pytest.raises(RuntimeError, match="build"):
         backend.step_frame(_standing())
 
-    def broken(path):
+    def broken(path, body=None):
         raise OSError("disk full")
 
     monkeypatch.setattr(urdf_mod, "build_humanoid_urdf", broken)

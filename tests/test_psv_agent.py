@@ -23,14 +23,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from humanclaw_agents.actions import action_from_reply
+from humanclaw_agents.actions import action_from_reply, action_text_v2, executed_action_text_v2
 from humanclaw_agents.prompts import (
     HISTORY_ROW_LIMITS,
     HistoryRow,
     action_space_text,
     render_planner_prompt_v2,
 )
-from humanclaw_agents.psv import MIN_HISTORY, PSVAgent, PSVAgentV1, make_psv_agent
+from humanclaw_agents.psv import (
+    MIN_HISTORY,
+    PSVAgent,
+    PSVAgentV1,
+    make_psv_agent,
+    visible_state_text,
+)
 from humanclaw_agents.replies import RECOVERIES, ReplyExtractionError, read_reply_json
 from humanclaw_agents.stages import REFERENCE_BACKOFF_S
 from humanclaw_agents.transports import ModelCallError, ModelReply
@@ -229,8 +235,8 @@ def test_history_shows_the_planner_fields_the_proposal_and_the_rejection():
         "mid_level_goal": "approach the couch",
         "low_level_action_reasoning": f"reasoning {_PLANNER_MARKER}",
         "action_name": "Walk<forward><fast>",  # what the planner proposed
-        "verifier_rejection": (
-            "Verifier replaced Walk<forward><fast> with Side step<right><0.3> because a chair "
+        "verifier_rejection": (  # distances shown with two decimals, as the reference does
+            "Verifier replaced Walk<forward><fast> with Side step<right><0.30> because a chair "
             "blocks the lane"
         ),
     }
@@ -310,9 +316,9 @@ def test_verifier_without_additional_info_gets_no_such_key():
 def test_stop_after_sit_verifier_gets_the_recent_actions():
     model = ScriptedModel(
         [
-            plan(2, "Turn<left><90>"),
-            plan(4, "Sit down<0.45>"),
-            plan(4, "Sit down<0.45>"),
+            plan(2, "Turn<left><90.5>"),
+            plan(4, "Sit down<0.456>"),
+            plan(4, "Sit down<0.456>"),
             plan(1, "Stop/Stand", stop_after_sit=True),
         ],
         [vreply("accept")],
@@ -321,11 +327,13 @@ def test_stop_after_sit_verifier_gets_the_recent_actions():
     for step in range(4):
         decision = _act(agent, step)
     assert decision.action.is_stop and decision.extras["verifier_route"] == "stop_after_sit"
+    # listed as the reference lists executed actions: whole degrees (halves to even), two
+    # decimals, "action id N: " before Sit down, Step back, Side step and Walk downstairs
     assert _input_json(model.prompts("verifier")[0]) == {
         "task": _INSTRUCTION,
         "proposed_action": "Stop/Stand",
         "additional_info": {"stop_after_sit": True},
-        "recent_actions": "Turn<left><90> x1; Sit down<0.45> x2",
+        "recent_actions": "Turn<left><90> x1; action id 4: Sit down<0.46> x2",
     }
     assert recent_actions_text([]) == "none"
 
@@ -500,11 +508,79 @@ def test_read_verdict_v2_notes():
         (None, "climb down<normal>", SkillCall.climb_down()),
         (None, "Walk downstairs<normal>", SkillCall.climb_down()),
         (None, "Stand still", SkillCall.stop()),
+        # a falsy action_name of any type is an empty name, as the reference reads it
+        (4, 0, SkillCall.sit(0.5)),  # not 0 clamped to 0.15
+        (5, 0.0, SkillCall.step_back(0.25)),  # not 0.0 clamped to 0.1
+        (6, False, SkillCall.side_step("left", 0.25)),
+        (2, [], SkillCall.turn("left", 10.0)),
+        (None, 0, SkillCall.stop()),
+        (4, 0.45, SkillCall.sit(0.45)),  # a truthy number is read as its text
     ],
 )
-def test_action_from_reply(action_id: Any, name: str, expected: SkillCall):
+def test_action_from_reply(action_id: Any, name: Any, expected: SkillCall):
     call, _notes = action_from_reply(action_id, name)
     assert call == expected
+
+
+@pytest.mark.parametrize(
+    ("call", "shown", "listed"),
+    [
+        (SkillCall.turn("left", 30.5), "Turn<left><30>", "Turn<left><30>"),  # halves to even
+        (SkillCall.turn("right", 31.5), "Turn<right><32>", "Turn<right><32>"),
+        (SkillCall.turn("left", 44.4), "Turn<left><44>", "Turn<left><44>"),
+        (SkillCall.sit(0.456), "Sit down<0.46>", "action id 4: Sit down<0.46>"),
+        (SkillCall.sit(0.5), "Sit down<0.50>", "action id 4: Sit down<0.50>"),
+        (SkillCall.step_back(0.125), "Step back<0.12>", "action id 5: Step back<0.12>"),
+        (
+            SkillCall.side_step("right", 0.333),
+            "Side step<right><0.33>",
+            "action id 6: Side step<right><0.33>",
+        ),
+        (SkillCall.climb_down(), "Walk downstairs<normal>", "action id 7: Walk downstairs<normal>"),
+        (SkillCall.walk("fast"), "Walk<forward><fast>", "Walk<forward><fast>"),
+        (SkillCall.climb_up(), "Climb upstairs<normal>", "Climb upstairs<normal>"),
+        (SkillCall.stop(), "Stop/Stand", "Stop/Stand"),
+    ],
+)
+def test_action_text_rounds_numbers_as_the_reference_shows_them(
+    call: SkillCall, shown: str, listed: str
+):
+    assert action_text_v2(call) == shown
+    assert executed_action_text_v2(call) == listed
+
+
+def test_verifier_is_shown_the_rounded_proposal_and_the_exact_action_runs():
+    model = ScriptedModel(
+        [plan(2, "Turn<left><30.5>", turn_for_sit=True), plan(4, "Sit down<0.456>")],
+        [vreply("accept")],
+    )
+    agent = _agent(model)
+    decision = _act(agent, 0)
+    assert decision.action == SkillCall.turn("left", 30.5)  # executed as asked
+    verifier_input = _input_json(model.prompts("verifier")[0])
+    assert verifier_input["proposed_action"] == "Turn<left><30>"
+    assert "Turn<left><30>" in model.prompts("verifier")[0]
+    assert "30.5" not in model.prompts("verifier")[0]
+    assert _act(agent, 1).action == SkillCall.sit(0.456)
+
+
+def test_falsy_planner_fields_are_empty_and_visible_state_is_read_as_text():
+    reply = json.loads(plan(4, 0))
+    reply.update(visible_state=["a couch ahead"], mid_level_goal=0)
+    model = ScriptedModel([json.dumps(reply), plan(0, "Walk<forward><slow>")])
+    agent = _agent(model)
+    decision = _act(agent, 0)
+    assert decision.action == SkillCall.sit(0.5)
+    assert decision.visible_state == "['a couch ahead']"  # str() of it, as the reference
+    _act(agent, 1)
+    row = _input_json(model.prompts("planner")[1])["recent_steps"][0]
+    # the planner gave no action_name: the executed action, listed as the reference lists it
+    assert row["action_name"] == "action id 4: Sit down<0.50>"
+    assert row["mid_level_goal"] == ""
+    assert row["visible_state"] == "['a couch ahead']"
+    for value, text in ((0, None), (False, None), ([], None), ("", None), ("A bed.", "A bed.")):
+        assert visible_state_text({"visible_state": value}) == text
+    assert visible_state_text({}) is None
 
 
 def test_planner_actions_are_never_retried_and_notes_are_recorded(tmp_path: Path):
@@ -554,7 +630,7 @@ def test_reply_extraction_needs_no_retry_and_is_counted(
     tmp_path: Path, reply: str, recoveries: set[str]
 ):
     model = ScriptedModel([reply])
-    decision = _act(_agent(model, tmp_path), 0)
+    decision = _act(_agent(model, tmp_path, reply_reader="tolerant"), 0)
     assert str(decision.action) == "Turn<left><45>"
     assert decision.extras["planner_attempts"] == 1
     assert decision.extras["retries"] == {"transport": 0, "extraction": 0, "invalid_reply": 0}
@@ -769,7 +845,10 @@ def test_variants_through_the_policy_registry(tmp_path: Path):
     assert type(load_policy("psv", model_config=config)) is PSVAgent
     assert type(load_policy("psv:v2", model_config=config)) is PSVAgent
     assert type(load_policy("psv:v1", model_config=config)) is PSVAgentV1
-    with pytest.raises(ValueError, match="allowed one of \\['v1', 'v2'\\]"):
+    tolerant = load_policy("psv:tolerant", model_config=config)
+    assert type(tolerant) is PSVAgent and tolerant.reply_reader == "tolerant"
+    assert load_policy("psv", model_config=config).reply_reader == "reference"
+    with pytest.raises(ValueError, match="allowed one of \\['tolerant', 'v1', 'v2'\\]"):
         load_policy("psv:v3", model_config=config)
     with pytest.raises(PolicySpecError, match="has no variants"):
         load_policy("random:v1")

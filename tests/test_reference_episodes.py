@@ -1,5 +1,6 @@
 """The reference release's episode files: its subset file (val100.json) and episode folder
-(episodes/val/content/*.json.gz), read with every field kept; a scene that is not installed
+(the header episodes/val/val.json.gz, holding no episodes, and
+episodes/val/content/*.json.gz), read with every field kept; a scene that is not installed
 fails with a message naming it. Fixtures written by hand in the reference layout."""
 
 from __future__ import annotations
@@ -37,13 +38,27 @@ FIXTURE = Path(__file__).parent / "fixtures" / "reference_benchmark"
 SCENE = "104348028_171512877"
 
 
+#: The split header as the reference ships it: category tables, no episodes.
+_HEADER = {
+    "episodes": [],
+    "category_to_task_category_id": {"chair": 0, "couch": 1},
+    "category_to_scene_annotation_category_id": {"chair": 0, "couch": 1},
+}
+
+
+def _write_gz_json(path: Path, doc: object) -> None:
+    path.write_bytes(gzip.compress(json.dumps(doc).encode("utf-8")))
+
+
 @pytest.fixture
 def benchmark(tmp_path: Path) -> Path:
-    """The fixture in the reference layout: val100.json + episodes/val/content/<scene>.json.gz."""
+    """The fixture in the reference layout: val100.json + the split header
+    episodes/val/val.json.gz (no episodes) + episodes/val/content/<scene>.json.gz."""
     root = tmp_path / "benchmark"
     content = root / "episodes" / "val" / "content"
     content.mkdir(parents=True)
     shutil.copy(FIXTURE / "val100.json", root / "val100.json")
+    _write_gz_json(content.parent / "val.json.gz", _HEADER)
     for src in (FIXTURE / "episodes" / "val" / "content").glob("*.json"):
         (content / f"{src.stem}.json.gz").write_bytes(gzip.compress(src.read_bytes()))
     return root
@@ -77,6 +92,46 @@ def test_episode_folder_loads_directly(benchmark):
     assert [ep.episode_id for _, ep in select_episodes(str(benchmark / "episodes" / "val"))][
         0
     ] == f"{SCENE}_1"
+
+
+def test_header_and_content_layout_reads_every_shard(benchmark):
+    """The release's folder: a header holding no episodes beside content/; every shard is
+    read, whether the folder or its header file is named."""
+    folder = benchmark / "episodes" / "val"
+    doc = json.loads((FIXTURE / "episodes" / "val" / "content" / f"{SCENE}.json").read_text())
+    other = "900000001_900000002"
+    text = json.dumps(doc).replace(SCENE, other)
+    (folder / "content" / f"{other}.json.gz").write_bytes(gzip.compress(text.encode()))
+    expected = [f"{s}_{n}" for s in (SCENE, other) for n in (1, 11, 12)]
+    for split in (folder, folder / "val.json.gz"):
+        assert [e.episode_id for e in load_split(split)] == expected
+    assert [ep.episode_id for _, ep in select_episodes(str(folder))] == expected
+    assert [ep.episode_id for _, ep in select_episodes(str(folder / "val.json.gz"))] == expected
+    shard = folder / "content" / f"{other}.json.gz"
+    assert [ep.episode_id for _, ep in select_episodes(str(shard))] == expected[3:]
+    assert load_split(folder / "content" / f"{other}.json.gz")[0].scene_id == other
+
+
+def test_a_split_without_episodes_is_an_error(benchmark):
+    folder = benchmark / "episodes" / "val"
+    for shard in (folder / "content").glob("*.json.gz"):
+        shard.unlink()
+    with pytest.raises(EpisodeFormatError, match=r"no episodes in 1 header file\(s\) and 0 shard"):
+        load_split(folder)
+    with pytest.raises(EpisodeFormatError, match="no episodes"):
+        load_split(folder / "val.json.gz")  # the header names the same empty folder
+    with pytest.raises(ValueError, match="no episodes"):
+        select_episodes(str(folder))
+    with pytest.raises(EpisodeFormatError, match="no episodes"):  # the subset's folder
+        load_split(benchmark / "val100.json")
+    _write_gz_json(folder / "content" / f"{SCENE}.json.gz", {**_HEADER, "goals_by_category": {}})
+    with pytest.raises(EpisodeFormatError, match="1 shard"):
+        load_split(folder)
+    with pytest.raises(EpisodeFormatError, match="the shard holds no episodes"):
+        load_split(folder / "content" / f"{SCENE}.json.gz")
+    (folder / "val.json.gz").rename(folder / "content" / "flat.json.gz")
+    with pytest.raises(EpisodeFormatError, match="hold no episodes"):  # shards, no header
+        load_split(folder / "content")
 
 
 def test_imported_episodes_keep_every_field(benchmark, tmp_path):

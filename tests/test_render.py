@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +26,6 @@ from humanclaw_gym.render import (
 )
 from humanclaw_gym.render import cameras as cameras_mod
 from humanclaw_gym.render.cameras import EXO_CUTAWAY_BEHIND_M, CutawayCamera
-from humanclaw_gym.render.demo import benchmark, demo_scene, standing_link_poses
 from humanclaw_gym.render.meshes import MESH_KINDS, unit_mesh
 from humanclaw_gym.render.textures import MATERIAL_LAYERS, pattern_layers
 from humanclaw_gym.render.transforms import (
@@ -36,6 +37,23 @@ from humanclaw_gym.render.transforms import (
     view_matrix,
 )
 from humanclaw_gym.scenes.spec import Part, Room, SceneObject, SceneSpec
+
+
+def _render_demo():
+    """``scripts/render_demo.py`` as a module (its demo home, poses and timing)."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / "render_demo.py"
+    spec = importlib.util.spec_from_file_location("_render_demo_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_demo = _render_demo()
+benchmark, demo_scene, standing_link_poses = (
+    _demo.benchmark,
+    _demo.demo_scene,
+    _demo.standing_link_poses,
+)
 
 FLOOR_ID, WALL_ID, BOX_ID = 1, 2, 3
 BOX_POS = (0.8, 0.3, 2.0)
@@ -96,7 +114,7 @@ def both_results():
         try:
             r.build(_small_scene())
             r.set_body_pose(standing_link_poses(*BODY_XZ))
-            out[name] = r.render(_box_camera(), instance=True)
+            out[name] = r.render(_box_camera(), {"instance"})
         finally:
             r.close()
     return out
@@ -111,8 +129,63 @@ def test_protocol_and_capabilities(renderer):
     assert renderer.capabilities.name in ("moderngl", "tiny")
 
 
+def test_results_are_keyed_by_the_modes_asked_for(renderer):
+    """``render(camera, modes)``: one image per mode asked for (``"rgb"`` always), keyed by
+    mode; a mode the backend does not declare is refused before anything is drawn."""
+    cam = _box_camera(64, 64)
+    assert set(renderer.render(cam)) == {"rgb"}
+    assert set(renderer.render(cam, {"depth"})) == {"rgb", "depth"}
+    both = renderer.render(cam, frozenset({"rgb", "instance", "depth"}))
+    assert set(both) == {"rgb", "instance", "depth"} and len(both) == 3
+    assert both["instance"] is both.instance and both.get("normals") is None
+    np.testing.assert_array_equal(both["rgb"], renderer.render(cam)["rgb"])  # same pass
+    with pytest.raises(KeyError, match="'depth' was not rendered"):
+        renderer.render(cam)["depth"]
+    with pytest.raises(ValueError, match=r"cannot render modes \['normals'\]"):
+        renderer.render(cam, {"rgb", "normals"})
+    with pytest.raises(ValueError, match="set of render modes"):
+        renderer.render(cam, "depth")
+
+
+def test_a_render_result_always_holds_rgb():
+    rgb = np.zeros((2, 2, 3), np.uint8)
+    assert set(RenderResult(rgb=rgb, instance=None, normals=np.zeros((2, 2, 3)))) == {
+        "rgb",
+        "normals",
+    }
+    assert RenderResult({"rgb": rgb}).depth is None
+    with pytest.raises(ValueError, match="always holds 'rgb'"):
+        RenderResult(depth=np.zeros((2, 2), np.float32))
+
+
+def test_the_paper_image_sides_are_written_in_one_place():
+    """448 (the ego side) is a literal in at most two modules of the package: the sizes
+    module and the benchmark protocol's identity string; docstrings do not count."""
+    import ast
+
+    import humanclaw_gym
+
+    package = Path(humanclaw_gym.__file__).resolve().parent
+    modules = set()
+    for path in package.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        prose = {
+            id(node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and id(node) not in prose:
+                value = node.value
+                if (type(value) is int and value == 448) or (
+                    isinstance(value, str) and "448" in value
+                ):
+                    modules.add(str(path.relative_to(package)))
+    assert modules == {"image_sizes.py", "server/protocol.py"}
+
+
 def test_rgb_and_instance_contract(renderer):
-    res = renderer.render(_box_camera(), instance=True)
+    res = renderer.render(_box_camera(), {"instance"})
     assert isinstance(res, RenderResult)
     assert res.rgb.shape == (448, 448, 3) and res.rgb.dtype == np.uint8
     assert res.instance.shape == (448, 448) and res.instance.dtype == np.int32
@@ -140,8 +213,8 @@ def _floor_points(camera: Camera, rows: np.ndarray, cols: np.ndarray) -> np.ndar
 
 def test_depth_is_metric_and_from_the_same_pass(renderer):
     cam = _box_camera()
-    plain = renderer.render(cam, instance=True)
-    res = renderer.render(cam, instance=True, depth=True)
+    plain = renderer.render(cam, {"instance"})
+    res = renderer.render(cam, {"instance", "depth"})
     assert plain.depth is None
     assert res.depth.shape == (448, 448) and res.depth.dtype == np.float32
     np.testing.assert_array_equal(res.rgb, plain.rgb)  # depth costs no second, different image
@@ -164,7 +237,7 @@ def test_depth_is_metric_and_from_the_same_pass(renderer):
 
 def test_box_is_red_at_its_projected_centre(renderer):
     cam = _box_camera()
-    res = renderer.render(cam, instance=True)
+    res = renderer.render(cam, {"instance"})
     row, col = _pixel(cam, BOX_POS)
     assert abs(row - 224) <= 1 and abs(col - 224) <= 1  # the camera looks at the box centre
     assert res.instance[row, col] == BOX_ID
@@ -176,7 +249,7 @@ def test_box_is_red_at_its_projected_centre(renderer):
 
 def test_sky_top_rows_and_humanoid(renderer):
     cam = _box_camera()
-    res = renderer.render(cam, instance=True)
+    res = renderer.render(cam, {"instance"})
     assert np.all(res.instance[:5] == -1)  # row 0 is the top: sky above the wall
     assert np.all(res.instance[-5:] == FLOOR_ID)  # the floor fills the bottom rows
     sky = res.rgb[res.instance == -1]
@@ -190,7 +263,7 @@ def test_sky_top_rows_and_humanoid(renderer):
 
 def test_non_square_image(renderer):
     cam = _box_camera(width=320, height=200)
-    res = renderer.render(cam, instance=True)
+    res = renderer.render(cam, {"instance"})
     assert res.rgb.shape == (200, 320, 3) and res.instance.shape == (200, 320)
     row, col = _pixel(cam, BOX_POS)
     assert res.instance[row, col] == BOX_ID
@@ -198,10 +271,10 @@ def test_non_square_image(renderer):
 
 def test_moving_a_dynamic_object_moves_its_pixels(renderer):
     cam = _box_camera()
-    before = renderer.render(cam, instance=True).instance
+    before = renderer.render(cam, {"instance"}).instance
     try:
         renderer.set_object_poses([BOX_ID], _box_pose(-0.3, 2.4))
-        after = renderer.render(cam, instance=True).instance
+        after = renderer.render(cam, {"instance"}).instance
         old_row, old_col = _pixel(cam, BOX_POS)
         new_row, new_col = _pixel(cam, (-0.3, BOX_POS[1], 2.4))
         assert after[old_row, old_col] != BOX_ID
@@ -211,14 +284,14 @@ def test_moving_a_dynamic_object_moves_its_pixels(renderer):
         assert cols_after > cols_before + 30  # looking along +z, world -x is image right
     finally:
         renderer.set_object_poses([BOX_ID], _box_pose(BOX_POS[0], BOX_POS[2]))
-    assert np.array_equal(renderer.render(cam, instance=True).instance, before)
+    assert np.array_equal(renderer.render(cam, {"instance"}).instance, before)
 
 
 def test_moving_the_body_moves_its_pixels(renderer):
     cam = _box_camera()
     try:
         renderer.set_body_pose(standing_link_poses(1.8, 3.2))
-        res = renderer.render(cam, instance=True)
+        res = renderer.render(cam, {"instance"})
         chest = standing_link_poses(1.8, 3.2)[JOINT_INDEX["spine2"], :3]
         assert res.instance[_pixel(cam, chest)] == 0
         old = standing_link_poses(*BODY_XZ)[JOINT_INDEX["spine2"], :3]
@@ -229,8 +302,8 @@ def test_moving_the_body_moves_its_pixels(renderer):
 
 def test_rendering_is_deterministic(renderer):
     cam = _box_camera()
-    a = renderer.render(cam, instance=True)
-    b = renderer.render(cam, instance=True)
+    a = renderer.render(cam, {"instance"})
+    b = renderer.render(cam, {"instance"})
     assert np.array_equal(a.rgb, b.rgb)
     assert np.array_equal(a.instance, b.instance)
     assert np.array_equal(renderer.render(cam).rgb, a.rgb)  # same colours without ids
@@ -249,10 +322,10 @@ def test_bad_inputs_raise_clear_errors(renderer):
         renderer.render(Camera((0, 1, 0), (0, 1, 0)))
     zero_quat = _box_pose(-0.3, 2.4)
     zero_quat[0, 3:7] = 0.0
-    before = renderer.render(_box_camera(), instance=True).instance
+    before = renderer.render(_box_camera(), {"instance"}).instance
     with pytest.raises(ValueError, match="zero-length quaternion"):
         renderer.set_object_poses([BOX_ID], zero_quat)
-    assert np.array_equal(renderer.render(_box_camera(), instance=True).instance, before)
+    assert np.array_equal(renderer.render(_box_camera(), {"instance"}).instance, before)
     renderer.set_object_poses([], np.zeros((0, 7)))  # nothing to move is fine
 
 
@@ -275,7 +348,7 @@ def test_render_before_build_raises_and_rebuild_works(name):
             r.set_body_pose(standing_link_poses())
         r.build(demo_scene())
         r.build(_small_scene())  # a second scene replaces the first
-        res = r.render(_box_camera(), instance=True)
+        res = r.render(_box_camera(), {"instance"})
         assert 0 not in res.instance  # the body is hidden until the next set_body_pose
         assert set(np.unique(res.instance)) == {-1, FLOOR_ID, WALL_ID, BOX_ID}
     finally:
@@ -329,15 +402,15 @@ def test_two_moderngl_renderers_in_one_process_do_not_interfere():
     try:
         a.build(_small_scene())
         a.set_body_pose(standing_link_poses(*BODY_XZ))
-        first = a.render(_box_camera(), instance=True)
+        first = a.render(_box_camera(), {"instance"})
         b.build(demo_scene())
-        b.render(_box_camera(), instance=True)
-        again = a.render(_box_camera(), instance=True)
+        b.render(_box_camera(), {"instance"})
+        again = a.render(_box_camera(), {"instance"})
         assert np.array_equal(first.rgb, again.rgb)
         assert np.array_equal(first.instance, again.instance)
         b.close()
         a.set_body_pose(standing_link_poses(1.8, 3.2))  # a keeps working after b is gone
-        assert (a.render(_box_camera(), instance=True).instance == 0).sum() > 500
+        assert (a.render(_box_camera(), {"instance"}).instance == 0).sum() > 500
     finally:
         a.close()
         b.close()
@@ -348,7 +421,7 @@ def test_moderngl_materials_are_patterned():
     try:
         r.build(_small_scene())
         cam = _box_camera()
-        res = r.render(cam, instance=True)
+        res = r.render(cam, {"instance"})
         floor = res.rgb[res.instance == FLOOR_ID].astype(float)
         assert floor[:, 0].std() > 5.0  # wood planks, not a flat colour
     finally:
@@ -397,7 +470,7 @@ def test_create_renderer_auto_prefers_moderngl():
 
 def test_import_loads_no_gl_or_pybullet():
     code = (
-        "import sys, humanclaw_gym.render, humanclaw_gym.render.demo;"
+        "import sys, humanclaw_gym.render;"
         "print('moderngl' in sys.modules, 'pybullet' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -433,7 +506,7 @@ def test_ego_camera_sees_floor_and_furniture():
         r.build(scene)
         poses = standing_link_poses(2.9, 1.3, -0.35)
         r.set_body_pose(poses)
-        ids = r.render(ego_camera(poses), instance=True).instance
+        ids = r.render(ego_camera(poses), {"instance"}).instance
     finally:
         r.close()
     seen = {scene.object_by_id(int(i)).category for i in np.unique(ids) if i > 0}
@@ -453,8 +526,8 @@ def test_exo_camera_cuts_away_walls_behind_the_body(name):
     try:
         r.build(scene)
         r.set_body_pose(poses)
-        ids = r.render(cam, instance=True).instance
-        uncut = r.render(exo_camera(poses, cutaway=False), instance=True).instance
+        ids = r.render(cam, {"instance"}).instance
+        uncut = r.render(exo_camera(poses, cutaway=False), {"instance"}).instance
     finally:
         r.close()
     assert (ids == 0).sum() > 3000

@@ -34,6 +34,22 @@ def test_torch_policy_example_runs():
     assert "steps" in out.stdout
 
 
+def test_render_demo_script_runs(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "render_demo.py"), "--frames", "1",
+         "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )  # fmt: skip
+    assert "scene render_demo:" in out.stdout and "ego 448x448" in out.stdout
+    assert sorted(p.name for p in tmp_path.iterdir())[:2] in (
+        ["moderngl_ego.png", "moderngl_exo.png"],
+        ["tiny_ego.png", "tiny_exo.png"],
+    )
+
+
 def test_cli_help_lists_commands():
     out = subprocess.run(
         [sys.executable, "-m", "humanclaw_gym", "--help"],

@@ -137,7 +137,7 @@ class FakeRenderer:
     def set_object_poses(self, object_ids: Any, poses: np.ndarray) -> None:
         assert len(object_ids) == len(poses)
 
-    def render(self, camera: Any, instance: bool = False) -> RenderResult:
+    def render(self, camera: Any, modes: Any = frozenset({"rgb"})) -> RenderResult:
         shade = int(abs(self.pose[0, 0] * 100)) % 256
         rgb = np.full((camera.height, camera.width, 3), shade, dtype=np.uint8)
         return RenderResult(rgb=rgb)
@@ -176,9 +176,9 @@ def fake_env(monkeypatch: pytest.MonkeyPatch):
     import humanclaw_gym.episodes as episodes_mod
     from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
 
-    registry.register_physics(_PHYS, f"{__name__}:FakePhysics", FakePhysics.capabilities)
-    registry.register_render(_RENDER, f"{__name__}:FakeRenderer", FakeRenderer.capabilities)
-    registry.register_motion(_MOTION, f"{__name__}:FakeMotion", FakeMotion.capabilities)
+    registry.register_physics(_PHYS, f"{__name__}:FakePhysics")
+    registry.register_render(_RENDER, f"{__name__}:FakeRenderer")
+    registry.register_motion(_MOTION, f"{__name__}:FakeMotion")
     monkeypatch.setattr(episodes_mod, "load_scene", lambda scene_id: FakeScene(), raising=False)
     made = []
 
@@ -452,13 +452,13 @@ def test_forward_replay_exact_and_detects_changes(fake_env, tmp_path: Path) -> N
         forward_replay(tmp_path, physics=_PHYS, scene=FakeScene(salt="changed"))
 
     class DriftingPhysics(FakePhysics):
+        capabilities = PhysicsCapabilities(name="fake_replay_drift")
+
         def step_frame(self, frame_75: np.ndarray) -> None:
             super().step_frame(frame_75)
             self._frame[0] += 1e-9
 
-    registry.register_physics(
-        "fake_replay_drift", f"{__name__}:_Drifting", PhysicsCapabilities(name="fake_replay_drift")
-    )
+    registry.register_physics("fake_replay_drift", f"{__name__}:_Drifting")
     globals()["_Drifting"] = DriftingPhysics
     drift = forward_replay(tmp_path, physics="fake_replay_drift", scene=FakeScene())
     assert drift.first_divergent_frame == 0 and 0.0 < drift.max_abs_deviation < 1e-6
@@ -530,13 +530,15 @@ def test_batch_reports_failures_per_job(tmp_path: Path) -> None:
         render_saved_batch([bad], tmp_path / "out", workers=0)
     from humanclaw_gym.cli.render_cmd import batch_main, main
 
-    assert main(["--rollout-dir", str(bad), "--output-dir", str(tmp_path / "o")]) == 1
+    # a corrupt bundle and a missing root are user errors (2); a failed job in a batch is 1
+    assert main(["--rollout-dir", str(bad), "--output-dir", str(tmp_path / "o")]) == 2
+    assert not (tmp_path / "o").exists()
     assert (
         batch_main(["--root", str(tmp_path / "runs"), "--output-root", str(tmp_path / "o2")]) == 1
     )
     assert (
         batch_main(["--root", str(tmp_path / "nothing"), "--output-root", str(tmp_path / "o3")])
-        == 1
+        == 2
     )
 
 
@@ -599,9 +601,7 @@ def pybullet_rollouts(tmp_path_factory):
     from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
 
     scene = _small_scene()
-    registry.register_motion(
-        "fake_replay_standing", f"{__name__}:StandingMotion", StandingMotion.capabilities
-    )
+    registry.register_motion("fake_replay_standing", f"{__name__}:StandingMotion")
     root = tmp_path_factory.mktemp("pybullet_rollouts")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(episodes_mod, "load_scene", lambda scene_id: scene, raising=False)

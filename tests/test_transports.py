@@ -66,6 +66,7 @@ class _FakeProvider:
         self.mode = "ok"
         self.reply_text = '{"answer": 42}'
         self.delay_s = 0.0
+        self.usage: dict[str, Any] | None = None  # replaces the default usage when set
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
 
@@ -108,7 +109,7 @@ def _make_handler(state: _FakeProvider) -> type[BaseHTTPRequestHandler]:
             if mode == "slow":
                 time.sleep(state.delay_s)
             if mode in ("ok", "slow"):
-                usage = {
+                usage = state.usage or {
                     "prompt_tokens": 1234,
                     "completion_tokens": 300,
                     "total_tokens": 1534,
@@ -255,6 +256,28 @@ def test_openai_reply_without_usage_is_estimated(provider: tuple[_FakeProvider, 
     assert reply.usage.source == "estimated_chars_div_4"
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (25, 10)
     assert reply.usage.reasoning_tokens == 0
+
+
+def test_openai_usage_edge_cases_read_as_the_reference_reads_them(
+    provider: tuple[_FakeProvider, str],
+):
+    state, base_url = provider
+    state.reply_text = "x" * 40
+    # completion_tokens null: no usable provider counts, so the chars/4 estimate
+    state.usage = {"prompt_tokens": 900, "completion_tokens": None, "total_tokens": 900}
+    usage = _model(base_url).respond("p" * 100, _image(), "planner").usage
+    assert usage is not None and usage.source == "estimated_chars_div_4"
+    assert (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens) == (25, 10, 0)
+    # a visible output_tokens next to completion_tokens wins (some vLLM builds report both)
+    state.usage = {
+        "prompt_tokens": 900,
+        "completion_tokens": 300,
+        "output_tokens": 250,
+        "completion_tokens_details": {"reasoning_tokens": 40},
+    }
+    usage = _model(base_url).respond("p" * 100, _image(), "planner").usage
+    assert usage is not None and usage.source == "provider"
+    assert (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens) == (900, 250, 40)
 
 
 def test_openai_timeout_raises_without_hidden_retry(provider: tuple[_FakeProvider, str]):

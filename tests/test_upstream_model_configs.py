@@ -427,6 +427,43 @@ def test_reference_queue_errors_timeouts_and_our_worker_helper(tmp_path: Path):
         ({"prompt_tokens": 7, "completion_tokens": 2, "content": "x"}, (7, 2, 0)),
         ({"usage": {"prompt_tokens": 10}}, None),
         ({}, None),
+        # the reference's reading of edge cases
+        ({"usage": {"prompt_tokens": 10, "completion_tokens": None}}, None),
+        (
+            {"usage": {"prompt_tokens": 10, "completion_tokens": 8, "output_tokens": 6}},
+            (10, 6, 0),  # a visible count wins over completion_tokens
+        ),
+        ({"usage": {"prompt_tokens": "12", "completion_tokens": 3.7}}, (12, 3, 0)),  # int()
+        (
+            {"usage": {"prompt_tokens": 5, "completion_tokens": 4, "reasoning_tokens": True}},
+            (5, 3, 1),
+        ),
+        (
+            {
+                "usage": {
+                    "prompt_tokens": -1,
+                    "input_tokens": "x",
+                    "prompt_token_count": 4,
+                    "completion_tokens": 2,
+                }
+            },
+            (4, 2, 0),
+        ),  # unreadable and negative skipped
+        (
+            {
+                "usage": {
+                    "prompt_tokens": 5,
+                    "completion_tokens": 9,
+                    "completion_tokens_details": "n/a",
+                    "output_tokens_details": {"reasoning_tokens": 4},
+                }
+            },
+            (5, 9, 0),  # details: the first non-empty of the two, a non-object has none
+        ),
+        (
+            {"usage": {"prompt_tokens": 5, "output_tokens": float("inf"), "completion_tokens": 3}},
+            (5, 3, 0),
+        ),  # the reference raises OverflowError; we skip the field
     ],
 )
 def test_reference_usage_normalization(response: dict[str, Any], expected: tuple | None):

@@ -14,11 +14,13 @@ owned by the caller (fresh copies), never views of backend buffers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from humanclaw_gym.image_sizes import EGO_SIZE_PX
 
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.scenes.spec import SceneSpec
@@ -26,15 +28,18 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "BodyMeshRenderBackend",
+    "RENDER_MODES",
     "Camera",
     "MotionCapabilities",
     "MotionGenerator",
     "PhysicsBackend",
     "PhysicsCapabilities",
     "RenderBackend",
+    "RenderBackendUnavailable",
     "RenderCapabilities",
     "RenderResult",
     "check_body_mesh",
+    "check_render_modes",
 ]
 
 
@@ -136,14 +141,28 @@ class PhysicsBackend(Protocol):
 # --------------------------------------------------------------------------------------
 # Rendering
 # --------------------------------------------------------------------------------------
+#: The render modes a backend may produce, each from the same rasterisation pass as the RGB
+#: image, and the array each gives (row 0 is the top of the image). A backend that adds a
+#: mode lists it in its capabilities and returns it under its name; nothing else changes.
+RENDER_MODES: dict[str, str] = {
+    "rgb": "uint8 (H, W, 3), always drawn",
+    "instance": "int32 (H, W) object ids: -1 background, 0 the humanoid, >= 1 scene objects",
+    "depth": (
+        "float32 (H, W) metres along the camera's viewing axis (eye-space z, not the ray "
+        "length) of the surface seen at each pixel, in [near_m, far_m]; far_m where nothing "
+        "was drawn"
+    ),
+}
+
+
 @dataclass(frozen=True)
 class RenderCapabilities:
     """What a render backend supports.
 
     Attributes:
         name: registry name, e.g. ``"moderngl"`` or ``"tiny"``.
-        modes: ``"rgb"``, ``"instance"`` (per-pixel object id image) and/or ``"depth"``
-            (per-pixel distance along the viewing axis, metres), each from the same pass.
+        modes: the render modes it produces (see :data:`RENDER_MODES`: ``"rgb"``,
+            ``"instance"``, ``"depth"``), each from the same pass.
         part_shapes: primitive shapes it can draw.
         max_size: largest supported image side in pixels.
         body_mesh: can draw a triangle mesh in place of the humanoid's link shapes (it
@@ -166,32 +185,90 @@ class Camera:
     forward: tuple[float, float, float]
     up: tuple[float, float, float] = (0.0, 1.0, 0.0)
     fov_y_deg: float = 90.0
-    width: int = 448
-    height: int = 448
+    width: int = EGO_SIZE_PX
+    height: int = EGO_SIZE_PX
     near_m: float = 0.05
     far_m: float = 50.0
 
 
-@dataclass(frozen=True)
-class RenderResult:
-    """Images from one camera, all from the same rasterisation pass. Row 0 is the top of
-    the image.
+class RenderResult(Mapping[str, np.ndarray]):
+    """The images of one camera from one rasterisation pass, keyed by render mode.
 
-    Attributes:
-        rgb: ``uint8 (H, W, 3)``.
-        instance: ``int32 (H, W)`` object ids (``-1`` background, ``0`` humanoid, ``>= 1``
-            scene objects), or None when not requested.
-        extras: backend-specific additions.
-        depth: ``float32 (H, W)``, the distance in metres along the camera's viewing axis
-            (eye-space z, not the ray length) of the surface seen at each pixel, in
-            ``[camera.near_m, camera.far_m]``; ``far_m`` where nothing was drawn. None
-            when not requested.
+    ``result["depth"]``, ``"instance" in result``, ``result.get(mode)``; the arrays are
+    those of :data:`RENDER_MODES`. ``"rgb"`` is always present; another mode is present
+    exactly when it was asked for. Built as ``RenderResult(rgb=..., depth=...)`` or from a
+    mapping (modes given as None are left out). :attr:`rgb`, :attr:`instance` and
+    :attr:`depth` are shorthands (None for a mode not rendered).
+
+    Raises:
+        ValueError: no ``"rgb"`` image.
     """
 
-    rgb: np.ndarray
-    instance: np.ndarray | None = None
-    extras: dict = field(default_factory=dict)
-    depth: np.ndarray | None = None
+    __slots__ = ("_images",)
+
+    def __init__(self, images: Mapping[str, Any] | None = None, /, **by_mode: Any) -> None:
+        merged = {**(images or {}), **by_mode}
+        self._images = {mode: array for mode, array in merged.items() if array is not None}
+        if "rgb" not in self._images:
+            raise ValueError(f"a RenderResult always holds 'rgb'; got modes {sorted(merged)}")
+
+    def __getitem__(self, mode: str) -> np.ndarray:
+        try:
+            return self._images[mode]
+        except KeyError:
+            raise KeyError(
+                f"render mode {mode!r} was not rendered; this result holds {sorted(self._images)}"
+            ) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._images)
+
+    def __len__(self) -> int:
+        return len(self._images)
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(f"{m}={a.dtype}{tuple(a.shape)}" for m, a in self._images.items())
+        return f"RenderResult({shapes})"
+
+    @property
+    def rgb(self) -> np.ndarray:
+        return self._images["rgb"]
+
+    @property
+    def instance(self) -> np.ndarray | None:
+        return self._images.get("instance")
+
+    @property
+    def depth(self) -> np.ndarray | None:
+        return self._images.get("depth")
+
+
+def check_render_modes(modes: Iterable[str], capabilities: RenderCapabilities) -> frozenset[str]:
+    """The modes a :meth:`RenderBackend.render` call draws: ``modes`` plus ``"rgb"``.
+
+    Raises:
+        ValueError: a mode the backend does not declare (naming it and the allowed ones).
+    """
+    if isinstance(modes, str):
+        raise ValueError(f"modes must be a set of render modes, got the string {modes!r}")
+    wanted = frozenset(modes) | {"rgb"}
+    missing = sorted(wanted - capabilities.modes)
+    if missing:
+        raise ValueError(
+            f"render backend {capabilities.name!r} cannot render modes {missing}: allowed "
+            f"{sorted(capabilities.modes)}"
+        )
+    return wanted
+
+
+class RenderBackendUnavailable(RuntimeError):
+    """A render backend cannot run in this process (missing package, no EGL/GL driver).
+
+    Raised by a render backend's constructor; the message names the missing piece and how
+    to install it. ``registry.create_renderer("auto")`` catches exactly this exception to
+    fall back to the next backend. Other exceptions (bugs, bad arguments) are never
+    swallowed.
+    """
 
 
 @runtime_checkable
@@ -214,11 +291,11 @@ class RenderBackend(Protocol):
     def set_object_poses(self, object_ids: Sequence[int], poses: np.ndarray) -> None:
         """Move dynamic objects (``(M, 7)`` poses, rows aligned with ``object_ids``)."""
 
-    def render(self, camera: Camera, instance: bool = False, depth: bool = False) -> RenderResult:
-        """Draw one image (and the instance and depth images in the same pass when asked).
-
-        ``depth=True`` is passed only to backends whose capabilities list ``"depth"``.
-        """
+    def render(self, camera: Camera, modes: Iterable[str] = frozenset({"rgb"})) -> RenderResult:
+        """Draw one image of ``camera``, with every image of ``modes`` (see
+        :data:`RENDER_MODES`; ``"rgb"`` is always drawn) from the same pass; a mode the
+        backend does not declare raises ``ValueError`` before anything is drawn
+        (:func:`check_render_modes`)."""
 
     def close(self) -> None:
         """Release GPU/GL resources. Idempotent."""

@@ -1,15 +1,22 @@
 """Lazy registry of backends and the resolver that checks capabilities before building.
 
-A registration records a factory *path* (``"module:Class"``) and the capability record;
-nothing is imported until :func:`create` runs. :func:`resolve` compares what a config needs
-(render modes, skills, part shapes, scene features, contact queries, a body mesh) against
-the declared capabilities and raises :class:`BackendCapabilityError` naming the backend and
-the missing capability before any simulator, GL context or model is created.
+A registration records a factory *path* (``"module:Class"``) and nothing else about it:
+the class itself declares what it can do in its ``capabilities`` attribute (a
+:class:`~humanclaw_gym.backends.protocols.PhysicsCapabilities`,
+:class:`~humanclaw_gym.backends.protocols.RenderCapabilities` or
+:class:`~humanclaw_gym.backends.protocols.MotionCapabilities` whose ``name`` is the
+registered name), the one source of that record. Registering imports nothing; the class's
+module is imported the first time its capabilities are read (by :func:`resolve`). Backend
+modules import their engine (pybullet, MuJoCo, moderngl, torch) only when an instance is
+built, so reading capabilities starts no simulator, GL context or model. :func:`resolve`
+compares what a config needs (render modes, skills, part shapes, scene features, contact
+queries, a body mesh) against them and raises :class:`BackendCapabilityError` naming the
+backend and the missing capability before anything is built.
 
 Third-party backends register the same way::
 
     from humanclaw_gym.backends import registry
-    registry.register_physics("mysim", "mypkg.sim:MySim", PhysicsCapabilities(name="mysim"))
+    registry.register_physics("mysim", "mypkg.sim:MySim")  # MySim.capabilities.name == "mysim"
 """
 
 from __future__ import annotations
@@ -17,13 +24,16 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from humanclaw_gym.backends.protocols import (
     MotionCapabilities,
     PhysicsCapabilities,
+    RenderBackendUnavailable,
     RenderCapabilities,
 )
+from humanclaw_gym.image_sizes import EGO_SIZE_PX
 
 __all__ = [
     "BackendCapabilityError",
@@ -48,65 +58,95 @@ class BackendCapabilityError(ValueError):
     """A configuration asks for something a backend does not declare (or an unknown backend)."""
 
 
+_RECORDS = {
+    "physics": PhysicsCapabilities,
+    "render": RenderCapabilities,
+    "motion": MotionCapabilities,
+}
+
+
 @dataclass(frozen=True)
 class BackendEntry:
-    """One registered backend: its kind, name, factory path and capabilities."""
+    """One registered backend: its kind, name, factory path and description; its
+    :attr:`capabilities` are read from the factory when first asked for."""
 
     kind: Kind
     name: str
     target: str
-    capabilities: Any
     description: str = ""
     in_auto: bool = True
 
     def load(self) -> Any:
         """Import and return the factory (class or function)."""
-        module_name, _, attr = self.target.partition(":")
-        module = importlib.import_module(module_name)
-        return getattr(module, attr)
+        return _import_target(self.target)
+
+    @cached_property
+    def capabilities(self) -> Any:
+        """The factory's own ``capabilities`` record (its module is imported once).
+
+        Raises:
+            BackendCapabilityError: the factory has no record of this kind, or its ``name``
+                is not the registered name.
+        """
+        factory = _import_target(self.target)
+        record = getattr(factory, "capabilities", None)
+        wanted = _RECORDS[self.kind]
+        if not isinstance(record, wanted):
+            raise BackendCapabilityError(
+                f"{self.kind} backend {self.name!r} ({self.target}) declares no capabilities: "
+                f"give the class a `capabilities = {wanted.__name__}(name={self.name!r}, ...)`"
+            )
+        if record.name != self.name:
+            raise BackendCapabilityError(
+                f"{self.kind} backend {self.name!r} ({self.target}) declares capabilities "
+                f"named {record.name!r}; register it under that name or rename the record"
+            )
+        return record
+
+
+def _import_target(target: str) -> Any:
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
 
 
 _REGISTRY: dict[Kind, dict[str, BackendEntry]] = {"physics": {}, "render": {}, "motion": {}}
 
 
-def _register(
-    kind: Kind, name: str, target: str, capabilities: Any, description: str, in_auto: bool = True
-) -> None:
-    if ":" not in target:
-        raise ValueError(f"backend target must look like 'module:Attr', got {target!r}")
-    if capabilities.name != name:
-        raise ValueError(f"capabilities.name {capabilities.name!r} differs from name {name!r}")
+def _register(kind: Kind, name: str, target: str, description: str, in_auto: bool = True) -> None:
+    if not isinstance(name, str) or not isinstance(target, str) or ":" not in target:
+        raise ValueError(
+            f"register_{kind}(name, 'module:Class', description): got name={name!r}, "
+            f"target={target!r}"
+        )
+    if not isinstance(description, str):
+        raise TypeError(
+            f"register_{kind}: description must be a str, got {type(description).__name__}; "
+            "capabilities are not passed: the class declares them (`capabilities = ...`)"
+        )
     if name == "auto":
         raise ValueError("'auto' is reserved (it picks the first available renderer)")
-    _REGISTRY[kind][name] = BackendEntry(kind, name, target, capabilities, description, in_auto)
+    _REGISTRY[kind][name] = BackendEntry(kind, name, target, description, in_auto)
 
 
-def register_physics(
-    name: str, target: str, capabilities: PhysicsCapabilities, description: str = ""
-) -> None:
-    """Register a physics backend factory (no import happens here)."""
-    _register("physics", name, target, capabilities, description)
+def register_physics(name: str, target: str, description: str = "") -> None:
+    """Register a physics backend class by ``"module:Class"`` path (nothing is imported
+    here); the class declares its :class:`PhysicsCapabilities` named ``name``."""
+    _register("physics", name, target, description)
 
 
-def register_render(
-    name: str,
-    target: str,
-    capabilities: RenderCapabilities,
-    description: str = "",
-    in_auto: bool = False,
-) -> None:
-    """Register a render backend factory (no import happens here).
+def register_render(name: str, target: str, description: str = "", in_auto: bool = False) -> None:
+    """Register a render backend class by ``"module:Class"`` path (nothing is imported
+    here); the class declares its :class:`RenderCapabilities` named ``name``.
 
     ``in_auto=True`` makes ``renderer="auto"`` try it, after the renderers registered
     before it (the built-ins: moderngl, then tiny)."""
-    _register("render", name, target, capabilities, description, in_auto)
+    _register("render", name, target, description, in_auto)
 
 
-def register_motion(
-    name: str, target: str, capabilities: MotionCapabilities, description: str = ""
-) -> None:
-    """Register a motion generator factory (no import happens here)."""
-    _register("motion", name, target, capabilities, description)
+def register_motion(name: str, target: str, description: str = "") -> None:
+    """Register a motion generator class by ``"module:Class"`` path (nothing is imported
+    here); the class declares its :class:`MotionCapabilities` named ``name``."""
+    _register("motion", name, target, description)
 
 
 def entries(kind: Kind) -> dict[str, BackendEntry]:
@@ -168,8 +208,6 @@ def create_renderer(
         BackendCapabilityError: unknown name.
         RuntimeError: no candidate could start (every reason listed).
     """
-    from humanclaw_gym.render.errors import RenderBackendUnavailable
-
     if candidates is None:
         names = _auto_render_names() if name == "auto" else [name]
         candidates = [entry("render", n) for n in names]
@@ -215,7 +253,7 @@ def resolve(
     scene_features: Iterable[str] = (),
     need_contacts: bool = False,
     need_ray_cast: bool = False,
-    image_size: int = 448,
+    image_size: int = EGO_SIZE_PX,
     need_body_mesh: bool = False,
 ) -> ResolvedBackends:
     """Check a configuration against declared capabilities; nothing is built.
@@ -278,54 +316,39 @@ def _register_defaults() -> None:
     register_physics(
         "pybullet",
         "humanclaw_gym.physics.pybullet_backend:PybulletHalfPhysics",
-        PhysicsCapabilities(
-            name="pybullet", part_shapes=frozenset({"box", "cylinder", "sphere", "mesh"})
-        ),
         "pybullet DIRECT, half-physics frame contract, Y-up gravity",
     )
     register_physics(
         "mujoco",
         "humanclaw_gym.physics.mujoco_backend:MujocoHalfPhysics",
-        # no triangle meshes: MuJoCo collides a mesh as its convex hull, which would fill
-        # the rooms of an imported (HSSD) home; scenes with mesh parts are refused
-        PhysicsCapabilities(name="mujoco", part_shapes=frozenset({"box", "cylinder", "sphere"})),
         "MuJoCo, the same half-physics frame contract, native ball-joint drives (mujoco extra)",
     )
     register_render(
         "moderngl",
         "humanclaw_gym.render.moderngl_backend:ModernglRenderer",
-        RenderCapabilities(
-            name="moderngl",
-            modes=frozenset({"rgb", "instance", "depth"}),
-            part_shapes=frozenset({"box", "cylinder", "sphere", "capsule", "mesh"}),
-            body_mesh=True,
-        ),
         "moderngl on a headless EGL context (Mesa llvmpipe on CPU)",
         in_auto=True,
     )
     register_render(
         "tiny",
         "humanclaw_gym.render.tiny_backend:TinyRenderer",
-        RenderCapabilities(
-            name="tiny",
-            modes=frozenset({"rgb", "instance", "depth"}),
-            part_shapes=frozenset({"box", "cylinder", "sphere", "capsule", "mesh"}),
-            body_mesh=True,
-        ),
         "pybullet TinyRenderer (CPU software rasteriser), the fallback when EGL is unavailable",
         in_auto=True,
     )
     register_motion(
         "procedural",
         "humanclaw_gym.motion.procedural:ProceduralMotionGenerator",
-        MotionCapabilities(name="procedural"),
         "procedural skill synthesizer (gait cycles, turns, steps, sit, stairs)",
     )
     register_motion(
         "flow",
         "humanclaw_gym.motion.flow.generator:FlowMotionGenerator",
-        MotionCapabilities(name="flow", batched=True),
         "learned flow-matching MotionDiT with per-skill control branches (torch extra)",
+    )
+    register_motion(
+        "paper",
+        "humanclaw_gym.motion.paper.generator:PaperMotion",
+        "the paper's MotionDiT and eight skill branches from the release's weights (torch extra)",
     )
 
 

@@ -1,16 +1,19 @@
-"""URDF of the humanoid, generated from the skeleton at run time.
+"""URDF of the humanoid, generated from a :class:`~humanclaw_gym.body.model.BodyModel` at
+run time (default: :func:`~humanclaw_gym.body.model.skeleton_body`, which mirrors
+:mod:`humanclaw_gym.body.skeleton` exactly).
 
-The model mirrors :mod:`humanclaw_gym.body.skeleton` exactly:
+The model:
 
-* base link ``"pelvis"``; 23 child links named after ``JOINT_NAMES[1:]``, written in that
-  order (parents before children), each attached to its parent by a ``spherical`` joint of
-  the same name;
+* the base link is the body's root (``"pelvis"``); the other links follow in the body's
+  order (parents before children; the skeleton's ``JOINT_NAMES[1:]``), each attached to its
+  parent by a ``spherical`` joint of the same name;
 * every link frame is the joint frame: origin at the rest joint centre, axes equal to the
   body frame at rest (the joint origin carries only the translation ``REST[j] - REST[parent]``,
   no rotation). A link's world orientation is therefore the joint's global rotation from
   :func:`~humanclaw_gym.body.skeleton.forward_kinematics`, and a spherical joint's
   position is the joint's local rotation of the 75-D frame;
-* one collision primitive per link from :func:`~humanclaw_gym.body.skeleton.link_shapes`
+* one collision primitive per link from the body's shapes (the skeleton's
+  :func:`~humanclaw_gym.body.skeleton.link_shapes`)
   (capsule, box or sphere, placed by the shape's offset/rotation in the link frame), the
   same primitive as the visual, coloured ``HUMANOID_RGBA``;
 * masses from the shapes; inertia of the solid primitive (uniform density) expressed in the
@@ -30,13 +33,15 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from humanclaw_gym.body.skeleton import JOINT_NAMES, PARENTS, REST_JOINTS_M, LinkShape, link_shapes
+from humanclaw_gym.body.model import BodyModel, skeleton_body
+from humanclaw_gym.body.skeleton import LinkShape
 from humanclaw_gym.fileio import write_text_atomic
 
 __all__ = [
     "HUMANOID_RGBA",
     "HUMANOID_ROBOT_NAME",
     "build_humanoid_urdf",
+    "held_links_fixed_urdf_text",
     "humanoid_urdf_text",
     "link_frame_inertia_diagonal",
     "shape_principal_inertia",
@@ -168,25 +173,24 @@ def _link_xml(name: str, shape: LinkShape) -> str:
     )
 
 
-def humanoid_urdf_text() -> str:
-    """The humanoid URDF as text (see the module docstring for the model)."""
-    shapes = link_shapes()
+def humanoid_urdf_text(body: BodyModel | None = None) -> str:
+    """The URDF of ``body`` (default :func:`~humanclaw_gym.body.model.skeleton_body`) as
+    text: the root link, then every link in ``body.names`` order, each after its joint."""
+    body = skeleton_body() if body is None else body
     parts = [
         '<?xml version="1.0"?>\n',
         f"<robot name={quoteattr(HUMANOID_ROBOT_NAME)}>\n",
         f'  <material name="humanoid_blue"><color rgba="{_fmt(HUMANOID_RGBA)}"/></material>\n',
     ]
-    for j, name in enumerate(JOINT_NAMES):
-        parts.append(_link_xml(name, shapes[j]))
+    for j, name in enumerate(body.names):
+        parts.append(_link_xml(name, body.shapes[j]))
         if j == 0:
             continue
-        parent = PARENTS[j]
-        offset = REST_JOINTS_M[j] - REST_JOINTS_M[parent]
         parts.append(
             f'  <joint name={quoteattr(name)} type="spherical">\n'
-            f"    <parent link={quoteattr(JOINT_NAMES[parent])}/>\n"
+            f"    <parent link={quoteattr(body.names[body.parents[j]])}/>\n"
             f"    <child link={quoteattr(name)}/>\n"
-            f'    <origin xyz="{_fmt(offset)}" rpy="0 0 0"/>\n'
+            f'    <origin xyz="{_fmt(body.joint_offsets_m[j])}" rpy="0 0 0"/>\n'
             f'    <axis xyz="0 0 1"/>\n'
             f"  </joint>\n"
         )
@@ -194,13 +198,16 @@ def humanoid_urdf_text() -> str:
     return "".join(parts)
 
 
-def build_humanoid_urdf(path: str | os.PathLike[str] | None = None) -> Path:
+def build_humanoid_urdf(
+    path: str | os.PathLike[str] | None = None, body: BodyModel | None = None
+) -> Path:
     """Write the humanoid URDF to ``path`` atomically and return the path.
 
     Args:
         path: target file. A directory is accepted (the file is then
             ``<dir>/humanclaw_humanoid.urdf``). None writes into a fresh temporary
             directory (the caller owns it and may delete it).
+        body: the body to write (default :func:`~humanclaw_gym.body.model.skeleton_body`).
 
     Returns:
         Path of the written URDF file.
@@ -213,5 +220,37 @@ def build_humanoid_urdf(path: str | os.PathLike[str] | None = None) -> Path:
             target = target / f"{HUMANOID_ROBOT_NAME}.urdf"
     if not target.parent.is_dir():
         raise FileNotFoundError(f"URDF directory {str(target.parent)!r} does not exist")
-    text = humanoid_urdf_text()
+    text = humanoid_urdf_text(body)
     return write_text_atomic(target, text)
+
+
+def held_links_fixed_urdf_text(source_urdf: str | os.PathLike[str], held: set[str]) -> str:
+    """A body asset's URDF as a physics engine loads it: the same text except that
+
+    * the joint of every link in ``held`` (links the 75-D frame does not drive: jaw, eyes,
+      fingers) is ``fixed``, so the link stays at rest relative to its parent (pybullet's
+      joint-state and motor calls reach only 128 position coordinates of a body, fewer
+      than the 54 ball joints of the release's bodies need);
+    * every mesh ``filename`` is made absolute (the file is written elsewhere);
+    * every ``spherical`` joint gets ``<axis xyz="0 0 1"/>`` (URDF readers warn without).
+
+    Links, masses, inertias and geometry are untouched. The source was checked by
+    :func:`~humanclaw_gym.body.asset.load_body_asset`; it is read again here and must still
+    parse.
+    """
+    import xml.etree.ElementTree as ET
+
+    source = Path(source_urdf)
+    root = ET.fromstring(source.read_bytes())
+    folder = source.parent
+    for mesh in root.iter("mesh"):
+        name = mesh.get("filename")
+        if name:
+            mesh.set("filename", str((folder / name).resolve()))
+    for joint in root.findall("joint"):
+        child = joint.find("child")
+        if child is not None and child.get("link") in held:
+            joint.set("type", "fixed")
+        elif joint.get("type") == "spherical" and joint.find("axis") is None:
+            ET.SubElement(joint, "axis", {"xyz": "0 0 1"})
+    return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

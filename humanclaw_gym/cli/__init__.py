@@ -4,11 +4,17 @@ Each subcommand lives in its own module ``humanclaw_gym.cli.<name>`` that define
 ``main(argv: list[str]) -> int`` (built with tyro). The table below maps the public
 command name to that module and a one-line summary; modules are imported only when their
 command runs, so ``humanclaw --help`` stays instant and loads no simulator.
+
+Errors: a user's mistake (see :mod:`humanclaw_gym.cli.errors`) is one line on stderr and
+exit code 2; Ctrl-C is exit code 130 without a traceback; only bugs print a traceback.
+``--debug`` (anywhere on the command line) or ``HUMANCLAW_DEBUG=1`` shows the traceback
+of every error.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 # command -> (module, summary)
@@ -59,7 +65,11 @@ def _usage() -> str:
     lines = ["usage: humanclaw <command> [options]", "", "commands:"]
     for name, (_, summary) in COMMANDS.items():
         lines.append(f"  {name.ljust(width)}  {summary}")
-    lines += ["", "Run 'humanclaw <command> --help' for the options of one command."]
+    lines += [
+        "",
+        "Run 'humanclaw <command> --help' for the options of one command; add --debug to",
+        "see the traceback of an error.",
+    ]
     return "\n".join(lines)
 
 
@@ -72,6 +82,8 @@ def _load(target: str):
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``humanclaw`` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("HUMANCLAW_DEBUG", "") not in ("", "0")
+    args = [a for a in args if a != "--debug"]
     if not args or args[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0
@@ -90,7 +102,20 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as exc:
         print(f"humanclaw {name}: not available in this installation ({exc})", file=sys.stderr)
         return 2
-    result = func(rest)
+    try:
+        result = func(rest)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print(f"humanclaw {name}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        from humanclaw_gym.cli.errors import is_user_error, one_line
+
+        if debug or not is_user_error(exc):
+            raise
+        print(f"humanclaw {name}: error: {one_line(exc)}", file=sys.stderr)
+        return 2
     return int(result or 0)
 
 

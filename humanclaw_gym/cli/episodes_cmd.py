@@ -157,9 +157,9 @@ def run_episodes(
     except (KeyError, FileNotFoundError) as exc:
         print(f"humanclaw episodes: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
-    except EpisodeFormatError as exc:
+    except EpisodeFormatError as exc:  # a user's file: exit code 2, as every user error
         print(f"humanclaw episodes: invalid split: {exc}", file=sys.stderr)
-        return 1
+        return 2
     summary = split_summary(split, episodes)
     if as_json:
         print(json.dumps(summary, indent=2))

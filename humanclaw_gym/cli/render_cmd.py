@@ -74,7 +74,10 @@ def render(
                     file=sys.stderr,
                 )
                 status = 1
-    except (ReplayBundleError, FileNotFoundError, ValueError, RuntimeError, ImportError) as exc:
+    except (ReplayBundleError, OSError, ValueError) as exc:  # what the user handed in
+        print(f"humanclaw render: error: {exc}", file=sys.stderr)
+        return 2
+    except (RuntimeError, ImportError) as exc:  # no renderer or extra in this installation
         print(f"humanclaw render: {exc}", file=sys.stderr)
         return 1
     return status
@@ -108,9 +111,9 @@ def render_batch(
 
     try:
         dirs = find_rollout_dirs(root)
-    except FileNotFoundError as exc:
-        print(f"humanclaw render-batch: {exc}", file=sys.stderr)
-        return 1
+    except OSError as exc:
+        print(f"humanclaw render-batch: error: {exc}", file=sys.stderr)
+        return 2
     if not dirs:
         print(f"humanclaw render-batch: no replay bundles under {root}", file=sys.stderr)
         return 1

@@ -20,15 +20,17 @@ class RunArgs:
     writes its artifacts to ``OUTPUT/<scene>_ep<id>_<category>/rollout_00/``. ``--resume``
     skips episodes whose requested artifacts are complete and verified; a run whose
     settings (agent, model config, seed, max steps, episodes, backends, metric rules,
-    version) differ from those recorded in ``OUTPUT/run_fingerprint.json`` is refused,
+    instruction template, version) differ from those recorded in ``OUTPUT/run_fingerprint.json`` is refused,
     naming the differing fields. With ``--metrics`` the paper table is printed at the end
     and ``metrics_summary.json`` is written.
     """
 
     episodes: str = "val100"
-    """one | val100 | val | a split directory | a .json list of episode ids"""
-    agent: str = "oracle"
-    """psv | psv:v1 | oracle | random | module:Class | checkpoint:PATH"""
+    """one | val100 | val | a split directory | a .json.gz shard or split header | a .json list of episode ids or subset file (with --profile paper: val100 or val, the release's)"""
+    agent: str | None = None
+    """psv | psv:v1 | oracle | random | module:Class | checkpoint:PATH (default: oracle; psv with --profile paper)"""
+    profile: Literal["paper"] | None = None
+    """run the configuration of the published table: the release's episodes, body, physics profile, metric rules, the PSV agent and the paper motion (needs --release, the motion weights and --scene-dataset; docs/paper.md)"""
     output: Path = Path("outputs/run")
     """output directory"""
     model_config: Path | None = None
@@ -37,6 +39,8 @@ class RunArgs:
     """compute the paper metrics (metrics.json per episode + summary)"""
     metric_rules: Literal["paper", "strict"] = "paper"
     """metric rules: paper (the reference release's scoring) or strict (docs/metrics.md)"""
+    instruction_template: str | None = None
+    """instruction wording for every episode: a JSON template FILE (e.g. the reference release's wording, docs/scenes.md) or v1 | touch; default: each episode's own"""
     video: bool = False
     """write ego.mp4 and exo.mp4 per episode"""
     workers: int = 1
@@ -83,6 +87,8 @@ class RolloutArgs:
     """compute metrics.json"""
     metric_rules: Literal["paper", "strict"] = "paper"
     """metric rules: paper (the reference release's scoring) or strict (docs/metrics.md)"""
+    instruction_template: str | None = None
+    """instruction wording: a JSON template FILE (docs/scenes.md) or v1 | touch; default: the episode's own"""
     video: bool = False
     """write ego.mp4 and exo.mp4"""
     max_steps: int | None = None
@@ -99,11 +105,26 @@ def parse_motion_options(items: tuple[str, ...]) -> tuple[tuple[str, object], ..
     return parse_options(items)
 
 
-def _config(args: RunArgs | RolloutArgs):
+def _config(args: RunArgs | RolloutArgs, profile=None):
     from humanclaw_gym.evaluation.batch import RunConfig
 
+    if profile is not None:
+        return RunConfig(
+            agent=args.agent or profile.agent,
+            output=str(args.output),
+            model_config=None if args.model_config is None else str(args.model_config),
+            metrics=args.metrics,
+            metric_rules=profile.metric_rules,
+            video=args.video,
+            seed=args.seed,
+            max_steps=args.max_steps,
+            via_server=None,
+            instruction_template=args.instruction_template,
+            backend=profile.backend,
+            profile=profile,
+        )
     return RunConfig(
-        agent=args.agent,
+        agent=args.agent or "oracle",
         output=str(args.output),
         model_config=None if args.model_config is None else str(args.model_config),
         metrics=args.metrics,
@@ -112,16 +133,18 @@ def _config(args: RunArgs | RolloutArgs):
         seed=args.seed,
         max_steps=args.max_steps,
         via_server=getattr(args, "via_server", None),
+        instruction_template=args.instruction_template,
         backend=args.backend.to_config(),
     )
 
 
-def _checked_config(args: RunArgs | RolloutArgs, prog: str):
+def _checked_config(args: RunArgs | RolloutArgs, prog: str, profile=None):
     """The RunConfig of ``args``, or None after printing why it would fail everywhere."""
     from humanclaw_gym.evaluation.batch import check_run_config
 
     try:
-        config = _config(args)
+        _check_counts(args)
+        config = _config(args, profile)
         check_run_config(config)
     except (ValueError, FileNotFoundError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
@@ -129,12 +152,78 @@ def _checked_config(args: RunArgs | RolloutArgs, prog: str):
     return config
 
 
-def run(args: RunArgs) -> int:
-    from humanclaw_gym.evaluation.batch import list_episode_specs, run_batch
+def _check_counts(args: RunArgs | RolloutArgs) -> None:
+    for flag, value in (
+        ("--workers", getattr(args, "workers", 1)),
+        ("--limit", getattr(args, "limit", None)),
+        ("--max-steps", args.max_steps),
+    ):
+        if value is not None and value < 1:
+            raise ValueError(f"{flag} {value} is invalid: allowed an int >= 1")
+
+
+def _profile(args: RunArgs):
+    """The resolved profile of ``--profile`` (None without), or a one-line error."""
+    from humanclaw_gym.profiles import resolve_profile
+
+    b = args.backend
+    taken = [
+        flag
+        for flag, given in (
+            ("--motion", b.motion != "procedural"),
+            ("--motion-checkpoint", b.motion_checkpoint is not None),
+            ("--motion-option", bool(b.motion_option)),
+            ("--physics-option", bool(b.physics_option)),
+            ("--body-asset", b.body_asset is not None),
+            ("--body-model-dir", b.body_model_dir is not None),
+            ("--metric-rules", args.metric_rules != "paper"),
+            ("--via-server", args.via_server is not None),
+        )
+        if given
+    ]
+    if taken:
+        raise ValueError(
+            f"--profile {args.profile} sets {', '.join(taken)} itself: leave them out "
+            "(--physics, --renderer, --motion-weights, --scene-dataset and --episodes "
+            "val100|val may be given)"
+        )
+    return resolve_profile(
+        args.profile,
+        b.release,
+        episodes=args.episodes,
+        motion_weights=b.motion_weights,
+        scene_dataset=b.scene_dataset,
+        physics=b.physics,
+        renderer=b.renderer,
+    )
+
+
+def run(args: RunArgs, argv: list[str] | None = None) -> int:
+    """Run the batch; returns the exit code (0 all completed, 1 some failed, 130 / 143
+    stopped by SIGINT / SIGTERM). User errors raise (the ``humanclaw`` entry point prints
+    them as one line, exit code 2) before anything is written."""
+    from humanclaw_gym.evaluation.batch import (
+        BatchInterrupted,
+        OutputInUseError,
+        list_episode_specs,
+        run_batch,
+    )
     from humanclaw_gym.evaluation.fingerprint import RunFingerprintError, episodes_record
 
     workers = args.workers
-    if args.via_server:
+    profile = None
+    if args.profile is not None:
+        try:
+            profile = _profile(args)
+        except ValueError as exc:  # ProfileError: every missing part in one line
+            print(f"humanclaw run: error: {exc}", file=sys.stderr)
+            return 2
+    if profile is not None:
+        specs = list_episode_specs(profile.episodes)
+        episodes = episodes_record(
+            f"{profile.name}:{profile.split}", ((s.split, s.scene_id, s.episode_id) for s in specs)
+        )
+    elif args.via_server:
         # The server owns the episode plan and runs one episode at a time.
         from humanclaw_gym.evaluation.remote import server_plan_specs
         from humanclaw_gym.server.client import ServerClient
@@ -153,11 +242,11 @@ def run(args: RunArgs) -> int:
         episodes = episodes_record(
             args.episodes, ((s.split, s.scene_id, s.episode_id) for s in specs)
         )
-    if args.limit is not None:
-        specs = specs[: args.limit]
-    config = _checked_config(args, "humanclaw run")
+    config = _checked_config(args, "humanclaw run", profile)
     if config is None:
         return 2
+    if args.limit is not None:
+        specs = specs[: args.limit]
     from humanclaw_gym.evaluation.ray_executor import (
         RayAddressError,
         RayClusterError,
@@ -170,11 +259,13 @@ def run(args: RunArgs) -> int:
         print(f"humanclaw run: error: {exc}", file=sys.stderr)
         return 2
     print(
-        f"humanclaw run: {len(specs)} episode(s), agent={args.agent}, output={args.output}",
+        f"humanclaw run: {len(specs)} episode(s), agent={config.agent}, output={args.output}"
+        + ("" if profile is None else f", profile={profile.name}"),
         flush=True,
     )
     from humanclaw_gym.metrics import MetricsFileError
 
+    interrupted = None
     try:
         summary = run_batch(
             specs,
@@ -187,7 +278,9 @@ def run(args: RunArgs) -> int:
             episodes=episodes,
             ray_resources=ray_resources,
         )
-    except (RunFingerprintError, RayAddressError, RayClusterError) as exc:
+    except BatchInterrupted as exc:
+        summary, interrupted = exc.summary, exc
+    except (RunFingerprintError, OutputInUseError, RayAddressError, RayClusterError) as exc:
         print(f"humanclaw run: error: {exc}", file=sys.stderr)
         return 2
     except MetricsFileError as exc:
@@ -197,9 +290,12 @@ def run(args: RunArgs) -> int:
             file=sys.stderr,
         )
         return 1
+    if interrupted is not None:
+        print(f"\nhumanclaw run: stopped by {summary.interrupted}", file=sys.stderr)
+    not_run = f", not run {summary.not_run}" if summary.not_run else ""
     print(
         f"completed {summary.completed}, skipped {summary.skipped}, failed {summary.failed}"
-        f" in {summary.wall_time_s:.1f} s"
+        f"{not_run} in {summary.wall_time_s:.1f} s"
     )
     for res in summary.results:
         if res.get("status") == "failed":
@@ -215,7 +311,25 @@ def run(args: RunArgs) -> int:
         print(f"\nmetrics summary written to {Path(args.output) / 'metrics_summary.json'}")
     if summary.mixed_cpus:
         print(_mixed_cpu_warning(summary.cpu_records), file=sys.stderr)
+    if interrupted is not None:
+        print(
+            f"{summary.not_run} episode(s) did not run and left no files; to finish the run:\n"
+            f"  {_resume_command(argv)}",
+            file=sys.stderr,
+        )
+        return 128 + interrupted.signum
     return 0 if summary.failed == 0 else 1
+
+
+def _resume_command(argv: list[str] | None) -> str:
+    """The command line that continues this run (the same arguments plus ``--resume``)."""
+    import shlex
+
+    args = list(sys.argv[2:] if argv is None else argv)
+    args = [a for a in args if a != "--debug"]
+    if "--resume" not in args:
+        args.append("--resume")
+    return shlex.join(["humanclaw", "run", *args])
 
 
 def _mixed_cpu_warning(groups: list[dict]) -> str:
@@ -226,7 +340,9 @@ def _mixed_cpu_warning(groups: list[dict]) -> str:
         if cpu is None:
             continue
         simd = " ".join(cpu.get("numpy_simd") or []) or "none"
-        parts.append(f"{group['episodes']} on {cpu.get('model')} (numpy SIMD: {simd})")
+        blas = (cpu.get("blas") or {}).get("architecture")
+        kernels = f"numpy SIMD: {simd}" + (f", BLAS: {blas}" if blas else "")
+        parts.append(f"{group['episodes']} on {cpu.get('model')} ({kernels})")
     return (
         f"humanclaw run: warning: the episodes ran on {len(parts)} different CPU records ("
         + "; ".join(parts)
@@ -237,7 +353,13 @@ def _mixed_cpu_warning(groups: list[dict]) -> str:
 
 def rollout(args: RolloutArgs) -> int:
     from humanclaw_gym.episodes import load_split
-    from humanclaw_gym.evaluation.batch import EpisodeSpec, rollout_dir, run_one_episode
+    from humanclaw_gym.evaluation.batch import (
+        EpisodeSpec,
+        check_episode_scenes,
+        check_policy,
+        rollout_dir,
+        run_one_episode,
+    )
 
     episodes = load_split(args.split)
     if args.episode_id is None:
@@ -255,6 +377,16 @@ def rollout(args: RolloutArgs) -> int:
     config = _checked_config(args, "humanclaw rollout")
     if config is None:
         return 2
+    check_policy(config)  # a bad model config or key: one line, exit 2, nothing written
+    check_episode_scenes([spec], config)
+    from humanclaw_gym.episodes.instructions import (
+        apply_instruction_template,
+        resolve_instruction_template,
+    )
+
+    (ep,) = apply_instruction_template(
+        [ep], resolve_instruction_template(config.instruction_template)
+    )
     print(f"episode {ep.episode_id} in {ep.scene_id}: {ep.instruction}", flush=True)
     res = run_one_episode(spec, config)
     out = rollout_dir(args.output, spec)
@@ -290,7 +422,7 @@ def _metric_text(value: object) -> str:
 
 def main(argv: list[str]) -> int:
     args = tyro.cli(RunArgs, args=argv, prog="humanclaw run")
-    return run(args)
+    return run(args, argv)
 
 
 def rollout_main(argv: list[str]) -> int:

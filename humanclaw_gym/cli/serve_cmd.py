@@ -57,6 +57,17 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _check_scenes(plan: Any, backend: Any) -> None:
+    from humanclaw_gym.episodes.io import check_scenes_installed
+
+    dataset = None
+    if backend.scene_dataset is not None:
+        from humanclaw_gym.scenes.hssd import open_scene_dataset
+
+        dataset = open_scene_dataset(backend.scene_dataset)
+    check_scenes_installed(plan.episodes or (), dataset)
+
+
 def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
@@ -97,16 +108,25 @@ def serve(args: ServeArgs) -> int:
     )
     try:
         plan = EpisodePlan.from_selection(
-            args.episodes, args.seed, args.output_dir, limit=args.limit
+            args.episodes, args.seed, args.output_dir, limit=args.limit, declare=False
         )
     except (ValueError, FileExistsError, FileNotFoundError, KeyError) as exc:
         return _fail(str(exc))
+    try:  # an unknown scene is refused now, not at the episode's reset
+        _check_scenes(plan, backend)
+    except (ValueError, KeyError) as exc:
+        return _fail(exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc))
     service = BenchService(plan, backend=backend, max_steps=args.max_steps)
     try:
         server = make_server(service, token, host=args.host, port=args.port)
     except OSError as exc:
         return _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
     del token
+    try:  # the port is ours: only now is anything written (a busy port leaves nothing)
+        plan.declare()
+    except OSError as exc:
+        server.server_close()
+        return _fail(str(exc))
     port = int(server.server_address[1])
     url = f"http://127.0.0.1:{port}/rpc"
     if args.ready_file is not None:

@@ -271,12 +271,14 @@ def _describe(exc: BaseException) -> str:
 
 
 def _read_marker(path: Path) -> dict[str, Any]:
+    from humanclaw_gym.fileio import read_bytes_limited
+
     marker_file = marker_path(path)
-    try:
-        marker = json.loads(marker_file.read_text())
+    try:  # a regular file only: a FIFO would block the reader
+        marker = json.loads(read_bytes_limited(marker_file, 1 << 20, "marker").decode("utf-8"))
     except FileNotFoundError as exc:
         raise DatasetError(path, "marker", f"{marker_file.name} is missing") from exc
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise DatasetError(path, "marker", f"{marker_file.name} is not valid JSON: {exc}") from exc
     if not isinstance(marker, dict) or marker.get("schema") != SCHEMA:
         raise DatasetError(

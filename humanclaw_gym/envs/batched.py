@@ -167,17 +167,23 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
             return list(actions)
         return list(iterate(self.action_space, actions))
 
-    def _check_actions(self, actions: list[Any]) -> None:
+    def _check_actions(self, actions: list[Any]) -> list[Any]:
         """Validate every stepping sub-env's action before any of them steps: a bad action
-        raises (naming the sub-env) with no simulator state changed, as in a single env."""
-        from humanclaw_gym.policy import Decision
-        from humanclaw_gym.skills import SkillCall, SkillCallError
+        raises (naming the sub-env) with no simulator state changed, as in a single env.
 
+        Returns:
+            The actions with each stepping sub-env's as a SkillCall or Decision (validated
+            here once; the sub-envs do not validate them again).
+        """
+        from humanclaw_gym.skills import SkillCallError
+        from humanclaw_gym.skills.spaces import validated_action
+
+        checked = list(actions)
         for i, action in enumerate(actions):
-            if self._autoreset_envs[i] or isinstance(action, Decision):
+            if self._autoreset_envs[i]:
                 continue
             try:
-                SkillCall.coerce(action)
+                checked[i] = validated_action(action)
             except SkillCallError as exc:
                 raise SkillCallError(
                     exc.field,
@@ -186,13 +192,14 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
                     skill=exc.skill,
                     message=f"sub-env {i}: {exc}",
                 ) from exc
+        return checked
 
     def _stage_batched_motion(self, actions: list[Any]) -> None:
-        """Hand every sub-env's motion skill to its generator's batching service, which
-        computes all chunks in one model call (generators declaring ``batched``), or to the
-        procedural worker processes (procedural generators, ``motion_workers > 0``)."""
-        from humanclaw_gym.policy import Decision
-        from humanclaw_gym.skills import SkillCall, SkillCallError
+        """Hand every sub-env's motion skill (``actions`` as :meth:`_check_actions` returns
+        them) to its generator's batching service, which computes all chunks in one model
+        call (generators declaring ``batched``), or to the procedural worker processes
+        (procedural generators, ``motion_workers > 0``)."""
+        from humanclaw_gym.skills import SkillCall
 
         pairs = []
         service = None
@@ -205,10 +212,7 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
             batched = getattr(motion.capabilities, "batched", False)
             if not batched and not self._pool_supports(motion):
                 continue
-            try:
-                call = action.action if isinstance(action, Decision) else SkillCall.coerce(action)
-            except (SkillCallError, TypeError, ValueError):
-                continue  # the sub-env raises the proper error itself
+            call = action if isinstance(action, SkillCall) else action.action
             if call.is_stop:
                 continue
             if not batched:
@@ -280,8 +284,7 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Step every sub-env with its action at once (``NEXT_STEP`` autoreset: a sub-env
         that ended on the previous step is reset instead and its action ignored)."""
-        singles = self._single_actions(actions)
-        self._check_actions(singles)
+        singles = self._check_actions(self._single_actions(actions))
         self._stage_batched_motion(singles)
         with _short_switch_interval():
             futures = []

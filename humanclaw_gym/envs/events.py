@@ -14,8 +14,10 @@ need               what the env then computes
 =================  ====================================================================
 
 Events are plain frozen dataclasses holding numpy arrays that the observer may keep (the env
-never mutates an array after handing it out). Observer callbacks run synchronously inside
-``reset``/``step``; an exception in an observer propagates to the caller.
+never mutates an array after handing it out; the state arrays are the simulation snapshot's,
+shared by all observers and read-only). ``on_chunk``, ``on_frame`` and ``on_step`` events
+are built only when some observer defines that method. Observer callbacks run synchronously
+inside ``reset``/``step``; an exception in an observer propagates to the caller.
 
 Events carry hidden simulator state (target ids, object poses, contacts). Observers are
 trusted in-process code; none of this reaches the observation or ``info`` the policy sees.
@@ -23,6 +25,7 @@ trusted in-process code; none of this reaches the observation or ``info`` the po
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -41,8 +44,10 @@ __all__ = [
     "EndEvent",
     "EnvObserver",
     "FrameEvent",
+    "ObserverSet",
     "ResetEvent",
     "StepEvent",
+    "check_needs",
 ]
 
 NEEDS = frozenset({"instance", "contacts", "frame_ego", "frame_exo"})
@@ -66,6 +71,8 @@ class ResetEvent:
         body_lowest_y: lowest point of the standing body at spawn (metres) or None.
         exo_rgb: exo view ("frame_exo") or None.
         physics_contract: the physics backend's contract description (for manifests).
+        body_links: the humanoid's link names, the order of contact rows' ``link_a`` (a
+            body asset's links); None for the built-in skeleton body (``JOINT_NAMES``).
     """
 
     episode: Episode
@@ -82,6 +89,7 @@ class ResetEvent:
     exo_rgb: np.ndarray | None = None
     physics_contract: dict[str, Any] | None = None
     physics_state: Any = None
+    body_links: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -161,3 +169,56 @@ class EnvObserver(Protocol):
     def on_step(self, event: StepEvent) -> None: ...
 
     def on_episode_end(self, event: EndEvent) -> None: ...
+
+
+def check_needs(needs: Iterable[str]) -> frozenset[str]:
+    """``needs`` as a set, checked against :data:`NEEDS`.
+
+    Raises:
+        ValueError: naming the unknown needs and the allowed ones.
+    """
+    out = frozenset(needs)
+    unknown = out - NEEDS
+    if unknown:
+        raise ValueError(f"unknown observer needs {sorted(unknown)}; allowed {sorted(NEEDS)}")
+    return out
+
+
+class ObserverSet:
+    """The observers registered on one env, with the union of their needs.
+
+    Observers are called in registration order; a method an observer does not define is
+    skipped.
+    """
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[Any, frozenset[str]]] = {}
+        self._next_handle = 1
+        self.needs: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def add(self, observer: EnvObserver, needs: frozenset[str]) -> int:
+        """Register ``observer`` with checked ``needs``; returns its handle."""
+        handle = self._next_handle
+        self._next_handle += 1
+        self._items[handle] = (observer, needs)
+        self.needs = self.needs | needs
+        return handle
+
+    def remove(self, handle: int) -> None:
+        """Unregister an observer (unknown handles are ignored)."""
+        if self._items.pop(handle, None) is not None:
+            self.needs = frozenset().union(*(n for _, n in self._items.values()))
+
+    def wants(self, method: str) -> bool:
+        """Whether some observer defines ``method`` (events nobody reads are not built)."""
+        return any(getattr(o, method, None) is not None for o, _ in self._items.values())
+
+    def emit(self, method: str, event: Any) -> None:
+        """Call ``method(event)`` on every observer that defines it."""
+        for observer, _ in list(self._items.values()):
+            fn = getattr(observer, method, None)
+            if fn is not None:
+                fn(event)

@@ -8,24 +8,102 @@ rendering a camera view of the current state. It knows nothing of episodes' goal
 Gymnasium API or observers: the env (:mod:`humanclaw_gym.envs.find_nav_interact`) drives it.
 
 Renders are cheap to share: the body and object poses are copied to the renderer once per
-physics state, whatever number of views (observation, metrics, video) read that state.
+physics state, whatever number of views (observation, metrics, video) read that state. The
+state itself is read through :meth:`Simulation.snapshot`: one :class:`Snapshot` per physics
+state, whose parts (realized frame, object poses, link origins, contacts) are queried from
+the physics backend at most once, on first read, and shared by every reader (the env's
+observer events, the privileged view).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from humanclaw_gym.backends import registry
 from humanclaw_gym.backends.config import BackendConfig
-from humanclaw_gym.sensors import EGO_SIZE_PX, EXO_SIZE_PX
+from humanclaw_gym.image_sizes import EGO_SIZE_PX, EXO_SIZE_PX
 
-__all__ = ["FRAMES_PER_CHUNK", "Simulation"]
+if TYPE_CHECKING:  # pragma: no cover
+    from humanclaw_gym.backends.protocols import (
+        MotionGenerator,
+        PhysicsBackend,
+        RenderBackend,
+        RenderResult,
+    )
+    from humanclaw_gym.body.smplx_model import SmplxBody
+    from humanclaw_gym.episodes import Episode
+    from humanclaw_gym.scenes.hssd.dataset import SceneDataset
+    from humanclaw_gym.scenes.spec import SceneSpec
+    from humanclaw_gym.skills import SkillCall
+
+__all__ = ["FRAMES_PER_CHUNK", "Simulation", "Snapshot"]
 
 FRAMES_PER_CHUNK = 15
 """Generated 30 Hz frames per skill call (0.5 s)."""
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    """``array`` made read-only: a snapshot's arrays are shared by all of its readers."""
+    array.setflags(write=False)
+    return array
+
+
+class Snapshot:
+    """The simulated state at one instant, read from the physics backend lazily and once.
+
+    Each attribute is queried on first read and kept; a snapshot serves every reader of
+    the same physics state (observer events, the privileged view), so, e.g., the contact
+    query of a frame runs once however many observers need contacts. The arrays are
+    read-only (shared); copy one to change it. Reading a part the snapshot has not read
+    yet after the simulation moved on raises ``RuntimeError`` (it would describe another
+    state).
+
+    Attributes:
+        realized_frame: ``float64 (75,)`` the humanoid's realized pose.
+        object_ids: scene ids of the dynamic objects, the row order of ``object_poses``.
+        object_poses: ``float64 (M, 7)`` world poses of the dynamic objects.
+        link_origins: ``float64 (P, 3)`` pelvis, articulated root and link origins (the
+            final-distance metric's point set).
+        contacts: the contact rows of this state (``CONTACT_DTYPE``).
+    """
+
+    def __init__(self, simulation: Simulation, version: int) -> None:
+        self._simulation = simulation
+        self.version = version
+
+    def _physics(self, part: str) -> PhysicsBackend:
+        sim = self._simulation
+        if sim.state_version != self.version:
+            raise RuntimeError(
+                f"Snapshot.{part}: the simulation has moved on since this snapshot was taken"
+            )
+        if sim.physics is None:
+            raise RuntimeError(f"Snapshot.{part}: no physics backend is built")
+        return sim.physics
+
+    @cached_property
+    def realized_frame(self) -> np.ndarray:
+        return _frozen(self._physics("realized_frame").realized_frame())
+
+    @cached_property
+    def object_ids(self) -> tuple[int, ...]:
+        return tuple(self._physics("object_ids").dynamic_object_ids)
+
+    @cached_property
+    def object_poses(self) -> np.ndarray:
+        return _frozen(self._physics("object_poses").object_poses())
+
+    @cached_property
+    def link_origins(self) -> np.ndarray:
+        return _frozen(self._physics("link_origins").link_origins())
+
+    @cached_property
+    def contacts(self) -> np.ndarray:
+        return _frozen(self._physics("contacts").contacts())
 
 
 class Simulation:
@@ -41,28 +119,35 @@ class Simulation:
     def __init__(self, config: BackendConfig) -> None:
         self.config = config
         self.resolved: registry.ResolvedBackends = self.resolve(frozenset({"rgb"}), False, 0)
-        self.body_model: Any = None
+        self.body_model: SmplxBody | None = None
         if config.body_model_dir is not None:
-            from humanclaw_gym.motion.flow.smplx_io import SmplxBody
+            from humanclaw_gym.body.smplx_model import SmplxBody
 
             self.body_model = SmplxBody(config.body_model_dir, gender=config.body_model_gender)
-        self.scene_dataset: Any = None
+        self.body_asset: Any = None  # a BodyAsset when config.body_asset is set
+        if config.body_asset is not None:
+            from humanclaw_gym.body.asset import load_body_asset
+
+            self.body_asset = load_body_asset(config.body_asset)
+        self.scene_dataset: SceneDataset | None = None
         if config.scene_dataset is not None:
             from humanclaw_gym.scenes.hssd import open_scene_dataset
 
             self.scene_dataset = open_scene_dataset(config.scene_dataset)
-        self.physics: Any = None
-        self.renderer: Any = None
-        self.motion: Any = None
+        self.physics: PhysicsBackend | None = None
+        self.renderer: RenderBackend | None = None
+        self.motion: MotionGenerator | None = None
         self.render_reason = ""
-        self.scene: Any = None
+        self.scene: SceneSpec | None = None
         self.scene_id: str | None = None
         self._version = 0  # bumped whenever the simulated state changes
         self._synced_version = -1
         self._synced_link_poses: np.ndarray | None = None
+        self._synced_body_poses: np.ndarray | None = None
         self._body_mesh_faces_sent = False
-        self._cache: dict[tuple[str, int], tuple[frozenset[str], Any]] = {}
+        self._cache: dict[tuple[str, int], tuple[frozenset[str], RenderResult]] = {}
         self._cache_version = -1
+        self._snapshot: Snapshot | None = None
         self._closed = False
 
     # ------------------------------------------------------------------------------------
@@ -86,14 +171,14 @@ class Simulation:
             need_contacts=contacts,
             need_ray_cast=contacts,
             image_size=max(image_size, EGO_SIZE_PX, EXO_SIZE_PX),
-            need_body_mesh=c.body_model_dir is not None,
+            need_body_mesh=c.body_model_dir is not None or c.body_asset is not None,
             part_shapes=("box", "cylinder", "sphere", "mesh")
             if c.scene_dataset is not None
             else ("box", "cylinder", "sphere"),
         )
         return self.resolved
 
-    def check_scenes(self, episodes: Iterable[Any]) -> None:
+    def check_scenes(self, episodes: Iterable[Episode]) -> None:
         """Check, by name only, that the episodes' scenes can be loaded: from the scene
         dataset when one is configured, else as shipped / generated / installed scenes
         (:func:`~humanclaw_gym.episodes.io.scene_installed`; without a dataset only
@@ -131,14 +216,25 @@ class Simulation:
             )
 
     @property
-    def backend_info(self) -> dict[str, str]:
-        """Names of the backends in use and why this renderer was chosen."""
-        return {
+    def backend_info(self) -> dict[str, Any]:
+        """Names of the backends in use and why this renderer was chosen; with a motion
+        generator that describes its weights (``weights_info``, e.g. the paper motion's
+        manifest SHA-256, device and dtype) also ``motion_weights``; with a body asset its
+        identity (name, path, SHA-256 of its files), with a scene dataset its path."""
+        info: dict[str, Any] = {
             "physics": self.config.physics,
             "renderer": getattr(getattr(self.renderer, "capabilities", None), "name", "not built"),
             "renderer_reason": self.render_reason or "not built yet",
             "motion": self.config.motion,
         }
+        weights = getattr(self.motion, "weights_info", None)
+        if weights is not None:
+            info["motion_weights"] = dict(weights)
+        if self.body_asset is not None:
+            info["body_asset"] = self.body_asset.identity()
+        if self.config.scene_dataset is not None:
+            info["scene_dataset"] = self.config.scene_dataset
+        return info
 
     # ------------------------------------------------------------------------------------
     # building
@@ -168,7 +264,10 @@ class Simulation:
         else:
             scene = episodes_mod.load_scene(scene_id)
         self._release_scene()
-        self.physics = self.resolved.physics.load()(**self.config.physics_options)
+        options = dict(self.config.physics_options)
+        if self.config.body_asset is not None:
+            options["body_asset"] = self.config.body_asset
+        self.physics = self.resolved.physics.load()(**options)
         self.physics.build(scene)
         self.renderer.build(scene)  # renderers accept a new scene without a new context
         self._body_mesh_faces_sent = False  # build() forgets a body mesh, faces included
@@ -187,6 +286,7 @@ class Simulation:
         if self.physics is not None:
             self.physics.close()
             self.physics = None
+            self._version += 1
         self.scene = None
         self.scene_id = None
 
@@ -199,7 +299,9 @@ class Simulation:
         In scenes made of triangle meshes the body starts on the meshes' contact skin:
         ``start_position`` y plus the physics' collision margin (Bullet collides a
         triangle mesh with its margin outside the triangles, a box with it inside), so
-        the feet do not start a margin deep in the floor.
+        the feet do not start a margin deep in the floor. A body asset whose lowest vertex
+        would start below that height is lifted onto it (the seed pose is the motion
+        model's body, whose proportions differ).
 
         Returns:
             ``float64 (5, 75)``: the motion generator's seed history (world frame).
@@ -208,19 +310,28 @@ class Simulation:
         start[1] += self.surface_skin_m()
         history = np.asarray(self.motion.reset(start, start_yaw_rad, seed=seed), dtype=np.float64)
         self.physics.reset(history[-1])
+        if self.body_asset is not None:
+            # a body of other proportions than the motion's may reach below the floor in
+            # the seed pose: lift it until its lowest vertex rests on the start's floor
+            gap = float(start[1]) - self.body_lowest_y()
+            if gap > 0.0:
+                lifted = history[-1].copy()
+                lifted[1] += gap
+                self.physics.reset(lifted)
         self._version += 1
         return history
 
     def execute(
         self,
-        call: Any,
+        call: SkillCall,
         on_chunk: Callable[[np.ndarray], None] | None = None,
         on_frame: Callable[[int, np.ndarray], None] | None = None,
     ) -> np.ndarray:
         """Generate the chunk of a motion skill and execute it frame by frame.
 
         Args:
-            call: a motion :class:`~humanclaw_gym.skills.SkillCall` (not Stop/Stand).
+            call: a validated motion :class:`~humanclaw_gym.skills.SkillCall` (not
+                Stop/Stand); it is handed to the motion generator as it is.
             on_chunk: called with the generated frames before physics runs them.
             on_frame: called as ``on_frame(i, generated_frame)`` after physics executed
                 frame ``i`` (the simulation then holds that frame's realized state).
@@ -243,13 +354,15 @@ class Simulation:
                 self._version += 1
             return frames
         for i in range(FRAMES_PER_CHUNK):
-            self.physics.step_frame(frames[i])
-            self._version += 1
+            try:
+                self.physics.step_frame(frames[i])
+            finally:  # a frame that raised may have changed the state as well
+                self._version += 1
             if on_frame is not None:
                 on_frame(i, frames[i])
         return frames
 
-    def generate(self, call: Any) -> np.ndarray:
+    def generate(self, call: SkillCall) -> np.ndarray:
         """The motion generator's next chunk, checked: ``float64 (15, 75)``, finite."""
         frames = np.asarray(self.motion.generate(call), dtype=np.float64)
         if frames.shape != (FRAMES_PER_CHUNK, 75) or not np.all(np.isfinite(frames)):
@@ -262,17 +375,18 @@ class Simulation:
     # ------------------------------------------------------------------------------------
     # rendering
     # ------------------------------------------------------------------------------------
-    def render(self, view: str, size: int, modes: Iterable[str] = ("rgb",)) -> Any:
+    def render(self, view: str, size: int, modes: Iterable[str] = ("rgb",)) -> RenderResult:
         """Render the current state from the ``"ego"`` or ``"exo"`` camera.
 
         Args:
             view: ``"ego"`` (head camera) or ``"exo"`` (third person).
             size: side of the square image in pixels.
-            modes: ``"rgb"`` always; ``"instance"`` adds the instance-id image and
-                ``"depth"`` the metric depth image, both from the same pass.
+            modes: render modes (``"rgb"`` is always drawn; ``"instance"``, ``"depth"``,
+                any mode the renderer declares), all from the same pass.
 
         Returns:
-            The renderer's :class:`~humanclaw_gym.backends.protocols.RenderResult`. Views
+            The renderer's :class:`~humanclaw_gym.backends.protocols.RenderResult`, keyed
+            by mode. Views
             of an unchanged state are rendered once: asking again for the same camera with
             the same or fewer modes (e.g. the observation and the video's last frame)
             returns the same result, whose arrays callers must not modify.
@@ -289,10 +403,16 @@ class Simulation:
                 return cached[1]
             wanted |= cached[0]  # one new pass with every mode asked for so far
         link_poses = self._sync_renderer()
-        make = ego_camera if view == "ego" else exo_camera
-        camera = make(link_poses, width=size, height=size)
-        kwargs = {"depth": True} if "depth" in wanted else {}
-        result = self.renderer.render(camera, instance="instance" in wanted, **kwargs)
+        if view == "ego" and self.body_asset is not None:
+            from humanclaw_gym.render.cameras import body_asset_ego_camera
+
+            camera = body_asset_ego_camera(
+                self.body_asset, self._synced_body_poses, width=size, height=size
+            )
+        else:
+            make = ego_camera if view == "ego" else exo_camera
+            camera = make(link_poses, width=size, height=size)
+        result = self.renderer.render(camera, wanted)
         self._cache[(view, size)] = (wanted, result)
         return result
 
@@ -304,9 +424,19 @@ class Simulation:
         if self._synced_version == self._version and self._synced_link_poses is not None:
             return self._synced_link_poses
         link_poses = self.physics.link_poses()
+        if self.body_asset is not None:  # drawn from its own meshes
+            self._synced_body_poses = link_poses
+            link_poses = self.body_asset.skeleton_link_poses(link_poses)
         self.renderer.set_body_pose(link_poses)
         if self.body_model is not None:
             self._sync_body_mesh()
+        elif self.body_asset is not None:
+            _, faces, _ = self.body_asset.visual_mesh
+            vertices = self.body_asset.posed_vertices(self._synced_body_poses)
+            self.renderer.set_body_mesh(
+                vertices.astype(np.float32), None if self._body_mesh_faces_sent else faces
+            )
+            self._body_mesh_faces_sent = True
         ids = self.physics.dynamic_object_ids
         if ids:
             self.renderer.set_object_poses(ids, self.physics.object_poses())
@@ -316,7 +446,7 @@ class Simulation:
 
     def _sync_body_mesh(self) -> None:
         """Send the SMPL-X mesh of the realized frame (faces once per renderer build)."""
-        from humanclaw_gym.motion.flow.smplx_io import smplx_vertices
+        from humanclaw_gym.body.smplx_model import smplx_vertices
 
         vertices, faces = smplx_vertices(self.physics.realized_frame(), self.body_model)
         self.renderer.set_body_mesh(
@@ -327,8 +457,39 @@ class Simulation:
     # ------------------------------------------------------------------------------------
     # state queries (hidden state: for observers and privileged mode, never the policy)
     # ------------------------------------------------------------------------------------
+    @property
+    def body_links(self) -> tuple[str, ...] | None:
+        """The body asset's link names (the order of contact rows' ``link_a``), or None
+        for the built-in skeleton body."""
+        return None if self.body_asset is None else self.body_asset.links
+
+    @property
+    def state_version(self) -> int:
+        """A counter that changes whenever the simulated state changes (reset, every
+        executed frame, a new scene)."""
+        return self._version
+
+    def snapshot(self) -> Snapshot:
+        """The :class:`Snapshot` of the current state (the same object until the state
+        changes, so its parts are read from physics once)."""
+        snap = self._snapshot
+        if snap is None or snap.version != self._version:
+            snap = self._snapshot = Snapshot(self, self._version)
+        return snap
+
+    def physics_contract(self) -> dict[str, Any]:
+        """The physics backend's frame contract and options (replay manifests record it)."""
+        if self.physics is None:
+            raise RuntimeError("physics_contract(): no physics backend is built")
+        return self.physics.contract()
+
     def body_lowest_y(self) -> float:
-        """Lowest point of the standing body at the current root height (metres)."""
+        """Lowest point of the body (metres): the built-in body standing at the current root
+        height; a body asset's lowest visual vertex in its current pose (the reference
+        release reads its body's lowest point from the posed link geometry)."""
+        if self.body_asset is not None:
+            vertices = self.body_asset.posed_vertices(self.physics.link_poses())
+            return float(vertices[:, 1].min())
         from humanclaw_gym.body import STANDING_PELVIS_HEIGHT_M
 
         return float(self.physics.realized_frame()[1] - STANDING_PELVIS_HEIGHT_M)
@@ -343,7 +504,7 @@ class Simulation:
     def safe_link_origins(self) -> np.ndarray | None:
         """Body points for an end-of-episode event, or None when they cannot be read."""
         try:
-            return None if self.physics is None else self.physics.link_origins()
+            return None if self.physics is None else self.snapshot().link_origins
         except Exception:
             return None
 

@@ -23,9 +23,15 @@ import functools
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
-from gymnasium import spaces
-from gymnasium.vector.utils import batch_space, iterate
+from gymnasium.vector.utils import iterate
+
+from humanclaw_gym.skills.call import SkillCall
+from humanclaw_gym.skills.spaces import (
+    BatchedSkillActionSpace,
+    SkillActionSpace,
+    per_env_actions,
+    skill_action_space,
+)
 
 __all__ = [
     "BatchedMotionSyncVectorEnv",
@@ -34,77 +40,6 @@ __all__ = [
     "make_vector_env",
     "skill_action_space",
 ]
-
-
-class SkillActionSpace(spaces.Dict):
-    """The env's action space: the ``Dict`` encoding of a SkillCall
-    (:func:`humanclaw_gym.skills.action_space`, unchanged). Being its own class only changes
-    how vector envs batch it: into a :class:`BatchedSkillActionSpace`."""
-
-
-class BatchedSkillActionSpace(spaces.Dict):
-    """The action space of a vector env of N HumanClaw envs: the batched ``Dict`` (entries
-    stacked along a first axis of length N); ``iterate`` also accepts a list/tuple of N
-    per-sub-env actions (SkillCalls, texts, Decisions or per-env Dict encodings)."""
-
-    num_envs: int = 1
-
-
-def skill_action_space(seed: int | None = None) -> SkillActionSpace:
-    """A new :class:`SkillActionSpace` with the entries of the skill table."""
-    from humanclaw_gym.skills import action_space
-
-    base = action_space()
-    return SkillActionSpace(dict(base.spaces), seed=seed, sort_keys=False)
-
-
-@batch_space.register(SkillActionSpace)
-def _batch_skill_space(space: SkillActionSpace, n: int = 1) -> BatchedSkillActionSpace:
-    batched = BatchedSkillActionSpace(
-        {key: batch_space(sub, n=n) for key, sub in space.spaces.items()}, sort_keys=False
-    )
-    batched.num_envs = int(n)
-    return batched
-
-
-@iterate.register(BatchedSkillActionSpace)
-def _iterate_skill_actions(space: BatchedSkillActionSpace, items: Any) -> Any:
-    if isinstance(items, (list, tuple)) or (
-        isinstance(items, np.ndarray) and items.dtype == object and items.ndim == 1
-    ):
-        return iter(per_env_actions(items, space.num_envs))
-    return iterate.dispatch(spaces.Dict)(space, items)
-
-
-def per_env_actions(items: Any, num_envs: int) -> list[Any]:
-    """Validate a list of per-sub-env actions; returns one SkillCall or Decision per sub-env.
-
-    Raises:
-        ValueError: the list does not hold exactly ``num_envs`` actions.
-        SkillCallError: an invalid action (the message names its index); for an entry of
-            an unsupported type a ``SkillCallTypeError`` (also a ``TypeError``).
-    """
-    from humanclaw_gym.policy import Decision
-    from humanclaw_gym.skills import SkillCall, SkillCallError, SkillCallTypeError
-
-    items = list(items)
-    if len(items) != num_envs:
-        raise ValueError(
-            f"a list of actions needs one action per sub-env: {num_envs} expected, got {len(items)}"
-        )
-    out: list[Any] = []
-    for i, item in enumerate(items):
-        if isinstance(item, Decision):
-            out.append(item)
-            continue
-        try:
-            out.append(SkillCall.coerce(item))
-        except SkillCallError as exc:
-            cls = SkillCallTypeError if isinstance(exc, TypeError) else SkillCallError
-            raise cls(
-                exc.field, exc.value, exc.allowed, skill=exc.skill, message=f"actions[{i}]: {exc}"
-            ) from exc
-    return out
 
 
 class BatchedMotionSyncVectorEnv(gym.vector.SyncVectorEnv):
@@ -116,18 +51,20 @@ class BatchedMotionSyncVectorEnv(gym.vector.SyncVectorEnv):
     all chunks in one model call and parks each in its generator, whose own ``generate``
     then returns it. Results equal the unbatched ones (each generator keeps its own RNG);
     only generators that declare ``capabilities.batched`` take part, others generate as
-    usual. Invalid actions are left to the sub-env's own validation.
+    usual. Every sub-env's action is validated once, before any sub-env steps (an invalid
+    one raises naming its index, with no simulator state changed).
     """
 
     def step(self, actions: Any):
-        from humanclaw_gym.policy import Decision
-        from humanclaw_gym.skills import SkillCall, SkillCallError
-
-        if isinstance(actions, (list, tuple)):  # validated once, before any sub-env steps
-            actions = per_env_actions(actions, self.num_envs)
+        # validated once, before any sub-env steps; the sub-envs receive SkillCalls and
+        # Decisions, which they do not validate again
+        items = (
+            actions if isinstance(actions, (list, tuple)) else iterate(self.action_space, actions)
+        )
+        actions = per_env_actions(items, self.num_envs)
         pairs = []
         service = None
-        for i, action in enumerate(iterate(self.action_space, actions)):
+        for i, action in enumerate(actions):
             if (
                 self.autoreset_mode == gym.vector.AutoresetMode.NEXT_STEP
                 and self._autoreset_envs[i]
@@ -137,10 +74,7 @@ class BatchedMotionSyncVectorEnv(gym.vector.SyncVectorEnv):
             caps = getattr(motion, "capabilities", None)
             if motion is None or not getattr(caps, "batched", False):
                 continue
-            try:
-                call = action.action if isinstance(action, Decision) else SkillCall.coerce(action)
-            except (SkillCallError, TypeError):
-                continue  # the sub-env raises the proper error itself
+            call = action if isinstance(action, SkillCall) else action.action
             if call.is_stop:
                 continue
             if service is None:

@@ -7,8 +7,9 @@ Quick use::
     episodes = load_split("val100")          # 100 Episode records
     scene = load_scene(episodes[0].scene_id)  # SceneSpec, hash-verified
 
-Split generation (:mod:`humanclaw_gym.episodes.generate`, which needs scipy) is imported
-only when one of its names is used.
+Split generation (:mod:`humanclaw_gym.episodes.generate`, which needs scipy) and the named
+homes (:mod:`humanclaw_gym.episodes.named_scenes`) are imported only when one of their names
+is used.
 """
 
 from __future__ import annotations
@@ -47,12 +48,12 @@ from humanclaw_gym.episodes.schema import (
 )
 
 _LAZY = {
-    "generate_named_scene",
-    "generate_scene_episodes",
-    "training_scene_id",
-    "training_scene_seed",
-    "val_scene_id",
-    "val_scene_seed",
+    "generate_named_scene": "named_scenes",
+    "generate_scene_episodes": "generate",
+    "training_scene_id": "named_scenes",
+    "training_scene_seed": "named_scenes",
+    "val_scene_id": "named_scenes",
+    "val_scene_seed": "named_scenes",
 }
 
 __all__ = [
@@ -88,7 +89,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from humanclaw_gym.episodes import generate
+        import importlib
 
-        return getattr(generate, name)
+        return getattr(importlib.import_module(f"humanclaw_gym.episodes.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'humanclaw_gym.episodes' has no attribute {name!r}")

@@ -1,9 +1,8 @@
-"""Building the fixed splits: scene seeds, episode sampling, ``val`` and ``val100``.
+"""Building the fixed splits: episode sampling, ``val`` and ``val100``.
 
-Seed namespaces never overlap: validation scene ``i`` (``hc_val_000`` .. ``hc_val_040``)
-uses seed ``VAL_SCENE_SEED_BASE + i`` (``i < 1000``); training scene ``i``
-(``hc_train_000`` ...) uses ``TRAIN_SCENE_SEED_BASE + i``. Validation homes have 3-6 rooms,
-training homes 2-6.
+The homes are the named procedural scenes of :mod:`humanclaw_gym.episodes.named_scenes`
+(validation scene ``i``, ``hc_val_000`` .. ``hc_val_040``, from seed
+``VAL_SCENE_SEED_BASE + i``; its names are re-exported here).
 
 ``val`` holds 1,218 episodes in 41 scenes: per category, 199 each of bed, couch and toilet
 (the 597 interact episodes) and 207 each of chair, tv and potted_plant, spread over the
@@ -33,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -51,6 +49,15 @@ from humanclaw_gym.episodes.io import (
     shard_bytes,
     write_bytes_atomic,
 )
+from humanclaw_gym.episodes.named_scenes import (
+    TRAIN_SCENE_SEED_BASE,
+    VAL_SCENE_SEED_BASE,
+    generate_named_scene,
+    training_scene_id,
+    training_scene_seed,
+    val_scene_id,
+    val_scene_seed,
+)
 from humanclaw_gym.episodes.schema import (
     DEFAULT_MAX_STEPS,
     DIFFICULTY_LABELS,
@@ -61,7 +68,7 @@ from humanclaw_gym.episodes.schema import (
     yaw_to_quat_xyzw,
 )
 from humanclaw_gym.episodes.spawns import SpawnChecker
-from humanclaw_gym.scenes.generator import GENERATOR_VERSION, generate_scene
+from humanclaw_gym.scenes.generator import GENERATOR_VERSION
 from humanclaw_gym.scenes.navgrid import NavGrid
 from humanclaw_gym.scenes.spec import INTERACT_CATEGORIES, TARGET_CATEGORIES, SceneSpec
 
@@ -92,8 +99,6 @@ __all__ = [
 VAL_NUM_SCENES = 41
 VAL_NUM_EPISODES = 1218
 VAL_NUM_INTERACT = 597
-VAL_SCENE_SEED_BASE = 10_000
-TRAIN_SCENE_SEED_BASE = 1_000_000
 VAL_EPISODE_SEED_BASE = 20_000
 VAL100_SEED = 100
 VAL100_SCENES = 5
@@ -104,8 +109,6 @@ APPROACH_POINT_SPACING_M = 0.25
 _MIN_START_SEPARATION_M = 0.5
 _CANDIDATES = 20
 _YAW_DRAWS = 64
-_VAL_ID = re.compile(r"hc_val_(\d{3,})")
-_TRAIN_ID = re.compile(r"hc_train_(\d{3,})")
 # episodes per category across val: interact categories 199 each, the others 207 each
 _VAL_CATEGORY_TOTALS: dict[str, int] = {
     "chair": 207,
@@ -115,42 +118,6 @@ _VAL_CATEGORY_TOTALS: dict[str, int] = {
     "tv": 207,
     "couch": 199,
 }
-
-
-# ---------------------------------------------------------------------------------------
-# scene ids and seeds
-# ---------------------------------------------------------------------------------------
-def val_scene_id(index: int) -> str:
-    return f"hc_val_{int(index):03d}"
-
-
-def val_scene_seed(index: int) -> int:
-    """Seed of validation scene ``index`` (``0 <= index < 1000``)."""
-    if not 0 <= int(index) < 1000:
-        raise ValueError(f"validation scene index must be in [0, 1000), got {index!r}")
-    return VAL_SCENE_SEED_BASE + int(index)
-
-
-def training_scene_id(index: int) -> str:
-    return f"hc_train_{int(index):03d}"
-
-
-def training_scene_seed(index: int) -> int:
-    """Seed of training scene ``index`` (``index >= 0``); disjoint from validation seeds."""
-    if int(index) < 0:
-        raise ValueError(f"training scene index must be >= 0, got {index!r}")
-    return TRAIN_SCENE_SEED_BASE + int(index)
-
-
-def generate_named_scene(scene_id: str) -> SceneSpec:
-    """Generate ``hc_val_<i>`` (3-6 rooms) or ``hc_train_<i>`` (2-6 rooms) from its seed."""
-    m = _VAL_ID.fullmatch(scene_id)
-    if m:
-        return generate_scene(scene_id, val_scene_seed(int(m.group(1))), min_rooms=3)
-    m = _TRAIN_ID.fullmatch(scene_id)
-    if m:
-        return generate_scene(scene_id, training_scene_seed(int(m.group(1))))
-    raise ValueError(f"scene id must look like hc_val_000 or hc_train_000, got {scene_id!r}")
 
 
 # ---------------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ import json
 import math
 import os
 import re
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -46,19 +45,28 @@ from humanclaw_gym.episodes.schema import (
     ReferenceRecord,
     instruction_for,
     reference_yaw_to_ours,
+    shown_id,
     yaw_to_quat_xyzw,
 )
-from humanclaw_gym.fileio import write_bytes_atomic
+from humanclaw_gym.fileio import (
+    FileContentError,
+    gunzip_limited,
+    loads_json,
+    read_bytes_limited,
+    write_bytes_atomic,
+)
 from humanclaw_gym.scenes.spec import INTERACT_CATEGORIES, SceneSpec, SceneSpecError
 
 __all__ = [
     "HABITAT_CATEGORY_ALIASES",
+    "MAX_EPISODE_FILE_BYTES",
     "REFERENCE_SUBSET_SCHEMA",
     "SCENE_DIR_ENV",
     "SCENE_INDEX_SCHEMA",
     "SPLIT_INDEX_SCHEMA",
     "SUBSET_SCHEMA",
     "SceneNotInstalledError",
+    "UnknownSplitError",
     "assets_dir",
     "available_splits",
     "check_scenes_installed",
@@ -95,6 +103,10 @@ HABITAT_CATEGORY_ALIASES: dict[str, str] = {
     "tv_monitor": "tv",
 }
 _SCENE_SUFFIXES = (".basis.glb", ".scene_instance.json", ".glb", ".json", ".ply")
+#: Largest episode file read (a shard, split index, subset or scene file), in bytes on disk
+#: and again after decompression: 30 times the largest shard of the reference release.
+MAX_EPISODE_FILE_BYTES = 64 << 20
+_TRAINING_SCENE_RE = re.compile(r"hc_train_[0-9]{3,}")  # generate._TRAIN_ID, without importing it
 
 
 # ---------------------------------------------------------------------------------------
@@ -122,25 +134,30 @@ def gzip_bytes(data: bytes) -> bytes:
     return buf.getvalue()
 
 
+def _read_file(path: Path) -> bytes:
+    """A regular file of at most :data:`MAX_EPISODE_FILE_BYTES` (a FIFO is refused, never
+    waited on)."""
+    try:
+        return read_bytes_limited(path, MAX_EPISODE_FILE_BYTES, "episode file")
+    except (FileContentError, FileNotFoundError) as exc:
+        raise EpisodeFormatError(str(exc)) from None
+
+
 def _read_gz_bytes(path: Path) -> bytes:
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise EpisodeFormatError(f"{path}: cannot read file ({exc})") from exc
-    try:
-        return gzip.decompress(raw)
-    except (gzip.BadGzipFile, EOFError, zlib.error, OSError) as exc:
-        raise EpisodeFormatError(f"{path}: not a valid gzip file ({exc})") from exc
+        return gunzip_limited(_read_file(path), MAX_EPISODE_FILE_BYTES, str(path))
+    except FileContentError as exc:
+        raise EpisodeFormatError(str(exc)) from None
 
 
 def read_json_gz(path: str | os.PathLike[str]) -> Any:
     """Parse a ``.json.gz`` (or plain ``.json``) file; errors name the file."""
     p = Path(path)
-    data = _read_gz_bytes(p) if p.name.endswith(".gz") else p.read_bytes()
+    data = _read_gz_bytes(p) if p.name.endswith(".gz") else _read_file(p)
     try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise EpisodeFormatError(f"{p}: not valid JSON ({exc})") from exc
+        return loads_json(data, str(p))
+    except FileContentError as exc:
+        raise EpisodeFormatError(str(exc)) from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -408,25 +425,28 @@ def available_splits() -> tuple[str, ...]:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise EpisodeFormatError(f"{path}: cannot read file ({exc})") from exc
-    except json.JSONDecodeError as exc:
-        raise EpisodeFormatError(f"{path}: not valid JSON ({exc})") from exc
+    return read_json_gz(path)
 
 
 def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
-    content = directory / "content"
-    if (
-        not (directory / "index.json").is_file()
-        and not any(directory.glob("*.json.gz"))
-        and content.is_dir()
-    ):
-        directory = content  # the reference release's layout: episodes/<split>/content/
     index_path = directory / "index.json"
     episodes: list[Episode] = []
-    if index_path.is_file():
+    content = directory / "content"
+    if not index_path.is_file() and content.is_dir():
+        # Habitat's layout, as the reference release ships it: episodes/<split>/ holds a
+        # header <split>.json.gz (category tables, usually no episodes) and content/ one
+        # shard per scene. Every header's episodes come first, then every shard's.
+        headers = sorted(directory.glob("*.json.gz"))
+        shards = sorted(content.glob("*.json.gz"))
+        for path in (*headers, *shards):
+            episodes += read_shard(path)
+        if not episodes:
+            raise EpisodeFormatError(
+                f"{directory}: no episodes in {len(headers)} header file(s) and "
+                f"{len(shards)} shard(s) under content/ (expected content/<scene>.json.gz "
+                "holding episodes)"
+            )
+    elif index_path.is_file():
         index = _read_json(index_path)
         if not isinstance(index, dict) or index.get("schema") != SPLIT_INDEX_SCHEMA:
             got = index.get("schema") if isinstance(index, dict) else type(index).__name__
@@ -443,11 +463,9 @@ def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
                 )
             shard = directory / str(entry["file"])
             try:
-                data = shard.read_bytes()
-            except OSError as exc:
-                raise EpisodeFormatError(
-                    f"{shard}: listed in {index_path} but cannot be read ({exc})"
-                ) from exc
+                data = _read_file(shard)
+            except EpisodeFormatError as exc:
+                raise EpisodeFormatError(f"{exc} (listed in {index_path})") from None
             if sha256_hex(data) != entry["sha256"]:
                 raise EpisodeFormatError(
                     f"{shard}: SHA-256 does not match {index_path} (file changed or corrupt)"
@@ -459,6 +477,8 @@ def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
             raise EpisodeFormatError(f"{directory}: no index.json and no *.json.gz shards")
         for shard in shards:
             episodes += read_shard(shard)
+    if not episodes:
+        raise EpisodeFormatError(f"{directory}: the split's shards hold no episodes")
     seen: set[str] = set()
     for ep in episodes:
         if ep.episode_id in seen:
@@ -470,8 +490,8 @@ def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
 def _reference_subset(path: Path, doc: dict[str, Any]) -> tuple[Episode, ...]:
     """The reference release's subset file: ``{"schema": "humanclaw_episode_subset_v1",
     "split": "val", "episodes": [{"scene_id", "episode_id", "object_category"}, ...]}``,
-    resolved against the reference's episode folder next to it
-    (``episodes/<split>/content/``) when present, else against the shipped split of that
+    resolved against the reference's episode folder next to it (``episodes/<split>/``:
+    header + ``content/``) when present, else against the shipped split of that
     name."""
     rows = doc.get("episodes")
     if not isinstance(rows, list) or not rows:
@@ -507,12 +527,24 @@ def _reference_subset(path: Path, doc: dict[str, Any]) -> tuple[Episode, ...]:
     if missing:
         raise EpisodeFormatError(
             f"{path}: {len(missing)} episode ids are not in split {str(parent)!r}, "
-            f"e.g. {missing[:3]}"
+            f"e.g. {', '.join(shown_id(m) for m in missing[:3])}"
         )
+    _refuse_repeats(path, [ep.episode_id for ep in out])
     count = doc.get("n_episodes")
     if count is not None and count != len(out):
         raise EpisodeFormatError(f"{path}: n_episodes is {count!r} but {len(out)} are listed")
     return tuple(out)
+
+
+def _refuse_repeats(path: Path, ids: Sequence[str]) -> None:
+    seen: set[str] = set()
+    for k, eid in enumerate(ids):
+        if eid in seen:
+            raise EpisodeFormatError(
+                f"{path}: episode id {shown_id(eid)} is listed twice (entry {k}); allowed: "
+                "each episode once"
+            )
+        seen.add(eid)
 
 
 def _load_subset(path: Path) -> tuple[Episode, ...]:
@@ -541,11 +573,13 @@ def _load_subset(path: Path) -> tuple[Episode, ...]:
         )
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise EpisodeFormatError(f"{path}: 'episode_ids' must be a list of strings")
+    _refuse_repeats(path, ids)
     pool = {ep.episode_id: ep for ep in _load_cached(_resolve(parent))}
     missing = [i for i in ids if i not in pool]
     if missing:
         raise EpisodeFormatError(
-            f"{path}: {len(missing)} episode ids are not in split {str(parent)!r}, e.g. {missing[:3]}"
+            f"{path}: {len(missing)} episode ids are not in split {str(parent)!r}, "
+            f"e.g. {', '.join(shown_id(m) for m in missing[:3])}"
         )
     return tuple(pool[i] for i in ids)
 
@@ -562,8 +596,10 @@ def _resolve(split: str | os.PathLike[str]) -> Path:
         if (root / f"{split}.json").is_file():
             return (root / f"{split}.json").resolve()
         if not Path(split).exists():
-            raise KeyError(
-                f"unknown split {split!r}; shipped splits: {', '.join(available_splits()) or 'none'}"
+            raise UnknownSplitError(
+                f"unknown split {shown_id(split)}; allowed: a shipped split "
+                f"({', '.join(available_splits()) or 'none'}), a split directory or an "
+                "episode file"
             )
     path = Path(split).expanduser().resolve()
     if not path.exists():
@@ -576,7 +612,13 @@ def _load_cached(path: Path) -> tuple[Episode, ...]:
     if path.is_dir():
         return _load_split_dir(path)
     if path.name.endswith(".json.gz"):
-        return tuple(read_shard(path))
+        episodes = tuple(read_shard(path))
+        if not episodes and (path.parent / "content").is_dir():
+            # a Habitat split header (``episodes/val/val.json.gz``): its split is the folder
+            return _load_split_dir(path.parent)
+        if not episodes:
+            raise EpisodeFormatError(f"{path}: the shard holds no episodes")
+        return episodes
     if path.name.endswith(".json"):
         return _load_subset(path)
     raise EpisodeFormatError(
@@ -590,12 +632,20 @@ def load_split(split: str | os.PathLike[str] = "val") -> list[Episode]:
     Args:
         split: a shipped split name (``"val"``, ``"val100"``), a split directory (with an
             ``index.json`` whose shard hashes are verified, or just ``*.json.gz`` shards of
-            our format or the Habitat ObjectNav layout), one shard file, or a JSON file
-            listing episode ids (a plain list, resolved against ``val``, or
-            ``{"schema": "humanclaw_subset_v1", "parent": ..., "episode_ids": [...]}``).
+            our format or the Habitat ObjectNav layout, or Habitat's header + content
+            layout as the reference release ships it: ``episodes/val/val.json.gz`` plus
+            ``episodes/val/content/<scene>.json.gz``, every shard read), one shard file
+            (a header file whose folder has ``content/`` reads that folder), or a JSON
+            file listing episode ids (a plain list, resolved against ``val``,
+            ``{"schema": "humanclaw_subset_v1", "parent": ..., "episode_ids": [...]}``
+            or the reference release's ``humanclaw_episode_subset_v1`` file).
 
     Returns:
         A new list (the records are immutable and shared between calls).
+
+    Raises:
+        EpisodeFormatError: a malformed file, or a split that holds no episodes (never an
+            empty list).
     """
     return list(_load_cached(_resolve(split)))
 
@@ -645,7 +695,7 @@ def read_scene_file(path: str | os.PathLike[str], expected_sha256: str | None = 
     """Read a ``.json.gz`` / ``.json`` SceneSpec; with ``expected_sha256`` the canonical
     JSON text must hash to it."""
     p = Path(path)
-    data = _read_gz_bytes(p) if p.name.endswith(".gz") else p.read_bytes()
+    data = _read_gz_bytes(p) if p.name.endswith(".gz") else _read_file(p)
     if expected_sha256 is not None and sha256_hex(data) != expected_sha256:
         raise EpisodeFormatError(
             f"{p}: content SHA-256 does not match the scene index (file changed or corrupt)"
@@ -654,6 +704,13 @@ def read_scene_file(path: str | os.PathLike[str], expected_sha256: str | None = 
         return SceneSpec.from_json(data)
     except SceneSpecError as exc:
         raise EpisodeFormatError(f"{p}: {exc}") from exc
+
+
+class UnknownSplitError(EpisodeFormatError, KeyError):
+    """A split name that is neither shipped nor a path (a ``KeyError`` too, as before)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown split"
 
 
 class SceneNotInstalledError(KeyError):
@@ -674,11 +731,16 @@ def _scene_dir_file(scene_id: str) -> Path | None:
     return None
 
 
+def _training_scene(scene_id: str) -> bool:
+    """``hc_train_<n>``: the procedural training homes, generated on request by name."""
+    return _TRAINING_SCENE_RE.fullmatch(scene_id) is not None
+
+
 def scene_installed(scene_id: str) -> bool:
     """Whether :func:`load_scene` can find ``scene_id`` (without loading it)."""
     return (
         scene_id in _scene_index()
-        or scene_id.startswith(("hc_train_", "hc_val_"))
+        or _training_scene(scene_id)
         or (scene_id.endswith((".json", ".json.gz")) and Path(scene_id).is_file())
         or _scene_dir_file(scene_id) is not None
     )
@@ -699,27 +761,52 @@ def scene_not_installed(scene_id: str, episode: Any = None) -> SceneNotInstalled
             if dataset
             else " (its scene dataset is not named in the episode); "
         )
+    shipped = sorted(_scene_index())
+    known = f"{shipped[0]}..{shipped[-1]}" if shipped else "none"
     return SceneNotInstalledError(
-        f"{need}scene {scene_id!r} is not installed: it is none of the "
-        f"{len(_scene_index())} shipped scenes, no hc_train_<n>/hc_val_<n> id, no scene file "
-        f"path, and not in {looked}. Point scene_dataset= (--scene-dataset) at the Habitat "
+        f"{need}scene {shown_id(scene_id)} is not installed: it is none of the "
+        f"{len(shipped)} shipped scenes ({known}), no training home hc_train_<n>, no scene "
+        f"file path, and not in {looked}. Point scene_dataset= (--scene-dataset) at the Habitat "
         "scene dataset that holds it (e.g. HSSD prepared by the reference release, see "
         "docs/scenes.md), or put a SceneSpec file "
         f"{scene_id}.json.gz in the directory named by the environment variable {SCENE_DIR_ENV}"
     )
 
 
-def check_scenes_installed(episodes: Iterable[Any]) -> None:
-    """Raise :class:`SceneNotInstalledError` for the first episode whose scene is missing
-    (naming the scene, the scene dataset it needs and :data:`SCENE_DIR_ENV`). Checks names
-    only (see :func:`scene_installed`); nothing is loaded."""
-    checked: set[str] = set()
+def check_scenes_installed(episodes: Iterable[Any], scene_dataset: Any = None) -> None:
+    """Check, by name only, that every episode's scene can be loaded: from
+    ``scene_dataset`` (an opened scene dataset with ``has_scene``) when given, else as a
+    shipped, training or installed scene (:func:`scene_installed`). Nothing is loaded.
+
+    Args:
+        episodes: records with ``scene_id`` and ``episode_id`` (episodes or run specs).
+        scene_dataset: the run's scene dataset, or None.
+
+    Raises:
+        SceneNotInstalledError: without a dataset, naming the first missing scene, the
+            scene dataset it needs and :data:`SCENE_DIR_ENV`.
+        SceneDatasetError: with a dataset, naming the scenes it lacks and the dataset.
+    """
+    missing: dict[str, None] = {}
     for episode in episodes:
-        if episode.scene_id in checked:
+        sid = episode.scene_id
+        if sid in missing or (scene_dataset is not None and scene_dataset.has_scene(sid)):
             continue
-        if not scene_installed(episode.scene_id):
-            raise scene_not_installed(episode.scene_id, episode)
-        checked.add(episode.scene_id)
+        if scene_installed(sid):
+            continue
+        if scene_dataset is None:
+            raise scene_not_installed(sid, episode)
+        missing[sid] = None
+    if missing:
+        from humanclaw_gym.scenes.hssd import SceneDatasetError
+
+        names = list(missing)
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        raise SceneDatasetError(
+            f"{len(names)} episode scenes are not in scene_dataset "
+            f"{scene_dataset.config_path}: {names[:5]}{more}; point scene_dataset "
+            "(--scene-dataset) at the dataset these episodes were made for"
+        )
 
 
 @lru_cache(maxsize=64)
@@ -728,7 +815,9 @@ def load_scene(scene_id: str) -> SceneSpec:
 
     Shipped scenes (``assets/scenes/<scene_id>.json.gz``) are verified against the SHA-256
     in ``assets/scenes/index.json``. Training scenes ``hc_train_<n>`` are generated on the
-    fly from :func:`~humanclaw_gym.episodes.generate.training_scene_seed`. A path to a
+    fly from :func:`~humanclaw_gym.episodes.named_scenes.training_scene_seed` (asking for that
+    name is the explicit request); any other id, an ``hc_val_<n>`` that is not shipped
+    included, is never generated in its place. A path to a
     ``.json`` / ``.json.gz`` scene file is read as is, and so is ``<scene_id>.json(.gz)`` in
     the directory named by the environment variable ``HUMANCLAW_SCENE_DIR``.
 
@@ -739,8 +828,8 @@ def load_scene(scene_id: str) -> SceneSpec:
     if scene_id in index:
         entry = index[scene_id]
         return read_scene_file(_scenes_dir() / entry["file"], entry.get("content_sha256"))
-    if scene_id.startswith("hc_train_") or scene_id.startswith("hc_val_"):
-        from humanclaw_gym.episodes.generate import generate_named_scene
+    if _training_scene(scene_id):
+        from humanclaw_gym.episodes.named_scenes import generate_named_scene
 
         return generate_named_scene(scene_id)
     if scene_id.endswith((".json", ".json.gz")) and Path(scene_id).is_file():

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
@@ -43,9 +44,12 @@ __all__ = [
     "EpisodeFormatError",
     "EpisodeInfo",
     "Goal",
+    "MAX_ID_CHARS",
     "InstructionTemplate",
     "ReferenceRecord",
+    "check_id",
     "reference_yaw_to_ours",
+    "shown_id",
     "instruction_for",
     "yaw_to_quat_xyzw",
 ]
@@ -61,6 +65,41 @@ _YAW_TOL_RAD = 1e-3
 
 class EpisodeFormatError(ValueError):
     """An episode shard or record is malformed; the message names the file and field."""
+
+
+#: Longest ``episode_id`` / ``scene_id`` / ``object_category`` accepted: a run's episode
+#: folder ``<scene>_ep<id>_<category>`` must stay within a file name's 255 bytes.
+MAX_ID_CHARS: dict[str, int] = {"episode_id": 96, "scene_id": 96, "object_category": 48}
+_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_SHOWN_ID_CHARS = 60
+
+
+def shown_id(value: Any) -> str:
+    """``repr(value)`` cut to a readable length for an error message."""
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 1000 else "<int>"
+    if len(text) <= _SHOWN_ID_CHARS:
+        return text
+    return f"{text[:_SHOWN_ID_CHARS]}... ({len(text)} characters)"
+
+
+def check_id(value: Any, field: str) -> str:
+    """Check an id that becomes part of a file name (episode, scene, category).
+
+    Allowed: ASCII letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit,
+    at most :data:`MAX_ID_CHARS` characters; so no ``/``, ``..``, hidden or option-like names.
+
+    Raises:
+        EpisodeFormatError: naming the field, the (clipped) value and what is allowed.
+    """
+    limit = MAX_ID_CHARS.get(field, 96)
+    if not isinstance(value, str) or not value:
+        raise EpisodeFormatError(f"{field} must be a non-empty string, got {value!r}")
+    if len(value) > limit or not _ID_RE.fullmatch(value):
+        raise EpisodeFormatError(
+            f"{field} {shown_id(value)} is not allowed: it becomes part of a file name, so it must have "
+            f"1..{limit} characters A-Z a-z 0-9 . _ - and start with a letter or digit"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -512,11 +551,7 @@ class Episode:
 
     def __post_init__(self) -> None:
         for name in ("episode_id", "scene_id", "object_category"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise EpisodeFormatError(
-                    f"Episode.{name} must be a non-empty string, got {value!r}"
-                )
+            check_id(getattr(self, name), name)
         object.__setattr__(
             self, "start_position", _vec(self.start_position, 3, "Episode.start_position")
         )
@@ -598,7 +633,7 @@ class Episode:
     def from_dict(cls, d: Mapping[str, Any], where: str = "episode") -> Episode:
         """Parse one record of our format; errors name ``where`` and the field."""
         eid = d.get("episode_id", "?") if isinstance(d, Mapping) else "?"
-        here = f"{where} {eid!r}"
+        here = f"{where} {shown_id(eid)}"
         goals_raw = _require(d, "goals", here)
         if not isinstance(goals_raw, list):
             raise EpisodeFormatError(

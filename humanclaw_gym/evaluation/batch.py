@@ -30,23 +30,41 @@ folder complete and verified in ``output`` (a run whose artifacts did not reach 
 fails; it never exits 0). The summary groups the episodes by the CPU record in their
 ``node.json`` (``cpu_records``); ``mixed_cpus`` is True when one run's episodes ran on CPUs
 with different records, whose figures are not bit-comparable (``docs/baselines.md``).
+
+One run at a time writes to an output directory: ``<output>/.humanclaw_run.lock`` is held
+(``filelock``, an OS lock that dies with its process, so a lock left by a killed run is
+taken over) and a second run is refused with :class:`OutputInUseError`.
+
+Interrupts: SIGINT (Ctrl-C) and SIGTERM stop a batch within seconds. No episode is
+submitted any more, the workers are stopped, every episode that did not finish is removed
+from the output (no half-written folder stays; a complete earlier result is kept) and
+:class:`BatchInterrupted` carries the summary of what finished. Worker processes ignore
+SIGINT (the parent decides) and exit by themselves when the parent is gone, e.g. killed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import sys
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import InitVar, asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from humanclaw_gym.backends.config import BACKEND_FIELDS, BackendConfig
+from humanclaw_gym.evaluation.episode import EpisodeSpec
 
 __all__ = [
+    "LOCK_FILE",
+    "BatchInterrupted",
     "BatchSummary",
     "EpisodeSpec",
+    "OutputInUseError",
     "RunConfig",
     "list_episode_specs",
     "rollout_complete",
@@ -57,22 +75,15 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class EpisodeSpec:
-    """Identity of one episode to run."""
-
-    split: str
-    scene_id: str
-    episode_id: str
-    category: str
-
-
-@dataclass(frozen=True)
 class RunConfig:
     """Everything a worker needs to run episodes (picklable, for processes and Ray).
 
     The simulator side is ``backend`` (a :class:`~humanclaw_gym.backends.config.BackendConfig`);
     its fields may also be given as constructor shorthands, e.g. ``RunConfig(motion="flow")``,
     which override ``backend``'s. They are not stored: read ``config.backend.motion``.
+    ``profile`` is a resolved :class:`~humanclaw_gym.profiles.RunProfile` (``--profile
+    paper``): the workers' envs are made from it (its record goes into every replay
+    manifest and the run fingerprint); ``backend`` is then the profile's.
     """
 
     agent: str = "oracle"
@@ -84,7 +95,9 @@ class RunConfig:
     seed: int = 0
     max_steps: int | None = None
     via_server: str | None = None
+    instruction_template: str | None = None
     backend: BackendConfig = field(default_factory=BackendConfig)
+    profile: Any = None
     physics: InitVar[str | None] = None
     physics_options: InitVar[Any] = None
     renderer: InitVar[str | None] = None
@@ -94,6 +107,7 @@ class RunConfig:
     body_model_dir: InitVar[str | None] = None
     body_model_gender: InitVar[str | None] = None
     scene_dataset: InitVar[str | None] = None
+    body_asset: InitVar[str | None] = None
 
     def __post_init__(self, *shorthands: Any) -> None:
         changes = {
@@ -110,6 +124,12 @@ class RunConfig:
             object.__setattr__(self, "backend", self.backend.replace(**changes))
 
 
+LOCK_FILE = ".humanclaw_run.lock"
+"""The lock a run holds in its output directory while it writes there."""
+
+_WATCHDOG_PERIOD_S = 0.5
+
+
 @dataclass
 class BatchSummary:
     """Counts and per-episode outcomes of a batch.
@@ -117,6 +137,8 @@ class BatchSummary:
     ``cpu_records`` groups the run's episodes by the CPU record of the node that ran them
     (:func:`~humanclaw_gym.provenance.episode_cpu_groups`); ``mixed_cpus`` says that more
     than one record occurs.
+    ``not_run`` counts the episodes an interrupt stopped before they finished (their
+    results have ``status == "not_run"``); ``interrupted`` names the signal, else None.
     """
 
     completed: int = 0
@@ -127,9 +149,29 @@ class BatchSummary:
     metrics_summary: dict[str, Any] | None = None
     cpu_records: list[dict[str, Any]] = field(default_factory=list)
     mixed_cpus: bool = False
+    not_run: int = 0
+    interrupted: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class OutputInUseError(RuntimeError):
+    """Another run holds the output directory's lock (two runs would mix their results)."""
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM stopped a batch; the finished part is on disk and summarised.
+
+    Attributes:
+        summary: what finished (``not_run`` episodes left no files).
+        signum: the signal that stopped the batch.
+    """
+
+    def __init__(self, summary: BatchSummary, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.summary = summary
+        self.signum = signum
 
 
 # --------------------------------------------------------------------------------------
@@ -149,12 +191,27 @@ def list_episode_specs(selection: str) -> list[EpisodeSpec]:
 
 
 def rollout_dir(output: str | os.PathLike[str], spec: EpisodeSpec, rollout_index: int = 0) -> Path:
-    """The deterministic output directory of one episode rollout."""
-    return (
-        Path(output)
-        / f"{spec.scene_id}_ep{spec.episode_id}_{spec.category}"
-        / f"rollout_{rollout_index:02d}"
-    )
+    """The deterministic output directory of one episode rollout.
+
+    Raises:
+        ValueError: the directory would not lie inside ``output`` (an id holding a path
+            separator or ``..``, or a link out of ``output``); episode readers refuse such
+            ids already (:func:`~humanclaw_gym.episodes.schema.check_id`).
+    """
+    name = f"{spec.scene_id}_ep{spec.episode_id}_{spec.category}"
+    path = Path(output) / name / f"rollout_{rollout_index:02d}"
+    base = os.path.realpath(output)
+    if (
+        name in (".", "..")
+        or os.sep in name
+        or (os.altsep and os.altsep in name)
+        or os.path.commonpath([base, os.path.realpath(path)]) != base
+    ):
+        raise ValueError(
+            f"episode {spec.episode_id[:60]!r} of scene {spec.scene_id[:60]!r}: its output "
+            f"folder {name[:120]!r} does not stay inside the output directory {output}"
+        )
+    return path
 
 
 def rollout_complete(directory: Path, config: RunConfig) -> bool:
@@ -164,9 +221,9 @@ def rollout_complete(directory: Path, config: RunConfig) -> bool:
         return False
     try:
         result = json.loads(result_path.read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):
         return False
-    if result.get("ended_by") not in ("stop", "truncated"):
+    if not isinstance(result, dict) or result.get("ended_by") not in ("stop", "truncated"):
         return False
     if not (directory / "final_ego.png").is_file():
         return False
@@ -181,9 +238,11 @@ def rollout_complete(directory: Path, config: RunConfig) -> bool:
     if config.metrics:
         try:
             metrics = json.loads((directory / "metrics.json").read_text())
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError, RecursionError):
             return False
-        if not str(metrics.get("schema", "")).startswith("humanclaw_metrics_"):
+        if not isinstance(metrics, dict) or not str(metrics.get("schema", "")).startswith(
+            "humanclaw_metrics_"
+        ):
             return False
     if config.video:
         for name in ("ego.mp4", "exo.mp4"):
@@ -201,13 +260,22 @@ _WORKER_ENVS: dict[tuple[Any, ...], Any] = {}
 
 def _base_env(config: RunConfig, split: str, privileged: bool) -> Any:
     """One env per (process, config): scenes are reused across episodes of the same scene."""
-    key = (split, config.backend.key(), config.max_steps, privileged)
+    key = (split, config.backend.key(), config.max_steps, privileged, config.instruction_template)
     env = _WORKER_ENVS.get(key)
     if env is None:
         from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
 
+        source: dict[str, Any] = (
+            {"backend": config.backend}
+            if config.profile is None
+            else {"profile": replace(config.profile, backend=config.backend)}
+        )
         env = FindNavInteractEnv(
-            split=split, backend=config.backend, privileged=privileged, max_steps=config.max_steps
+            split=split,
+            **source,
+            privileged=privileged,
+            max_steps=config.max_steps,
+            instruction_template=config.instruction_template,
         )
         _WORKER_ENVS[key] = env
     return env
@@ -351,13 +419,90 @@ def _clear_rollout(directory: Path) -> None:
 # --------------------------------------------------------------------------------------
 # executors
 # --------------------------------------------------------------------------------------
-def _worker_init() -> None:
+def _worker_init(stop: Any = None, parent_pid: int | None = None) -> None:
+    """Prepare a worker process (and, without arguments, the caller's own process).
+
+    In a worker process (``parent_pid`` given): SIGINT is ignored (a Ctrl-C reaches the
+    whole process group; the parent decides what stops), and a watchdog thread ends the
+    process within :data:`_WATCHDOG_PERIOD_S` once ``stop`` is set or the parent is gone
+    (it was killed: the worker is an orphan).
+    """
     # The renderer's Mesa defaults (no rasteriser or shader-cache threads): this also runs
     # in the caller's own process (workers=1), which may fork async vector envs later.
     from humanclaw_gym.render.moderngl_backend import apply_mesa_defaults
 
     apply_mesa_defaults()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if parent_pid is None:
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(
+        target=_watch_parent, args=(stop, parent_pid), name="humanclaw-watchdog", daemon=True
+    ).start()
+
+
+def _watch_parent(stop: Any, parent_pid: int) -> None:
+    while True:
+        if os.getppid() != parent_pid or (stop is not None and stop.is_set()):
+            os._exit(1)  # mid-episode: the parent removes (or a resume redoes) the folder
+        time.sleep(_WATCHDOG_PERIOD_S)
+
+
+class _Stop:
+    """What SIGINT / SIGTERM asked for during a batch.
+
+    The handler records the first signal. While an episode runs in this very process
+    (``raise_now``), it also raises :class:`_Interrupt` at once, as Python's own SIGINT
+    does; otherwise the executor loops poll :attr:`signum` between results.
+    """
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.raise_now = False
+
+    def handler(self, signum: int, frame: Any) -> None:
+        if self.signum is None:
+            self.signum = signum
+        if self.raise_now:
+            self.raise_now = False
+            raise _Interrupt(signum)
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+
+class _Interrupt(BaseException):
+    """Raised inside an in-process episode by :meth:`_Stop.handler`."""
+
+
+@contextmanager
+def _catch_interrupts(stop: _Stop) -> Iterator[None]:
+    """Route SIGINT and SIGTERM to ``stop`` (main thread only: Python delivers signals
+    there; elsewhere the defaults stay)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, stop.handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while worker processes start: a child inherits the ignored signal
+    through ``exec``, so a Ctrl-C during its start-up cannot kill it with a traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _run_local(
@@ -365,44 +510,68 @@ def _run_local(
     config: RunConfig,
     workers: int,
     on_result: Callable[[dict[str, Any]], None],
+    stop: _Stop | None = None,
 ) -> None:
+    stop = stop or _Stop()
     if workers <= 1:
         _worker_init()
         try:
             for spec in specs:
-                on_result(run_one_episode(spec, config))
+                if stop.requested:
+                    return
+                stop.raise_now = True
+                try:
+                    result = run_one_episode(spec, config)
+                except _Interrupt:
+                    return
+                finally:
+                    stop.raise_now = False
+                on_result(result)
         finally:
             close_worker_envs()
         return
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    # Group by scene so that each worker builds few scenes; keep deterministic order.
-    pending = list(specs)
-    while pending:
-        ctx = mp.get_context("spawn")
-        with ProcessPoolExecutor(
-            max_workers=workers, mp_context=ctx, initializer=_worker_init
-        ) as pool:
-            futures = {pool.submit(run_one_episode, spec, config): spec for spec in pending}
-            pending = []
-            for fut in as_completed(futures):
+    ctx = mp.get_context("spawn")
+    halt = ctx.Event()  # set: every worker exits within its watchdog period
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=ctx,
+        initializer=_worker_init,
+        initargs=(halt, os.getpid()),
+    )
+    try:
+        with _sigint_ignored():  # the workers start while the specs are submitted
+            futures = {pool.submit(run_one_episode, spec, config): spec for spec in specs}
+        pending = set(futures)
+        while pending and not stop.requested:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for fut in done:
                 spec = futures[fut]
                 try:
                     on_result(fut.result())
                 except BrokenProcessPool as exc:
-                    on_result(
-                        {
-                            "episode_id": spec.episode_id,
-                            "scene_id": spec.scene_id,
-                            "category": spec.category,
-                            "status": "failed",
-                            "ended_by": "error",
-                            "steps": 0,
-                            "error": f"worker process died: {exc}",
-                        }
-                    )
+                    if stop.requested:
+                        break
+                    on_result(_failed(spec, f"worker process died: {exc}"))
+    finally:
+        if stop.requested:
+            halt.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _failed(spec: EpisodeSpec, error: str) -> dict[str, Any]:
+    return {
+        "episode_id": spec.episode_id,
+        "scene_id": spec.scene_id,
+        "category": spec.category,
+        "status": "failed",
+        "ended_by": "error",
+        "steps": 0,
+        "error": error,
+    }
 
 
 def _run_ray(
@@ -412,10 +581,20 @@ def _run_ray(
     workers: int,
     on_result: Callable[[dict[str, Any]], None],
     resources: Mapping[str, float] | None = None,
+    stop: _Stop | None = None,
 ) -> None:
     from humanclaw_gym.evaluation.ray_executor import run_ray
 
-    run_ray(specs, config, on_result, address=ray_address, workers=workers, resources=resources)
+    stop = stop or _Stop()
+    run_ray(
+        specs,
+        config,
+        on_result,
+        address=ray_address,
+        workers=workers,
+        resources=resources,
+        should_stop=lambda: stop.requested,
+    )
 
 
 def _checked_delivery(res: dict[str, Any], config: RunConfig) -> dict[str, Any]:
@@ -441,11 +620,21 @@ def check_run_config(config: RunConfig) -> None:
 
     Raises:
         ValueError: an agent that cannot be imported (``PolicySpecError``), an unknown
-            backend, an option it does not accept, a missing body model.
+            backend, an option it does not accept, a missing body model, an instruction
+            template that cannot be read (``InstructionTemplateError``).
     """
     from humanclaw_gym.evaluation.policies import check_policy_spec
 
     check_policy_spec(config.agent)
+    if config.instruction_template is not None:
+        from humanclaw_gym.episodes.instructions import resolve_instruction_template
+
+        if config.via_server:
+            raise ValueError(
+                "--instruction-template: a benchmark server sets the instructions of its "
+                "episodes; the option is only available for local runs"
+            )
+        resolve_instruction_template(config.instruction_template)
     if config.via_server:
         if config.metrics and config.metric_rules != "paper":
             raise ValueError(
@@ -454,6 +643,87 @@ def check_run_config(config: RunConfig) -> None:
             )
         return  # the server owns the simulator
     config.backend.check()
+
+
+def check_policy(config: RunConfig) -> None:
+    """Build the configured policy once and drop it, so that a model config that does not
+    load, a missing API key or an unreadable checkpoint fails here, once, before anything
+    is written, instead of in every episode.
+
+    Raises:
+        PolicySpecError: the policy's package is missing (an ``ImportError``).
+        Exception: what building the policy raises (``ModelConfigError``, a missing key).
+    """
+    from humanclaw_gym.evaluation.policies import PolicySpecError, load_policy
+
+    try:
+        policy = load_policy(config.agent, model_config=config.model_config, seed=config.seed)
+    except ImportError as exc:
+        raise PolicySpecError(f"agent {config.agent!r} cannot be built: {exc}") from exc
+    close = getattr(policy, "close", None)
+    if callable(close):
+        close()
+
+
+def check_episode_scenes(specs: Iterable[EpisodeSpec], config: RunConfig) -> None:
+    """Refuse episodes whose scene cannot be loaded (by name; nothing is loaded), before
+    any worker starts: an unknown scene is never replaced by another one.
+
+    Raises:
+        SceneNotInstalledError / SceneDatasetError: naming the scene(s).
+    """
+    if config.via_server:
+        return  # the server checks its own plan
+    from humanclaw_gym.episodes.io import check_scenes_installed
+
+    dataset = None
+    if config.backend.scene_dataset is not None:
+        from humanclaw_gym.scenes.hssd import open_scene_dataset
+
+        dataset = open_scene_dataset(config.backend.scene_dataset)
+    check_scenes_installed(specs, dataset)
+
+
+@contextmanager
+def output_lock(output: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold ``<output>/.humanclaw_run.lock`` (created with ``output``) for one run.
+
+    The lock is an OS file lock (``filelock``): it ends with its process, so the lock of a
+    run that was killed is taken over by the next run at once.
+
+    Raises:
+        OutputInUseError: another live process holds the lock.
+    """
+    from filelock import FileLock, Timeout
+
+    directory = Path(output)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / LOCK_FILE
+    lock = FileLock(path, timeout=0, thread_local=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise OutputInUseError(
+            f"output directory {directory} is in use by another humanclaw run (it holds "
+            f"{path}); wait for that run to finish or choose another --output"
+        ) from None
+    try:
+        yield path
+    finally:
+        lock.release()
+
+
+def _clear_unfinished(directory: Path, config: RunConfig) -> None:
+    """Remove what an unfinished episode left (never a complete result, never a user's
+    own file), and its folders when they are empty."""
+    if rollout_complete(directory, config):
+        return
+    _clear_rollout(directory)
+    for folder in (directory, directory.parent):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (other rollouts, a user's file) or already gone
+            break
 
 
 def run_batch(
@@ -467,11 +737,14 @@ def run_batch(
     progress: bool = True,
     episodes: Mapping[str, Any] | None = None,
     ray_resources: Mapping[str, float] | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> BatchSummary:
     """Run many episodes; see the module docstring.
 
-    Before any episode runs, the run's fingerprint (:mod:`.fingerprint`) is compared with
-    the one the output directory records, or recorded there.
+    Before anything is written, the config, the episodes' scenes, the run's fingerprint
+    (:mod:`.fingerprint`, against the one the output directory records) and the policy
+    (built once, when there are episodes) are checked; then the output directory is
+    locked and the fingerprint recorded there if new.
 
     Args:
         specs: the episodes to run.
@@ -488,18 +761,30 @@ def run_batch(
         ray_resources: what each Ray task asks for (see
             :func:`~humanclaw_gym.evaluation.ray_executor.run_ray`); default one CPU.
 
+        notice: called with one line for the user (e.g. what a rerun overwrites); default:
+            printed to stderr.
+
     Raises:
         ValueError: bad arguments or config, an episode listed twice.
+        SceneNotInstalledError: an episode's scene cannot be found.
+        OutputInUseError: another run is writing to ``config.output``.
         RayAddressError: ``ray_address`` does not answer (nothing was written).
         RayClusterError: no node of the Ray cluster offers ``ray_resources``.
         RunFingerprintError: the output directory holds results of other settings (the
             message lists the differing fields); nothing has run.
+        BatchInterrupted: SIGINT or SIGTERM (see the module docstring); it carries the
+            summary of what finished.
     """
     from humanclaw_gym.evaluation.fingerprint import (
         check_fingerprint,
         episodes_record,
         run_fingerprint,
     )
+
+    if notice is None:
+
+        def notice(line: str) -> None:
+            print(line, file=sys.stderr, flush=True)
 
     specs = list(specs)
     if workers < 1:
@@ -513,7 +798,10 @@ def run_batch(
             raise ValueError(f"episode {spec.episode_id} of {spec.scene_id} is listed twice")
         seen.add(key)
     config = replace(config, output=str(Path(config.output)))
+    for spec in specs:
+        rollout_dir(config.output, spec)  # every output folder stays inside the output
     check_run_config(config)
+    check_episode_scenes(specs, config)
     if executor == "ray":
         from humanclaw_gym.evaluation.ray_executor import check_ray_address
 
@@ -521,12 +809,34 @@ def run_batch(
     if episodes is None:
         episodes = episodes_record(None, ((s.split, s.scene_id, s.episode_id) for s in specs))
     fingerprint = run_fingerprint(config, episodes)
-    check_fingerprint(config.output, fingerprint, resume=resume)
+    check_fingerprint(config.output, fingerprint, resume=resume, write=False)
+    if specs:
+        check_policy(config)
+    with output_lock(config.output):  # the first write: the output directory and its lock
+        check_fingerprint(config.output, fingerprint, resume=resume)
+        return _run_locked(
+            specs, config, workers, resume, executor, ray_address, progress, notice, ray_resources
+        )
+
+
+def _run_locked(
+    specs: list[EpisodeSpec],
+    config: RunConfig,
+    workers: int,
+    resume: bool,
+    executor: str,
+    ray_address: str | None,
+    progress: bool,
+    notice: Callable[[str], None],
+    ray_resources: Mapping[str, float] | None = None,
+) -> BatchSummary:
     summary = BatchSummary()
     t0 = time.perf_counter()
     todo = []
+    overwritten = []
     for spec in specs:
-        if resume and rollout_complete(rollout_dir(config.output, spec), config):
+        directory = rollout_dir(config.output, spec)
+        if resume and rollout_complete(directory, config):
             summary.skipped += 1
             summary.results.append(
                 {
@@ -538,6 +848,14 @@ def run_batch(
             )
         else:
             todo.append(spec)
+            if not resume and (directory / "episode_result.json").is_file():
+                overwritten.append(directory)
+    if overwritten:
+        notice(
+            f"humanclaw run: {len(overwritten)} episode folder(s) in {config.output} hold "
+            f"results of an earlier run and will be overwritten, e.g. {overwritten[0]} "
+            "(--resume keeps the complete ones)"
+        )
 
     bar = None
     if progress and todo:
@@ -545,11 +863,13 @@ def run_batch(
 
         bar = tqdm(total=len(todo), desc="episodes", unit="ep", dynamic_ncols=True)
     successes = 0
+    finished: set[tuple[str, str]] = set()
 
     def on_result(res: dict[str, Any]) -> None:
         nonlocal successes
         res = _checked_delivery(res, config)
         summary.results.append(res)
+        finished.add((res["scene_id"], res["episode_id"]))
         if res.get("status") == "completed":
             summary.completed += 1
         else:
@@ -565,14 +885,31 @@ def run_batch(
             bar.set_postfix(postfix)
             bar.update(1)
 
-    try:
-        if executor == "local":
-            _run_local(todo, config, workers, on_result)
-        else:
-            _run_ray(todo, config, ray_address, workers, on_result, ray_resources)
-    finally:
-        if bar is not None:
-            bar.close()
+    stop = _Stop()
+    with _catch_interrupts(stop):
+        try:
+            if executor == "local":
+                _run_local(todo, config, workers, on_result, stop)
+            else:
+                _run_ray(todo, config, ray_address, workers, on_result, ray_resources, stop)
+        finally:
+            if bar is not None:
+                bar.close()
+        if stop.requested:  # the workers are gone: nothing writes any more
+            for spec in todo:
+                if (spec.scene_id, spec.episode_id) in finished:
+                    continue
+                _clear_unfinished(rollout_dir(config.output, spec), config)
+                summary.not_run += 1
+                summary.results.append(
+                    {
+                        "episode_id": spec.episode_id,
+                        "scene_id": spec.scene_id,
+                        "category": spec.category,
+                        "status": "not_run",
+                    }
+                )
+            summary.interrupted = signal.Signals(stop.signum).name
     summary.results.sort(key=lambda r: (r["scene_id"], r["episode_id"]))
     summary.wall_time_s = time.perf_counter() - t0
     _record_cpus(summary, specs, config)
@@ -595,6 +932,8 @@ def run_batch(
                 "mixed_cpus": summary.mixed_cpus,
             }
             write_json_atomic(Path(config.output) / "metrics_summary.json", summary.metrics_summary)
+    if stop.requested:
+        raise BatchInterrupted(summary, stop.signum)
     return summary
 
 

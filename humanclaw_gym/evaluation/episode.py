@@ -27,9 +27,19 @@ from humanclaw_gym.fileio import write_json_record
 from humanclaw_gym.policy import Decision
 from humanclaw_gym.skills import SkillCall
 
-__all__ = ["EpisodeResult", "StepRecord", "run_episode", "write_json_atomic"]
+__all__ = ["EpisodeResult", "EpisodeSpec", "StepRecord", "run_episode", "write_json_atomic"]
 
 RESULT_SCHEMA = "humanclaw_episode_result_v1"
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """Identity of one episode to run."""
+
+    split: str
+    scene_id: str
+    episode_id: str
+    category: str
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from humanclaw_gym.evaluation.episode import run_episode, write_json_atomic
+from humanclaw_gym.evaluation.episode import EpisodeSpec, run_episode, write_json_atomic
 from humanclaw_gym.server.client import PrivilegedPolicyError, RemoteEpisode, ServerClient
 
 __all__ = [
@@ -43,7 +43,7 @@ def run_via_server(url: str, policy: Any, spec: Any, out_dir: str | os.PathLike[
     Args:
         url: the server URL, ``http://127.0.0.1:PORT`` (``/rpc`` optional).
         policy: any Policy; privileged ones (``requires_privileged = True``) are refused.
-        spec: the :class:`~humanclaw_gym.evaluation.batch.EpisodeSpec` expected next on the
+        spec: the :class:`~humanclaw_gym.evaluation.episode.EpisodeSpec` expected next on the
             server (``None``: take whatever is next).
         out_dir: local episode directory: policy logs, ``episode_result.json``,
             ``server_finish.json`` and the downloaded artifacts (replay bundle,
@@ -72,8 +72,6 @@ def server_plan_specs(url: str, pending_only: bool = True) -> list[Any]:
         url: the server URL.
         pending_only: skip entries already claimed.
     """
-    from humanclaw_gym.evaluation.batch import EpisodeSpec
-
     plan = ServerClient(url).describe()["plan"]
     return [
         EpisodeSpec(str(plan["split"]), e["scene_id"], e["episode_id"], e["target_category"])

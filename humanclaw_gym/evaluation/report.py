@@ -56,7 +56,7 @@ def _metric_text(value: Any) -> str:
 def _read_json(path: Path) -> Any | None:
     try:
         return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 

@@ -2,7 +2,9 @@
 
 Nothing here simulates or renders: the functions read contact rows, poses, pixel counts and
 text that the environment hands over, and the recorder turns one episode's events into one
-``metrics.json`` (schema ``humanclaw_metrics_v2``). :func:`aggregate_metric_files` reduces a
+``metrics.json`` (schema ``humanclaw_metrics_v2``) through the trackers of
+:data:`TRACKERS` (one :class:`Tracker` per part of the file, see
+:mod:`humanclaw_gym.metrics.tracker`). :func:`aggregate_metric_files` reduces a
 directory of those files (ours or the reference release's layout) to the paper table. Two
 rule sets exist (:mod:`humanclaw_gym.metrics.rules`): ``paper`` (default, the reference
 release bit for bit) and ``strict``. See ``docs/metrics.md`` for every definition.
@@ -62,7 +64,12 @@ from humanclaw_gym.metrics.formats import (
     to_reference_layout,
 )
 from humanclaw_gym.metrics.geometry import body_to_target_aabb_distance, point_aabb_distance
-from humanclaw_gym.metrics.interact import InteractTracker, pelvis_target_contact
+from humanclaw_gym.metrics.interact import (
+    InteractTracker,
+    interact_target_ids,
+    pelvis_target_contact,
+    scene_object_handles,
+)
 from humanclaw_gym.metrics.jerk import motion_jerk, moving_average, root_rigid_joint_positions
 from humanclaw_gym.metrics.plot import plot_success_breakdown
 from humanclaw_gym.metrics.rules import (
@@ -85,6 +92,15 @@ from humanclaw_gym.metrics.thresholds import (
     NAV_DISTANCE_M,
     NAV_RELAXED_DISTANCE_M,
 )
+from humanclaw_gym.metrics.tracker import (
+    TRACKER_NEEDS,
+    DecisionRecord,
+    EpisodeEnd,
+    EpisodeStart,
+    FrameRecord,
+    Tracker,
+)
+from humanclaw_gym.metrics.trackers import METRIC_NEEDS, THRESHOLDS, TRACKERS
 from humanclaw_gym.metrics.tracking import (
     MotionAnomalyTracker,
     head_roll_rad,
@@ -94,6 +110,15 @@ from humanclaw_gym.metrics.tracking import (
 from humanclaw_gym.metrics.usage import TOKEN_SOURCE_LABELS, UsageTracker, combine_token_sources
 
 __all__ = [
+    "TRACKERS",
+    "TRACKER_NEEDS",
+    "METRIC_NEEDS",
+    "THRESHOLDS",
+    "Tracker",
+    "EpisodeStart",
+    "DecisionRecord",
+    "FrameRecord",
+    "EpisodeEnd",
     "pelvis_frame_positions",
     "joint_tracking_error_rad",
     "head_roll_rad",
@@ -154,6 +179,7 @@ __all__ = [
     "find_metric_files",
     "format_tables",
     "initial_penetration",
+    "interact_target_ids",
     "is_collision_contact",
     "motion_jerk",
     "moving_average",
@@ -164,6 +190,7 @@ __all__ = [
     "read_metrics_record",
     "reference_rollout_dir",
     "root_rigid_joint_positions",
+    "scene_object_handles",
     "spawn_floor_height",
     "summary_to_reference_layout",
     "to_reference_layout",

@@ -13,6 +13,8 @@ from humanclaw_gym.skills import Skill
 def as_contacts(contacts: np.ndarray, name: str = "contacts") -> np.ndarray:
     """Return ``contacts`` as a 1-D :data:`CONTACT_DTYPE` array or raise naming the field."""
     arr = np.asarray(contacts)
+    if arr.dtype == CONTACT_DTYPE:
+        return arr.reshape(-1)
     if arr.dtype.names is None or set(CONTACT_DTYPE.names or ()) - set(arr.dtype.names):
         raise ValueError(
             f"{name} must be a structured array with CONTACT_DTYPE fields "
@@ -39,6 +41,8 @@ def as_id_set(ids: Iterable[object], name: str) -> frozenset[int]:
 
 def as_skill(value: object, name: str = "skill") -> Skill:
     """A :class:`Skill` from a Skill or its int id (0..7)."""
+    if type(value) is Skill:
+        return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be a Skill or an int 0..{len(Skill) - 1}, got {value!r}")
     try:
@@ -59,7 +63,10 @@ def as_finite_float(value: object, name: str) -> float:
 
 def check_human_links(rows: np.ndarray, num_links: int) -> None:
     """Humanoid rows (``a == HUMAN_ID``) must name a humanoid link ``0..num_links-1``."""
-    human_links = rows["link_a"][rows["a"] == HUMAN_ID]
+    links = rows["link_a"]
+    if not links.size or (links.min() >= 0 and links.max() < num_links):
+        return  # every row's link is a humanoid link (object rows' part indices included)
+    human_links = links[rows["a"] == HUMAN_ID]
     bad = human_links[(human_links < 0) | (human_links >= num_links)]
     if bad.size:
         raise ValueError(

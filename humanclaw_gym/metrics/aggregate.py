@@ -274,7 +274,7 @@ def read_metric_files(root: str | Path) -> tuple[list[dict[str, Any]], list[str]
     for path in paths:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise MetricsFileError(f"{path}: cannot read metrics JSON ({exc})") from exc
         rows.append(read_metrics_record(data, str(path)))
     return rows, [str(p) for p in paths]

@@ -25,11 +25,11 @@ CONTACT_DTYPE`) that the physics backend produces for the realized, post-physics
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from humanclaw_gym.body.skeleton import BODY_GROUPS, JOINT_NAMES, NUM_JOINTS, joint_body_group
+from humanclaw_gym.body.skeleton import BODY_GROUPS, JOINT_NAMES, joint_body_group
 from humanclaw_gym.metrics._checks import (
     as_contacts,
     as_finite_float,
@@ -39,12 +39,18 @@ from humanclaw_gym.metrics._checks import (
 )
 from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
 from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
-from humanclaw_gym.metrics.thresholds import COLLISION_MIN_HEIGHT_M, FLOOR_SELECT_EPSILON_M
-from humanclaw_gym.physics.types import HUMAN_ID
+from humanclaw_gym.metrics.thresholds import (
+    COLLISION_MIN_HEIGHT_M,
+    FLOOR_SELECT_EPSILON_M,
+    INITIAL_PENETRATION_FLAG_M,
+)
+from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
+from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID
 
 __all__ = [
     "COLLISION_SPEC",
     "FLOOR_SOURCES",
+    "CollisionMetric",
     "CollisionTracker",
     "collision_body_group",
     "collision_contact_mask",
@@ -63,11 +69,21 @@ _PAPER_GROUP_OVERRIDES = {"left_collar": "arm/hand", "right_collar": "arm/hand",
 
 
 def collision_body_group(joint: int | str, rules: str = DEFAULT_METRIC_RULES) -> str:
-    """The collision body group (a key of ``BODY_GROUPS``) of a humanoid joint.
+    """The collision body group (a key of ``BODY_GROUPS``) of a humanoid link, by the
+    skeleton's joint index or by any link's name.
 
-    ``strict`` uses :data:`humanclaw_gym.body.skeleton.BODY_GROUPS` as it is; ``paper``
-    moves the collars to ``arm/hand`` and the neck to ``torso`` as the reference does.
+    A joint of the skeleton: ``strict`` uses :data:`humanclaw_gym.body.skeleton.BODY_GROUPS`
+    as it is; ``paper`` moves the collars to ``arm/hand`` and the neck to ``torso`` as the
+    reference does. Another link of a body asset (an SMPL-X body's jaw, eyes and finger
+    links) takes the reference release's name rule under both rules
+    (:func:`humanclaw_gym.body.asset.release_body_group`: fingers ``arm/hand``, jaw and
+    eyes ``head``, anything else ``torso``).
     """
+    if isinstance(joint, str) and joint not in JOINT_NAMES:
+        from humanclaw_gym.body.asset import release_body_group
+
+        check_rules(rules)
+        return release_body_group(joint)
     group = joint_body_group(joint)
     if check_rules(rules) == "paper":
         name = JOINT_NAMES[int(joint)] if not isinstance(joint, str) else joint
@@ -215,6 +231,9 @@ class CollisionTracker:
         rules: the metric rules (fixed geometry, body groups, rates without motion).
         floor_source: where the floor came from, one of :data:`FLOOR_SOURCES` (see
             :func:`episode_floor`).
+        link_names: the humanoid's link names, the order of the contact rows' ``link_a``
+            (a body asset's links); None: the skeleton's ``JOINT_NAMES``. Each link's body
+            group is :func:`collision_body_group` of its name.
     """
 
     def __init__(
@@ -223,6 +242,7 @@ class CollisionTracker:
         floor_height_m: float,
         rules: str = DEFAULT_METRIC_RULES,
         floor_source: str = "spawn_raycast",
+        link_names: Sequence[str] | None = None,
     ) -> None:
         self.rules = check_rules(rules)
         if floor_source not in FLOOR_SOURCES:
@@ -235,6 +255,14 @@ class CollisionTracker:
         self._motion_steps: set[int] = set()
         self._collision_steps: set[int] = set()
         self._group_steps: dict[str, set[int]] = {group: set() for group in BODY_GROUPS}
+        names = JOINT_NAMES if link_names is None else tuple(link_names)
+        if not names or not all(isinstance(n, str) and n for n in names):
+            raise ValueError(f"link_names must be non-empty link names, got {link_names!r}")
+        self.link_names = names
+        self._group_of = [
+            collision_body_group(j if link_names is None else n, self.rules)
+            for j, n in enumerate(names)
+        ]
 
     def record_frame(self, step: int, contacts: np.ndarray) -> bool:
         """Record one realized frame of motion decision ``step``.
@@ -244,14 +272,14 @@ class CollisionTracker:
         """
         step = as_int(step, "step", 0)
         rows = as_contacts(contacts)
-        check_human_links(rows, NUM_JOINTS)
+        check_human_links(rows, len(self.link_names))
         self._motion_steps.add(step)
         mask = collision_contact_mask(
             rows, self._dynamic_ids, self.floor_height_m, rules=self.rules
         )
         hits = rows[mask]
-        for link in hits["link_a"]:
-            self._group_steps[collision_body_group(int(link), self.rules)].add(step)
+        for link in set(hits["link_a"].tolist()):  # each touching link once
+            self._group_steps[self._group_of[link]].add(step)
         if hits.size:
             self._collision_steps.add(step)
         return bool(hits.size)
@@ -304,7 +332,8 @@ def _group_fields() -> tuple[MetricField, ...]:
     )
 
 
-#: Declared output of the collision metric (see :mod:`humanclaw_gym.metrics.fields`).
+#: Declared output of the collision metric and of the reset-time penetration diagnostic
+#: (see :mod:`humanclaw_gym.metrics.fields`).
 COLLISION_SPEC = MetricSpec(
     name="collision",
     fields=(
@@ -329,7 +358,28 @@ COLLISION_SPEC = MetricSpec(
         ),
         *_group_fields(),
         MetricField("floor_height_m", "number", "the episode floor, world y", unit="m"),
-        MetricField("floor_source", "str", "where the floor came from", choices=FLOOR_SOURCES),
+        MetricField(
+            "floor_source",
+            "str",
+            "where the floor came from",
+            choices=FLOOR_SOURCES,
+            since=2,
+            legacy="spawn_raycast",
+        ),
+        MetricField(
+            "initial_penetration_m",
+            "number",
+            "deepest humanoid penetration at reset",
+            unit="m",
+            minimum=0.0,
+            after="generated_frames",
+        ),
+        MetricField(
+            "initial_penetration_flag",
+            "bool",
+            "initial penetration above 0.01 m (diagnostic only)",
+            aggregate="counted",
+        ),
     ),
     columns=(
         Column(
@@ -342,3 +392,56 @@ COLLISION_SPEC = MetricSpec(
         ),
     ),
 )
+
+
+class CollisionMetric:
+    """Tracker of the collision rates and the initial penetration (:data:`COLLISION_SPEC`,
+    the ``"contacts"`` need). A chunk's contact rows are scored together when its last
+    frame arrives (or at the summary): the step sets come out as frame by frame."""
+
+    spec: ClassVar[MetricSpec] = COLLISION_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset({"contacts"})
+    thresholds: ClassVar[dict[str, float | int]] = {
+        "collision_min_height_m": COLLISION_MIN_HEIGHT_M,
+        "initial_penetration_flag_m": INITIAL_PENETRATION_FLAG_M,
+    }
+
+    def on_reset(self, start: EpisodeStart) -> None:
+        self._tracker = CollisionTracker(
+            start.dynamic_ids,
+            start.floor_height_m,
+            start.rules,
+            start.floor_source,
+            link_names=start.link_names,
+        )
+        self._penetration_m = start.initial_penetration_m
+        self._pending: list[np.ndarray] = []
+        self._pending_step = -1
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        pass
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        self._pending.append(frame.contacts)
+        self._pending_step = frame.step
+        if frame.last_in_chunk:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            pending = self._pending
+            if all(c.dtype == CONTACT_DTYPE for c in pending):
+                # joined as bytes: np.concatenate is slow for structured dtypes
+                rows = np.frombuffer(b"".join(c.tobytes() for c in pending), CONTACT_DTYPE)
+            else:  # other structured layouts holding the contact fields
+                rows = np.concatenate(pending)
+            self._tracker.record_frame(self._pending_step, rows)
+            self._pending = []
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        self._flush()
+        return {
+            **self._tracker.summary(),
+            "initial_penetration_m": self._penetration_m,
+            "initial_penetration_flag": bool(self._penetration_m > INITIAL_PENETRATION_FLAG_M),
+        }

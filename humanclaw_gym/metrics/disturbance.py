@@ -21,15 +21,16 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from humanclaw_gym.metrics._checks import as_contacts, as_id_set, as_int
 from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
+from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
 from humanclaw_gym.physics.types import HUMAN_ID
 
-__all__ = ["DISTURBANCE_SPEC", "DisturbanceTracker"]
+__all__ = ["DISTURBANCE_SPEC", "DisturbanceMetric", "DisturbanceTracker"]
 
 
 class DisturbanceTracker:
@@ -77,6 +78,10 @@ class DisturbanceTracker:
                 f"object_positions must have shape ({len(ids)}, 3) to match object_ids, "
                 f"got {pos.shape}"
             )
+        return self._advance(rows, ids, pos)
+
+    def _advance(self, rows: np.ndarray, ids: Sequence[int], pos: np.ndarray) -> list[int]:
+        """:meth:`record_frame` on checked input."""
         frame = self._frame
         newly: list[int] = []
 
@@ -105,8 +110,12 @@ class DisturbanceTracker:
                     mark(other)
                     queue.append(other)
 
-        for obj, p in zip(ids, pos, strict=True):
-            if obj not in self._first_frame or not np.all(np.isfinite(p)):
+        first = self._first_frame
+        for k, obj in enumerate(ids):
+            if obj not in first:
+                continue
+            p = pos[k]
+            if not np.all(np.isfinite(p)):
                 continue
             last = self._last_pos.get(obj)
             if last is not None:
@@ -205,3 +214,24 @@ DISTURBANCE_SPEC = MetricSpec(
         ),
     ),
 )
+
+
+class DisturbanceMetric:
+    """Tracker of the movable-object disturbance (:data:`DISTURBANCE_SPEC`, the
+    ``"contacts"`` need), frame by frame in time order."""
+
+    spec: ClassVar[MetricSpec] = DISTURBANCE_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset({"contacts"})
+    thresholds: ClassVar[dict[str, float | int]] = {}
+
+    def on_reset(self, start: EpisodeStart) -> None:
+        self._tracker = DisturbanceTracker(start.dynamic_ids)
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        pass
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        self._tracker._advance(frame.contacts, frame.object_ids, frame.object_positions)
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        return self._tracker.summary()

@@ -1,25 +1,28 @@
-"""The per-episode metric recorder and the ``metrics.json`` schema (``humanclaw_metrics_v1``).
+"""The per-episode metric recorder and the ``metrics.json`` schema (``humanclaw_metrics_v2``).
 
 :class:`EpisodeMetricRecorder` is fed by the environment's metrics wrapper while an episode
 runs and produces one JSON-ready dict at the end. Event order for one episode::
 
-    rec = EpisodeMetricRecorder(...)                      # after reset: floor, penetration known
+    rec = EpisodeMetricRecorder(EpisodeStart(...))        # after reset: floor, penetration known
     for each decision step s = 0, 1, ...:
         rec.record_decision(s, target_pixels, visible_state, skill, usage)
         if skill is not Stop:
             rec.record_generated_chunk(s, frames_75)      # the 15 generated frames
             for i in range(15):                           # the realized frames, in order
-                rec.record_frame(s, skill, i, i == 14, contacts, object_ids, object_positions)
+                rec.record_frame(s, skill, i, i == 14, contacts, object_ids, object_positions,
+                                 realized_75)
     metrics = rec.finalize(final_body_points, ended_by)   # "stop" | "truncated" | "error"
     write_metrics_json(run_dir / "metrics.json", metrics)
 
-Contact rows are consumed immediately and never stored; the recorder keeps only small
-counters, step sets, per-object positions and the generated frames (for Motion Jerk).
+The recorder checks every event (types, shapes, order) before any tracker sees it, then
+hands it to the trackers of :data:`~humanclaw_gym.metrics.trackers.TRACKERS`, one per part
+of metrics.json; :meth:`~EpisodeMetricRecorder.finalize` merges their summaries in the
+file's layout. Contact rows are consumed as they come and never stored beyond a chunk.
 
 The content of metrics.json is declared field by field by :data:`METRIC_SPECS` (one
-:class:`~humanclaw_gym.metrics.fields.MetricSpec` per metric part); :func:`validate_metrics`
-checks a file against those declarations. A new tracker adds its spec to that tuple and its
-summary to :meth:`EpisodeMetricRecorder.finalize`.
+:class:`~humanclaw_gym.metrics.fields.MetricSpec` per tracker); :func:`validate_metrics`
+checks a file against those declarations, reading an older layout with the ``legacy``
+values of the fields it predates.
 """
 
 from __future__ import annotations
@@ -34,46 +37,28 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from humanclaw_gym.body.skeleton import BODY_GROUPS, FRAME_DIM, NUM_JOINTS
-from humanclaw_gym.episodes.schema import DIFFICULTY_LABELS
 from humanclaw_gym.fileio import write_text_atomic
 from humanclaw_gym.metrics._checks import (
     as_contacts,
-    as_finite_float,
-    as_id_set,
     as_int,
     as_skill,
     check_human_links,
     check_object_positions,
 )
-from humanclaw_gym.metrics.collision import COLLISION_SPEC, CollisionTracker
-from humanclaw_gym.metrics.disturbance import DISTURBANCE_SPEC, DisturbanceTracker
-from humanclaw_gym.metrics.fields import (
-    Column,
-    MetricField,
-    MetricSpec,
-    Reduce,
-    check_field,
-    field_value,
+from humanclaw_gym.metrics.fields import check_field, field_value
+from humanclaw_gym.metrics.outcome import ENDED_BY
+from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
+from humanclaw_gym.metrics.trackers import (
+    LAYOUT,
+    METRIC_SPECS,
+    METRICS_SCHEMA,
+    METRICS_SCHEMAS,
+    METRICS_VERSION,
+    THRESHOLDS,
+    TRACKERS,
+    schema_version,
 )
-from humanclaw_gym.metrics.find import FIND_SPEC, FindTracker
-from humanclaw_gym.metrics.geometry import body_to_target_aabb_distance
-from humanclaw_gym.metrics.interact import INTERACT_SPEC, InteractTracker
-from humanclaw_gym.metrics.jerk import JERK_SPEC, motion_jerk
-from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, METRIC_RULES, check_rules
-from humanclaw_gym.metrics.thresholds import (
-    COLLISION_MIN_HEIGHT_M,
-    FIND_PIXEL_THRESHOLD,
-    INITIAL_PENETRATION_FLAG_M,
-    JERK_FPS,
-    JERK_STRIDE,
-    JERK_WINDOW,
-    MOTION_ANOMALY_BOUND_DEG,
-    NAV_DISTANCE_M,
-    NAV_RELAXED_DISTANCE_M,
-)
-from humanclaw_gym.metrics.tracking import ANOMALY_SPEC, MotionAnomalyTracker
-from humanclaw_gym.metrics.usage import USAGE_SPEC, UsageTracker
-from humanclaw_gym.scenes.spec import TARGET_CATEGORIES
+from humanclaw_gym.metrics.usage import check_usage
 from humanclaw_gym.skills import Skill
 
 if TYPE_CHECKING:
@@ -85,20 +70,11 @@ __all__ = [
     "METRICS_SCHEMAS",
     "METRIC_SPECS",
     "EpisodeMetricRecorder",
+    "EpisodeStart",
     "MetricsFileError",
     "validate_metrics",
     "write_metrics_json",
 ]
-
-#: Schema tag of every per-episode metrics.json we write.
-METRICS_SCHEMA = "humanclaw_metrics_v2"
-
-#: Schema tags of our layout that are read: v1 files (before the rules setting) were scored
-#: by what are now the ``strict`` rules and are read as such.
-METRICS_SCHEMAS: tuple[str, ...] = ("humanclaw_metrics_v1", METRICS_SCHEMA)
-
-#: How an episode can end: the policy's Stop, the step limit, or an error.
-ENDED_BY: tuple[str, ...] = ("stop", "truncated", "error")
 
 
 class MetricsFileError(ValueError):
@@ -120,108 +96,43 @@ def write_metrics_json(path: str | os.PathLike[str], metrics: Mapping[str, Any])
 
 
 class EpisodeMetricRecorder:
-    """Collects every paper metric of one episode from decision, chunk and frame events.
+    """Collects every metric of one episode from decision, chunk and frame events.
 
     Args:
-        episode_id: episode identifier.
-        scene_id: scene identifier.
-        category: target category (``"chair"``, ``"couch"``, ...); also the name the FindSR
-            text rule looks for (with its aliases).
-        target_ids: scene object ids of the resolved target instances (>= 1).
-        target_aabbs: ``(K, 2, 3)`` world AABBs of the target instances (min, max corners),
-            metres, one per id in ``target_ids``.
-        interact: whether this is an interact (sit) episode.
-        dynamic_ids: ids of the scene's movable objects.
-        floor_height_m: the episode floor, world y in metres (see
-            :func:`~humanclaw_gym.metrics.collision.spawn_floor_height`).
-        initial_penetration_m: deepest humanoid penetration of the reset-time contact query,
-            metres (see :func:`~humanclaw_gym.metrics.collision.initial_penetration`).
-        difficulty: the episode's difficulty label, if any.
-        rules: the metric rules, ``"paper"`` (default) or ``"strict"`` (see
-            :mod:`humanclaw_gym.metrics.rules`); recorded in the result.
-        floor_source: where ``floor_height_m`` came from (see
-            :func:`~humanclaw_gym.metrics.collision.episode_floor`).
-        rollout_index: how many times this episode ran before in the same output (0 for
-            the first rollout); with ``episode_id`` it identifies the rollout.
+        start: the episode as it starts (:class:`~humanclaw_gym.metrics.tracker.
+            EpisodeStart`: ids, category, targets and their boxes, movable objects, floor,
+            initial penetration, rules, rollout index), validated when it was made.
+
+    Raises:
+        ValueError: a tracker refuses the start (e.g. a ``floor_source`` the rules forbid).
     """
 
-    def __init__(
-        self,
-        episode_id: str,
-        scene_id: str,
-        category: str,
-        target_ids: Sequence[int],
-        target_aabbs: np.ndarray,
-        interact: bool,
-        dynamic_ids: Sequence[int],
-        floor_height_m: float,
-        initial_penetration_m: float,
-        difficulty: str | None = None,
-        rules: str = DEFAULT_METRIC_RULES,
-        floor_source: str = "spawn_raycast",
-        rollout_index: int = 0,
-    ) -> None:
-        rules = check_rules(rules)
-        rollout_index = as_int(rollout_index, "rollout_index", 0)
-        for name, value in (
-            ("episode_id", episode_id),
-            ("scene_id", scene_id),
-            ("category", category),
-        ):
-            if not isinstance(value, str) or not value:
-                raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-        if category not in TARGET_CATEGORIES:
-            raise ValueError(f"category must be one of {TARGET_CATEGORIES}, got {category!r}")
-        if difficulty is not None and difficulty not in DIFFICULTY_LABELS:
-            raise ValueError(
-                f"difficulty must be one of {DIFFICULTY_LABELS} or None, got {difficulty!r}"
-            )
-        if not isinstance(interact, (bool, np.bool_)):
-            raise ValueError(f"interact must be a bool, got {interact!r}")
-        ids = [as_int(v, f"target_ids[{i}]", 1) for i, v in enumerate(target_ids)]
-        if not ids:
-            raise ValueError("target_ids must contain at least one object id")
-        aabbs = np.asarray(target_aabbs, dtype=np.float64)
-        if aabbs.shape != (len(ids), 2, 3):
-            raise ValueError(
-                f"target_aabbs must have shape ({len(ids)}, 2, 3) (one box per target id), "
-                f"got {aabbs.shape}"
-            )
-        body_to_target_aabb_distance(np.zeros((1, 3)), aabbs)  # validates the boxes
-        penetration = as_finite_float(initial_penetration_m, "initial_penetration_m")
-        if penetration < 0:
-            raise ValueError(f"initial_penetration_m must be >= 0, got {initial_penetration_m!r}")
-
-        self.rules = rules
-        self.rollout_index = rollout_index
-        self.episode_id = episode_id
-        self.scene_id = scene_id
-        self.category = category
-        self.difficulty = difficulty
-        self.interact = bool(interact)
-        self.target_ids = tuple(ids)
-        self._target_aabbs = aabbs.copy()
-        self.dynamic_ids = tuple(sorted(as_id_set(dynamic_ids, "dynamic_ids")))
-        self.initial_penetration_m = penetration
-
-        self._find = FindTracker([category], rules=rules)
-        self._collision = CollisionTracker(
-            self.dynamic_ids, floor_height_m, rules=rules, floor_source=floor_source
-        )
-        self._disturbance = DisturbanceTracker(self.dynamic_ids)
-        self._interact = InteractTracker(self.target_ids)
-        self._usage = UsageTracker(rules=rules)
-        self._anomaly = MotionAnomalyTracker()
-
+    def __init__(self, start: EpisodeStart) -> None:
+        if not isinstance(start, EpisodeStart):
+            raise TypeError(f"start must be an EpisodeStart, got {type(start).__name__}")
+        self.start = start
+        trackers = [cls() for cls in TRACKERS]
+        for tracker in trackers:
+            tracker.on_reset(start)
+        self._trackers = trackers
         self._steps = 0
         self._last_step: int | None = None
         self._last_skill: Skill | None = None
         self._stopped = False
-        self._chunks: list[np.ndarray] = []
+        self._chunk: np.ndarray | None = None
         self._chunk_steps: set[int] = set()
         self._next_frame_index = 0
         self._chunk_closed = False
+        self._object_ids: tuple[Any, tuple[int, ...]] | None = None
         self._result: dict[str, Any] | None = None
+
+    @property
+    def episode_id(self) -> str:
+        return self.start.episode_id
+
+    @property
+    def rollout_index(self) -> int:
+        return self.start.rollout_index
 
     # -- events ---------------------------------------------------------------------------
 
@@ -269,11 +180,14 @@ class EpisodeMetricRecorder:
             raise ValueError(f"step must increase: got {step} after {self._last_step}")
         skill = as_skill(skill)
         # Check everything before any tracker changes state.
-        as_int(target_pixels, "target_pixels", 0)
+        pixels = as_int(target_pixels, "target_pixels", 0)
         if visible_state is not None and not isinstance(visible_state, str):
             raise ValueError(f"visible_state must be a str or None, got {visible_state!r}")
-        self._usage.record(usage)
-        self._find.record(step, target_pixels, visible_state)
+        usage = tuple(usage)
+        check_usage(usage)
+        decision = DecisionRecord(step, skill, pixels, visible_state, usage)
+        for tracker in self._trackers:
+            tracker.on_decision(decision)
         self._steps += 1
         self._last_step = step
         self._last_skill = skill
@@ -293,7 +207,7 @@ class EpisodeMetricRecorder:
         step = self._check_motion_step(step, "record_generated_chunk")
         if step in self._chunk_steps:
             raise ValueError(f"record_generated_chunk: step {step} already has a generated chunk")
-        self._chunks.append(self._check_generated(frames_75, "frames_75"))
+        self._chunk = self._check_generated(frames_75, "frames_75")
         self._chunk_steps.add(step)
 
     @staticmethod
@@ -305,7 +219,17 @@ class EpisodeMetricRecorder:
             )
         if not np.all(np.isfinite(frames)):
             raise ValueError(f"{name} must be finite")
+        frames.setflags(write=False)
         return frames
+
+    def _checked_ids(self, object_ids: Sequence[int]) -> tuple[int, ...]:
+        """``object_ids`` as checked ints (the check is skipped for the same object)."""
+        cached = self._object_ids
+        if cached is not None and cached[0] is object_ids:
+            return cached[1]
+        ids = tuple(as_int(v, f"object_ids[{i}]", 1) for i, v in enumerate(object_ids))
+        self._object_ids = (object_ids, ids)
+        return ids
 
     def record_frame(
         self,
@@ -348,30 +272,36 @@ class EpisodeMetricRecorder:
             )
         rows = as_contacts(contacts)
         # Reject bad input before any tracker changes state.
-        check_human_links(rows, NUM_JOINTS)
-        object_ids = list(object_ids)
-        check_object_positions(object_ids, object_positions)
-        if step not in self._chunk_steps:
+        links = self.start.link_names
+        check_human_links(rows, NUM_JOINTS if links is None else len(links))
+        ids = self._checked_ids(object_ids)
+        positions = np.asarray(object_positions, dtype=np.float64)
+        if positions.shape != (len(ids), 3):
+            check_object_positions(ids, positions)  # raises, naming the shapes
+        if step not in self._chunk_steps or self._chunk is None:
             raise ValueError(
                 f"record_frame: step {step} has no generated chunk (call record_generated_chunk "
                 "before its frames)"
             )
-        chunk = self._chunks[-1]
+        chunk = self._chunk
         if index >= len(chunk):
             raise ValueError(
                 f"frame_index must be < {len(chunk)} (the generated chunk's length), got {index}"
             )
         realized = np.asarray(realized_75, dtype=np.float64)
-        if realized.shape != (FRAME_DIM,) or not np.all(np.isfinite(realized)):
+        # a finite sum means every entry is finite (one reduction instead of two passes)
+        if realized.shape != (FRAME_DIM,) or not (
+            math.isfinite(realized.sum()) or np.all(np.isfinite(realized))
+        ):
             raise ValueError(
                 f"realized_75 must be a finite ({FRAME_DIM},) frame, got shape {realized.shape}"
             )
-        self._anomaly.record_frame(chunk[index], realized)
-        self._collision.record_frame(step, rows)
-        self._disturbance.record_frame(rows, object_ids, object_positions)
-        self._interact.record_frame(step, skill, rows, bool(last_in_chunk))
+        last = bool(last_in_chunk)
+        frame = FrameRecord(step, skill, index, last, chunk[index], realized, rows, ids, positions)
+        for tracker in self._trackers:
+            tracker.on_frame(frame)
         self._next_frame_index += 1
-        self._chunk_closed = bool(last_in_chunk)
+        self._chunk_closed = last
 
     # -- result ---------------------------------------------------------------------------
 
@@ -387,7 +317,8 @@ class EpisodeMetricRecorder:
 
         Returns:
             JSON-ready dict with ``"schema": "humanclaw_metrics_v2"``; its fields are declared
-            by :data:`METRIC_SPECS`.
+            by :data:`METRIC_SPECS`, in the order of :data:`~humanclaw_gym.metrics.trackers.
+            LAYOUT`.
         """
         self._check_open()
         if ended_by not in ENDED_BY:
@@ -396,221 +327,34 @@ class EpisodeMetricRecorder:
             raise ValueError("ended_by='stop' but no Stop decision was recorded")
         if ended_by == "truncated" and self._stopped:
             raise ValueError("ended_by='truncated' but the policy chose Stop")
-        active_stop = ended_by == "stop"
-        distance = body_to_target_aabb_distance(final_body_points, self._target_aabbs)
-        generated = np.concatenate(self._chunks) if self._chunks else np.zeros((0, FRAME_DIM))
-        jerk = motion_jerk(generated) if len(generated) else None
-        collision = self._collision.summary()
-        tokens = self._usage.summary()
-        steps = self._steps
-        result: dict[str, Any] = {
-            "schema": METRICS_SCHEMA,
-            "rules": self.rules,
-            "episode_id": self.episode_id,
-            "scene_id": self.scene_id,
-            "rollout_index": self.rollout_index,
-            "category": self.category,
-            "difficulty": self.difficulty,
-            "interact": self.interact,
-            "target_ids": list(self.target_ids),
-            "ended_by": ended_by,
-            "active_stop": active_stop,
-            "steps": steps,
-            **self._find.summary(),
-            "final_distance_m": distance,
-            "nav_success_20cm": bool(active_stop and distance <= NAV_DISTANCE_M),
-            "geo_nav_success_20cm": bool(distance <= NAV_DISTANCE_M),
-            "nav_success_1m": bool(active_stop and distance < NAV_RELAXED_DISTANCE_M),
-            **self._interact.summary(active_stop, self.interact),
-            **collision,
-            **self._disturbance.summary(),
-            "motion_jerk_m_s3": jerk,
-            **self._anomaly.summary(),
-            "generated_frames": int(len(generated)),
-            "initial_penetration_m": self.initial_penetration_m,
-            "initial_penetration_flag": bool(
-                self.initial_penetration_m > INITIAL_PENETRATION_FLAG_M
-            ),
-            "tokens": {
-                **tokens,
-                "input_tokens_per_step": tokens["input_tokens"] / steps if steps else None,
-                "output_tokens_per_step": tokens["output_tokens"] / steps if steps else None,
-            },
-            "thresholds": {
-                "find_pixels": FIND_PIXEL_THRESHOLD,
-                "nav_distance_m": NAV_DISTANCE_M,
-                "nav_relaxed_distance_m": NAV_RELAXED_DISTANCE_M,
-                "collision_min_height_m": COLLISION_MIN_HEIGHT_M,
-                "initial_penetration_flag_m": INITIAL_PENETRATION_FLAG_M,
-                "jerk_fps": JERK_FPS,
-                "jerk_stride": JERK_STRIDE,
-                "jerk_window": JERK_WINDOW,
-                "motion_anomaly_bound_deg": MOTION_ANOMALY_BOUND_DEG,
-            },
-        }
+        end = EpisodeEnd(ended_by, self._steps, final_body_points)
+        merged: dict[str, Any] = {"schema": METRICS_SCHEMA}
+        for tracker in self._trackers:
+            merged.update(tracker.summary(end))
+        merged["thresholds"] = dict(THRESHOLDS)
+        undeclared = set(merged) - set(LAYOUT)
+        if undeclared:
+            raise RuntimeError(f"metric trackers returned undeclared fields {sorted(undeclared)}")
+        result = {key: merged[key] for key in LAYOUT}
         self._result = result
         return result
 
 
-# -- declared fields and the schema check ------------------------------------------------
-
-#: Identity and outcome of the episode.
-EPISODE_SPEC = MetricSpec(
-    name="episode",
-    fields=(
-        MetricField("schema", "str", "layout version", choices=METRICS_SCHEMAS),
-        MetricField(
-            "rules", "str", "metric rules the episode was scored with", choices=METRIC_RULES
-        ),
-        MetricField("episode_id", "str", "the episode"),
-        MetricField("scene_id", "str", "its scene"),
-        MetricField(
-            "rollout_index",
-            "int",
-            "earlier rollouts of this episode in the same output; (episode_id, rollout_index) "
-            "is unique in an aggregation",
-            minimum=0,
-        ),
-        MetricField(
-            "category", "str", "target category", choices=TARGET_CATEGORIES, aggregate="breakdown"
-        ),
-        MetricField(
-            "difficulty",
-            "str",
-            "difficulty label",
-            choices=DIFFICULTY_LABELS,
-            nullable=True,
-            imported=False,
-            aggregate="breakdown (null: unlabelled)",
-        ),
-        MetricField("interact", "bool", "the episode ends with sitting on the target"),
-        MetricField("target_ids", "int_list", "object ids of the target instances", imported=False),
-        MetricField("ended_by", "str", "how the episode ended", choices=ENDED_BY),
-        MetricField("active_stop", "bool", "the policy chose Stop (ended_by is stop)"),
-        MetricField(
-            "steps",
-            "int",
-            "decision steps including the Stop",
-            unit="steps",
-            minimum=0,
-            aggregate="avg steps: mean over episodes; the tokens-per-step denominator",
-        ),
-    ),
-    columns=(Column("avg steps", "avg_steps", "main", ".1f", Reduce("mean", "steps"), 7),),
-)
-
-#: Final distance and the Nav flags.
-NAV_SPEC = MetricSpec(
-    name="nav",
-    fields=(
-        MetricField(
-            "final_distance_m",
-            "number",
-            "final body-to-target-box distance",
-            unit="m",
-            minimum=0.0,
-        ),
-        MetricField(
-            "nav_success_20cm",
-            "bool",
-            "NavSR@20cm: active stop within 0.2 m",
-            aggregate="NavSR@20cm: share of all episodes",
-        ),
-        MetricField(
-            "geo_nav_success_20cm",
-            "bool",
-            "GeoNavSR@20cm: within 0.2 m however it ended",
-            aggregate="GeoNavSR@20cm: share of all episodes",
-        ),
-        MetricField(
-            "nav_success_1m",
-            "bool",
-            "NavSR@1m: active stop closer than 1 m",
-            aggregate="NavSR@1m: share of all episodes",
-        ),
-    ),
-    columns=(
-        Column(
-            "NavSR@20cm",
-            "nav_sr_20cm_pct",
-            "main",
-            ".1f",
-            Reduce("share", "nav_success_20cm", scale=100.0),
-            1,
-            True,
-        ),
-        Column(
-            "GeoNavSR@20cm",
-            "geo_nav_sr_20cm_pct",
-            "variants",
-            ".1f",
-            Reduce("share", "geo_nav_success_20cm", scale=100.0),
-            1,
-            True,
-        ),
-        Column(
-            "NavSR@1m",
-            "nav_sr_1m_pct",
-            "variants",
-            ".1f",
-            Reduce("share", "nav_success_1m", scale=100.0),
-            2,
-            True,
-        ),
-    ),
-)
-
-#: The reset-time penetration diagnostic.
-PENETRATION_SPEC = MetricSpec(
-    name="penetration",
-    fields=(
-        MetricField(
-            "initial_penetration_m",
-            "number",
-            "deepest humanoid penetration at reset",
-            unit="m",
-            minimum=0.0,
-        ),
-        MetricField(
-            "initial_penetration_flag",
-            "bool",
-            "initial penetration above 0.01 m (diagnostic only)",
-            aggregate="counted",
-        ),
-        MetricField("thresholds", "object", "the constants used", imported=False),
-    ),
-)
-
-#: Every declared part of metrics.json, in the order of the paper's table. A new tracker
-#: appends its :class:`~humanclaw_gym.metrics.fields.MetricSpec` here.
-METRIC_SPECS: tuple[MetricSpec, ...] = (
-    EPISODE_SPEC,
-    FIND_SPEC,
-    NAV_SPEC,
-    INTERACT_SPEC,
-    COLLISION_SPEC,
-    DISTURBANCE_SPEC,
-    JERK_SPEC,
-    ANOMALY_SPEC,
-    PENETRATION_SPEC,
-    USAGE_SPEC,
-)
-
-# Fields added by humanclaw_metrics_v2, with the value a v1 file (strict rules) stands for.
-_V1_DEFAULTS: dict[str, Any] = {
-    "rules": "strict",
-    "rollout_index": 0,
-    "floor_source": "spawn_raycast",
-    "motion_anomaly": None,
-    "max_joint_tracking_error_deg": None,
-}
+# -- the schema check ----------------------------------------------------------------------
 
 
-def _upgrade_v1(metrics: dict[str, Any]) -> dict[str, Any]:
-    out = {**_V1_DEFAULTS, **metrics}
-    tokens = out.get("tokens")
-    if isinstance(tokens, dict) and "failed_calls" not in tokens:
-        out["tokens"] = {**tokens, "failed_calls": 0}
+def _upgrade(metrics: dict[str, Any], version: int) -> dict[str, Any]:
+    """A file of layout ``version`` with the ``legacy`` value of every field it predates
+    (those keys first, as a new dict; nested fields added to a copy of their object)."""
+    newer = [f for spec in METRIC_SPECS for f in spec.fields if f.since > version]
+    out = {f.name: f.legacy for f in newer if "." not in f.name}
+    out.update(metrics)
+    for item in newer:
+        parent, _, leaf = item.name.rpartition(".")
+        if parent:
+            holder = out.get(parent)
+            if isinstance(holder, dict) and leaf not in holder:
+                out[parent] = {**holder, leaf: item.legacy}
     return out
 
 
@@ -620,8 +364,10 @@ def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
     Types, ranges (e.g. ``collision_rate`` in [0, 1], ``motion_jerk_m_s3 >= 0``), choices
     (category, difficulty, ended_by, rules, token source) and the cross-field rules
     (``active_stop`` iff ``ended_by == "stop"``, counts not above their totals, FindSR
-    implies GeoFindSR, body-group keys) are checked. A ``humanclaw_metrics_v1`` file is
-    read as scored by the ``strict`` rules (its missing v2 fields get their v1 meaning).
+    implies GeoFindSR, body-group keys) are checked. A file of an older layout gets the
+    ``legacy`` value of every field it predates (``MetricField.since``): a
+    ``humanclaw_metrics_v1`` file is read as scored by the ``strict`` rules, with
+    ``motion_anomaly`` unknown (``null``).
     A dict with ``"imported_from"`` (a row read from the reference layout, see
     :mod:`humanclaw_gym.metrics.formats`) may have ``null`` in the fields that layout does
     not record.
@@ -631,7 +377,7 @@ def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
         where: what to name in errors (usually the file path).
 
     Returns:
-        The metrics as a v2 dict (a new dict for a v1 file).
+        The metrics with every declared field (a new dict for an older layout).
 
     Raises:
         MetricsFileError: naming ``where`` and the offending field.
@@ -644,14 +390,14 @@ def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
         raise fail(f"expected a JSON object, got {type(metrics).__name__}")
     if metrics.get("schema") not in METRICS_SCHEMAS:
         raise fail(f"schema must be one of {METRICS_SCHEMAS}, got {metrics.get('schema')!r}")
-    legacy = metrics["schema"] != METRICS_SCHEMA
-    if legacy:
-        metrics = _upgrade_v1(metrics)
+    version = schema_version(metrics["schema"]) or METRICS_VERSION
+    if version < METRICS_VERSION:
+        metrics = _upgrade(metrics, version)
     imported = metrics.get("imported_from") is not None
     for spec in METRIC_SPECS:
         for item in spec.fields:
             unrecorded = (imported and not item.imported) or (
-                legacy and item.name in _V1_DEFAULTS and _V1_DEFAULTS[item.name] is None
+                item.since > version and item.legacy is None
             )
             problem = check_field(item, metrics, allow_null=unrecorded)
             if problem is not None:

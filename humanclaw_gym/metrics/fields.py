@@ -6,8 +6,8 @@ range or choices, nullability, unit, meaning, how it aggregates) and the summary
 contributes (:class:`Column`, each with a :class:`Reduce` saying how the column is
 computed from the per-episode rows). :func:`~humanclaw_gym.metrics.episode.validate_metrics`
 checks a file against the declared fields, and :mod:`~humanclaw_gym.metrics.aggregate`
-builds its table columns from the declared columns, so a new tracker plugs in by declaring
-its spec and adding it to :data:`~humanclaw_gym.metrics.episode.METRIC_SPECS`.
+builds its table columns from the declared columns; each tracker of
+:data:`~humanclaw_gym.metrics.trackers.TRACKERS` declares its spec.
 
 Field names are paths into the JSON object: ``"tokens.input_tokens"`` is
 ``metrics["tokens"]["input_tokens"]``.
@@ -75,6 +75,16 @@ class MetricField:
         aggregate: how the field enters the summary, one line for the docs.
         imported: ``False`` when the reference release's layout does not record the field;
             such fields are ``null`` in rows read from that layout.
+        since: the first ``humanclaw_metrics_v<N>`` layout that has the field. A file of
+            an older layout is read with ``legacy`` in its place, so adding a field never
+            makes older files fail validation; the layout written is the highest ``since``
+            of all declared fields.
+        legacy: what a file older than ``since`` stands for (``None``: unknown; the field
+            may then be ``null`` in such files whatever ``nullable`` says).
+        after: place this field (and the fields of its spec that follow it) right after
+            that top-level field in metrics.json instead of after the previous tracker's
+            fields; keeps the key order of an existing layout when a tracker's fields are
+            not contiguous in it.
     """
 
     name: str
@@ -89,10 +99,15 @@ class MetricField:
     at_most: str | None = None
     aggregate: str = "not aggregated"
     imported: bool = True
+    since: int = 1
+    legacy: Any = None
+    after: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in FIELD_KINDS:
             raise ValueError(f"MetricField {self.name!r}: kind must be one of {FIELD_KINDS}")
+        if isinstance(self.since, bool) or not isinstance(self.since, int) or self.since < 1:
+            raise ValueError(f"MetricField {self.name!r}: since must be an int >= 1")
 
 
 @dataclass(frozen=True)

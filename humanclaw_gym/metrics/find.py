@@ -40,14 +40,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
 from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
 from humanclaw_gym.metrics.thresholds import FIND_PIXEL_THRESHOLD
+from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
 
 __all__ = [
     "FIND_SPEC",
+    "FindMetric",
     "NEGATION_WORDS",
     "PAPER_ALIASES",
     "PAPER_NEGATION_WORDS",
@@ -167,7 +169,7 @@ def _paper_claims(text: str, names: Sequence[str]) -> bool:
 
 
 def claims_target_visible(
-    text: str | None, target_names: Sequence[str], rules: str = DEFAULT_METRIC_RULES
+    text: Any, target_names: Sequence[str], rules: str = DEFAULT_METRIC_RULES
 ) -> bool:
     """Whether a policy's ``visible_state`` text affirms that the target is visible.
 
@@ -178,7 +180,10 @@ def claims_target_visible(
     case-insensitive on whole words; plurals (``beds``, ``couches``) match.
 
     Args:
-        text: the policy's visibility statement; ``None`` or empty means no claim.
+        text: the policy's visibility statement; ``None`` or empty means no claim. Under
+            ``paper`` rules any other value is read as ``str(text)``, as the reference
+            does (``["a bed ahead"]`` names the bed; ``0``, ``False``, ``[]`` are empty);
+            under ``strict`` rules a value that is not a ``str`` raises ``TypeError``.
         target_names: category and/or instance names of the target, e.g. ``["couch"]``.
         rules: ``"paper"`` or ``"strict"``.
 
@@ -193,12 +198,13 @@ def claims_target_visible(
         names.extend(category_aliases(name, rules))
     if len(names) == len(_GENERIC_TARGET_WORDS):
         raise ValueError("target_names must contain at least one name, got an empty sequence")
+    if rules == "paper":
+        # the reference reads any value as text: str() of it, a falsy value as ""
+        return _paper_claims(str(text or ""), names)
     if text is None:
         return False
     if not isinstance(text, str):
         raise TypeError(f"text must be a str or None, got {type(text).__name__}")
-    if rules == "paper":
-        return _paper_claims(text, names)
     pattern = _name_pattern(tuple(names))
     lowered = text.translate(_APOSTROPHES).lower()
     for sentence in _SENTENCE_SPLIT.split(lowered):
@@ -354,3 +360,24 @@ FIND_SPEC = MetricSpec(
         ),
     ),
 )
+
+
+class FindMetric:
+    """Tracker of GeoFindSR / FindSR (:data:`FIND_SPEC`): each decision's target pixel
+    count (the ``"instance"`` need) and its ``visible_state`` claim."""
+
+    spec: ClassVar[MetricSpec] = FIND_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset({"instance"})
+    thresholds: ClassVar[dict[str, float | int]] = {"find_pixels": FIND_PIXEL_THRESHOLD}
+
+    def on_reset(self, start: EpisodeStart) -> None:
+        self._tracker = FindTracker([start.category], rules=start.rules)
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        self._tracker.record(decision.step, decision.target_pixels, decision.visible_state)
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        pass
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        return self._tracker.summary()

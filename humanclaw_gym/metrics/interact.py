@@ -1,9 +1,19 @@
 """Interact metrics: did the humanoid end up sitting on the exact target object?
 
 Only contact counts, never proximity: a humanoid contact row whose link is the pelvis
-(joint 0) and whose other body is one of the target instance ids. Only the *last* frame of
-a motion chunk is looked at (the landed pose); a contact earlier in the chunk that is gone
-by its last frame does not count.
+(joint 0, the body's root link: what the reference release calls ``pelvis`` or ``base``)
+and whose other body is one of the target instances. Only the *last* frame of a motion
+chunk is looked at (the landed pose); a contact earlier in the chunk that is gone by its
+last frame does not count.
+
+Which bodies are the target depends on the metric rules. ``strict``: the resolved target
+instances, by object id. ``paper``: as the reference release matches them, also every
+object whose Habitat instance handle (``"<template>_:<nnnn>"``, see
+:func:`scene_object_handles`) is a target's handle or contains a target's template name
+(the handle's part before ``":"``, trailing ``"_"`` removed): another instance of the
+target's template counts, and so does an object whose template name merely contains it.
+Objects of scenes that are not imported from a scene dataset (no template) are matched by
+id under both rules.
 
 * GeoInteract: the last frame of at least one Sit chunk has pelvis-target contact.
 * Interact: at least one Sit chunk was executed, the policy stopped actively, and the last
@@ -12,17 +22,26 @@ by its last frame does not count.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
 from humanclaw_gym.metrics._checks import as_contacts, as_id_set, as_int, as_skill
 from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
+from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
+from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
 from humanclaw_gym.physics.types import HUMAN_ID
 from humanclaw_gym.skills import Skill
 
-__all__ = ["INTERACT_SPEC", "InteractTracker", "pelvis_target_contact"]
+__all__ = [
+    "INTERACT_SPEC",
+    "InteractMetric",
+    "InteractTracker",
+    "interact_target_ids",
+    "pelvis_target_contact",
+    "scene_object_handles",
+]
 
 _PELVIS_LINK = 0
 
@@ -35,17 +54,83 @@ def pelvis_target_contact(contacts: np.ndarray, target_ids: Iterable[int]) -> bo
     return bool(np.any(hit))
 
 
+def scene_object_handles(objects: Iterable[Any]) -> dict[int, str]:
+    """Habitat instance handles of a scene's dataset objects: ``{object_id:
+    "<template>_:<nnnn>"}``, ``<template>`` the base name of the object's source template
+    and ``<nnnn>`` the count of earlier objects of the same template (as Habitat numbers
+    instances). Objects without a source template, and the stage, have no handle.
+
+    Args:
+        objects: scene objects (``object_id`` and ``source``, as
+            :class:`~humanclaw_gym.scenes.spec.SceneObject`), in scene order.
+    """
+    handles: dict[int, str] = {}
+    counts: dict[str, int] = {}
+    for obj in objects:
+        source = getattr(obj, "source", None)
+        if source is None or getattr(source, "index", None) is None:
+            continue
+        template = str(source.template).rsplit("/", 1)[-1]
+        handles[int(obj.object_id)] = f"{template}_:{counts.get(template, 0):04d}"
+        counts[template] = counts.get(template, 0) + 1
+    return handles
+
+
+def _template_name(handle: str) -> str:
+    return handle.split(":", 1)[0].rstrip("_")
+
+
+def interact_target_ids(
+    target_ids: Iterable[int],
+    object_handles: Mapping[int, str] | None = None,
+    rules: str = DEFAULT_METRIC_RULES,
+) -> frozenset[int]:
+    """The bodies Interact counts as the target (see the module docstring).
+
+    Args:
+        target_ids: the resolved target instances (object ids >= 1).
+        object_handles: ``{object_id: handle}`` of the scene's objects
+            (:func:`scene_object_handles`); ``None`` or empty: ids only.
+        rules: ``"paper"`` adds every object matching a target's handle or template name;
+            ``"strict"`` keeps the ids.
+
+    Returns:
+        The object ids whose contact with the pelvis counts.
+    """
+    rules = check_rules(rules)
+    targets = as_id_set(target_ids, "target_ids")
+    if rules != "paper" or not object_handles:
+        return targets
+    target_handles = {object_handles[t] for t in targets if t in object_handles}
+    templates = {_template_name(h) for h in target_handles} - {""}
+    twins = {
+        int(oid)
+        for oid, handle in object_handles.items()
+        if handle in target_handles or any(t in handle for t in templates)
+    }
+    return targets | twins
+
+
 class InteractTracker:
     """Online Sit/contact state of one episode.
 
     Args:
         target_ids: scene object ids of the resolved target instances (>= 1).
+        object_handles: Habitat instance handles of the scene's objects
+            (:func:`scene_object_handles`), for the ``paper`` rule's template matching.
+        rules: the metric rules (see :func:`interact_target_ids`).
     """
 
-    def __init__(self, target_ids: Iterable[int]) -> None:
-        self._targets = as_id_set(target_ids, "target_ids")
-        if not self._targets:
+    def __init__(
+        self,
+        target_ids: Iterable[int],
+        object_handles: Mapping[int, str] | None = None,
+        rules: str = DEFAULT_METRIC_RULES,
+    ) -> None:
+        ids = as_id_set(target_ids, "target_ids")
+        if not ids:
             raise ValueError("target_ids must contain at least one object id")
+        self._targets = interact_target_ids(ids, object_handles, rules)
         self.sit_chunks = 0
         self.sit_chunks_with_contact = 0
         self.chunks = 0
@@ -141,3 +226,26 @@ INTERACT_SPEC = MetricSpec(
         ),
     ),
 )
+
+
+class InteractMetric:
+    """Tracker of InteractSR / GeoInteractSR (:data:`INTERACT_SPEC`): the pelvis-target
+    contact of every chunk's last frame (the ``"contacts"`` need)."""
+
+    spec: ClassVar[MetricSpec] = INTERACT_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset({"contacts"})
+    thresholds: ClassVar[dict[str, float | int]] = {}
+
+    def on_reset(self, start: EpisodeStart) -> None:
+        self._tracker = InteractTracker(start.target_ids, start.object_handles, start.rules)
+        self._interact = start.interact
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        pass
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        if frame.last_in_chunk:
+            self._tracker.record_frame(frame.step, frame.skill, frame.contacts, True)
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        return self._tracker.summary(end.active_stop, self._interact)

@@ -12,6 +12,10 @@ input) and differenced three times with a stride of 8 frames at 30 fps:
 The episode score is the mean of ``|J[t]|`` over the 22 joints and all valid ``t``
 (``0 <= t <= T - 1 - 3s``). Sequences shorter than ``3s + 1`` frames have no score.
 
+The arithmetic (the small-angle cutoff of the rotation, the running-sum moving average,
+the order of every operation) is the reference release's, so the score agrees with it to
+the last bit under both metric rule sets.
+
 Because the padding repeats the edge frame, a body that is already moving at the first or
 last frame gets a small end effect (the smoothed first frame lies one third of a frame's
 travel ahead of the raw one); a motionless start and end give none.
@@ -19,27 +23,46 @@ travel ahead of the raw one); a motionless start and end give none.
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 
 from humanclaw_gym.body.skeleton import FRAME_DIM, neutral_body22_m
 from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
 from humanclaw_gym.metrics.thresholds import JERK_FPS, JERK_STRIDE, JERK_WINDOW
+from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
 
-__all__ = ["JERK_SPEC", "motion_jerk", "moving_average", "root_rigid_joint_positions"]
+__all__ = [
+    "JERK_SPEC",
+    "JerkMetric",
+    "motion_jerk",
+    "moving_average",
+    "root_rigid_joint_positions",
+]
+
+
+#: Rotation angles below this (radians) give the identity rotation, as in the reference.
+_SMALL_ANGLE_RAD = 1e-8
 
 
 def _rotation_matrices(rotvec: np.ndarray) -> np.ndarray:
-    """Rodrigues' formula for ``(T, 3)`` axis-angle vectors -> ``(T, 3, 3)``."""
-    theta = np.linalg.norm(rotvec, axis=1)
-    safe = np.where(theta < 1e-12, 1.0, theta)
-    k = rotvec / safe[:, None]
-    skew = np.zeros((rotvec.shape[0], 3, 3))
+    """Rodrigues' formula for ``(T, 3)`` axis-angle vectors -> ``(T, 3, 3)``.
+
+    Angles below :data:`_SMALL_ANGLE_RAD` give exactly the identity. The operations and
+    their order are the reference release's, so the result is the same to the last bit.
+    """
+    theta = np.linalg.norm(rotvec, axis=1, keepdims=True)
+    small = theta[:, 0] < _SMALL_ANGLE_RAD
+    k = rotvec / np.where(theta < _SMALL_ANGLE_RAD, 1.0, theta)
+    skew = np.zeros((rotvec.shape[0], 3, 3), dtype=np.float64)
     skew[:, 0, 1], skew[:, 0, 2] = -k[:, 2], k[:, 1]
     skew[:, 1, 0], skew[:, 1, 2] = k[:, 2], -k[:, 0]
     skew[:, 2, 0], skew[:, 2, 1] = -k[:, 1], k[:, 0]
-    sin = np.sin(theta)[:, None, None]
-    one_minus_cos = (1.0 - np.cos(theta))[:, None, None]
-    return np.eye(3)[None] + sin * skew + one_minus_cos * (skew @ skew)
+    sin = np.sin(theta)[:, :, None]
+    one_minus_cos = 1.0 - np.cos(theta)[:, :, None]
+    rot = np.eye(3)[None, :, :] + sin * skew + one_minus_cos * (skew @ skew)
+    rot[small] = np.eye(3)
+    return rot
 
 
 def _frames(xb_world_75: np.ndarray) -> np.ndarray:
@@ -63,11 +86,17 @@ def root_rigid_joint_positions(xb_world_75: np.ndarray) -> np.ndarray:
     """
     xb = _frames(xb_world_75)
     rot = _rotation_matrices(xb[:, 3:6])
-    return np.einsum("tab,jb->tja", rot, neutral_body22_m()) + xb[:, None, 0:3]
+    joints = np.einsum("tab,jb->tja", rot, neutral_body22_m())
+    joints += xb[:, None, 0:3]
+    return joints
 
 
 def moving_average(signal: np.ndarray, window: int = JERK_WINDOW) -> np.ndarray:
     """Centred moving average along axis 0 with edge padding; output as long as the input.
+
+    Computed as differences of a running sum over the padded signal, divided by the
+    width: the reference release's summation order, so Motion Jerk agrees with it to the
+    last bit (a direct sum of the ``window`` neighbours differs in the last bits).
 
     Args:
         signal: ``(T, ...)`` array.
@@ -76,14 +105,12 @@ def moving_average(signal: np.ndarray, window: int = JERK_WINDOW) -> np.ndarray:
     if isinstance(window, bool) or int(window) != window or window < 1 or window % 2 == 0:
         raise ValueError(f"window must be an odd int >= 1, got {window!r}")
     arr = np.asarray(signal, dtype=np.float64)
-    half = int(window) // 2
-    if half == 0:
-        return arr.copy()
+    width, half = int(window), int(window) // 2
     padded = np.pad(arr, [(half, half)] + [(0, 0)] * (arr.ndim - 1), mode="edge")
-    out = np.zeros_like(arr)
-    for offset in range(int(window)):
-        out += padded[offset : offset + arr.shape[0]]
-    return out / float(window)
+    running = np.concatenate(
+        [np.zeros((1,) + arr.shape[1:], dtype=np.float64), np.cumsum(padded, axis=0)], axis=0
+    )
+    return (running[width:] - running[:-width]) / float(width)
 
 
 def motion_jerk(
@@ -116,7 +143,7 @@ def motion_jerk(
     joints = moving_average(root_rigid_joint_positions(xb), window)
     n = joints.shape[0] - 3 * s
     third = joints[3 * s :] - 3.0 * joints[2 * s : 2 * s + n] + 3.0 * joints[s : s + n] - joints[:n]
-    jerk = third / (s / float(fps)) ** 3
+    jerk = third / (float(s) / float(fps)) ** 3
     return float(np.linalg.norm(jerk, axis=-1).mean())
 
 
@@ -148,3 +175,33 @@ JERK_SPEC = MetricSpec(
         ),
     ),
 )
+
+
+class JerkMetric:
+    """Tracker of Motion Jerk (:data:`JERK_SPEC`): the generated frame of every executed
+    frame, in time order, scored at the end."""
+
+    spec: ClassVar[MetricSpec] = JERK_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset()
+    thresholds: ClassVar[dict[str, float | int]] = {
+        "jerk_fps": JERK_FPS,
+        "jerk_stride": JERK_STRIDE,
+        "jerk_window": JERK_WINDOW,
+    }
+
+    def on_reset(self, start: EpisodeStart) -> None:
+        self._generated: list[np.ndarray] = []
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        pass
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        self._generated.append(frame.generated)
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        n = len(self._generated)
+        generated = np.array(self._generated) if n else np.zeros((0, FRAME_DIM))
+        return {
+            "motion_jerk_m_s3": motion_jerk(generated) if n else None,
+            "generated_frames": n,
+        }

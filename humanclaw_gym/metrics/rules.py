@@ -8,7 +8,7 @@ corrected rules this library used before the two were separated. The default is
 ``paper``. Every ``metrics.json`` records the rules it was scored with, and aggregation
 refuses to average episodes scored under different rules.
 
-:data:`RULES` lists the ten points where the two differ, each with a one-line example; the
+:data:`RULES` lists the twelve points where the two differ, each with a one-line example; the
 same table is in ``docs/metrics.md`` (a test keeps them in step).
 """
 
@@ -37,7 +37,7 @@ class RuleDifference:
     """One point where ``paper`` and ``strict`` differ.
 
     Attributes:
-        point: 1..10, the numbering of docs/metrics.md.
+        point: 1..12, the numbering of docs/metrics.md.
         name: short name, e.g. ``"find aliases"``.
         paper: the reference release's rule.
         strict: the corrected rule.
@@ -130,5 +130,23 @@ RULES: tuple[RuleDifference, ...] = (
         "humanclaw metrics --format upstream)",
         "the same",
         "a directory with reference and our files aggregates into one table",
+    ),
+    RuleDifference(
+        11,
+        "interact target",
+        "the pelvis (the body's root link) touching a target instance, or any object whose "
+        "Habitat handle contains a target's template name (another instance of the same "
+        "template counts)",
+        "the pelvis touching one of the resolved target instances (by object id)",
+        "two couches of template 'c0ffee', the target is the first and the pelvis lands on "
+        "the second: paper contact, strict none",
+    ),
+    RuleDifference(
+        12,
+        "visible_state type",
+        "any value is read as str(value); a falsy one (0, false, [], {}) as no text",
+        "a value that is not a str (or None) is refused with TypeError",
+        '["a bed ahead"] for bed: paper yes (its text "[\'a bed ahead\']" names the bed), '
+        "strict TypeError",
     ),
 )

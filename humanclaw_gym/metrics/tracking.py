@@ -20,17 +20,20 @@ tests and ``benchmarks/motion_fidelity.py`` check on replay bundles. Pure numpy.
 from __future__ import annotations
 
 import math
+from typing import Any, ClassVar
 
 import numpy as np
 
 from humanclaw_gym.body.skeleton import FRAME_DIM, JOINT_INDEX, NUM_JOINTS, forward_kinematics
 from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
 from humanclaw_gym.metrics.thresholds import MOTION_ANOMALY_BOUND_DEG
+from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
 
 __all__ = [
     "ANOMALY_SPEC",
     "HEAD",
     "WRISTS",
+    "MotionAnomalyMetric",
     "MotionAnomalyTracker",
     "head_roll_rad",
     "joint_tracking_error_rad",
@@ -138,6 +141,25 @@ class MotionAnomalyTracker:
         self._anomalies += int(anomaly)
         return anomaly
 
+    def record_frames(self, generated: np.ndarray, realized: np.ndarray) -> int:
+        """Consume ``(T, 75)`` frame pairs at once, as :meth:`record_frame` on each row in
+        order; returns how many of them are anomalies."""
+        gen = _as_frames(generated, "generated")
+        real = _as_frames(realized, "realized")
+        if gen.ndim != 2 or gen.shape != real.shape:
+            raise ValueError(
+                f"generated and realized must be (T, {FRAME_DIM}) frames of one shape, "
+                f"got {gen.shape} and {real.shape}"
+            )
+        if not len(gen):
+            return 0
+        worst = joint_tracking_error_rad(gen, real).max(axis=1)
+        anomalies = int(np.count_nonzero(worst > self._bound_rad))
+        self._frames += len(worst)
+        self._max_rad = max(self._max_rad, float(worst.max()))
+        self._anomalies += anomalies
+        return anomalies
+
     @property
     def frames(self) -> int:
         """Frames recorded so far."""
@@ -167,6 +189,8 @@ ANOMALY_SPEC = MetricSpec(
             minimum=0,
             aggregate="Anom./ep: mean over the episodes that report it",
             imported=False,
+            since=2,
+            after="motion_jerk_m_s3",
         ),
         MetricField(
             "max_joint_tracking_error_deg",
@@ -177,6 +201,7 @@ ANOMALY_SPEC = MetricSpec(
             maximum=180.0,
             nullable=True,
             imported=False,
+            since=2,
         ),
     ),
     columns=(
@@ -190,3 +215,38 @@ ANOMALY_SPEC = MetricSpec(
         ),
     ),
 )
+
+
+class MotionAnomalyMetric:
+    """Tracker of ``motion_anomaly`` (:data:`ANOMALY_SPEC`): every realized frame against
+    its generated frame; a chunk's frames are scored together when its last frame arrives
+    (or at the summary), with the same result as frame by frame."""
+
+    spec: ClassVar[MetricSpec] = ANOMALY_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset()
+    thresholds: ClassVar[dict[str, float | int]] = {
+        "motion_anomaly_bound_deg": MOTION_ANOMALY_BOUND_DEG
+    }
+
+    def on_reset(self, start: EpisodeStart) -> None:
+        self._tracker = MotionAnomalyTracker()
+        self._generated: list[np.ndarray] = []
+        self._realized: list[np.ndarray] = []
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        pass
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        self._generated.append(frame.generated)
+        self._realized.append(frame.realized)
+        if frame.last_in_chunk:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._generated:
+            self._tracker.record_frames(np.array(self._generated), np.array(self._realized))
+            self._generated, self._realized = [], []
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        self._flush()
+        return self._tracker.summary()

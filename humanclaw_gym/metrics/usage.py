@@ -15,16 +15,24 @@ release does; the ``strict`` rules charge nothing and count it as ``none``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from humanclaw_gym.metrics._checks import as_int
 from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
 from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
+from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
 
 if TYPE_CHECKING:
     from humanclaw_gym.policy import Usage
 
-__all__ = ["USAGE_SPEC", "TOKEN_SOURCE_LABELS", "UsageTracker", "combine_token_sources"]
+__all__ = [
+    "TOKEN_SOURCE_LABELS",
+    "USAGE_SPEC",
+    "UsageMetric",
+    "UsageTracker",
+    "check_usage",
+    "combine_token_sources",
+]
 
 #: Every label an episode (or a whole run) can carry.
 TOKEN_SOURCE_LABELS: tuple[str, ...] = ("provider", "estimated_chars_div_4", "mixed", "none")
@@ -50,6 +58,36 @@ def _chars_div_4(chars: int) -> int:
     return -(-chars // 4)
 
 
+def check_usage(
+    usage: Iterable[Usage],
+) -> list[tuple[str, tuple[int, int, int], int | None]]:
+    """Check the usage records of one decision.
+
+    Returns:
+        ``(source, (input, output, reasoning tokens), prompt_chars or None)`` per record.
+
+    Raises:
+        ValueError: naming the record and field.
+    """
+    out = []
+    for i, item in enumerate(usage):
+        source = getattr(item, "source", None)
+        if source not in ("provider", "estimated_chars_div_4", "none"):
+            raise ValueError(
+                f"usage[{i}].source must be 'provider', 'estimated_chars_div_4' or "
+                f"'none', got {source!r}"
+            )
+        counts = tuple(
+            as_int(getattr(item, key, None), f"usage[{i}].{key}", 0)
+            for key in ("input_tokens", "output_tokens", "reasoning_tokens")
+        )
+        chars = getattr(item, "prompt_chars", None)
+        if chars is not None:
+            chars = as_int(chars, f"usage[{i}].prompt_chars", 0)
+        out.append((source, counts, chars))
+    return out
+
+
 class UsageTracker:
     """Sums :class:`~humanclaw_gym.policy.Usage` records of one episode.
 
@@ -72,20 +110,7 @@ class UsageTracker:
         All records are checked before any is added, so a bad record changes nothing.
         """
         items = []
-        for i, item in enumerate(usage):
-            source = getattr(item, "source", None)
-            if source not in ("provider", "estimated_chars_div_4", "none"):
-                raise ValueError(
-                    f"usage[{i}].source must be 'provider', 'estimated_chars_div_4' or "
-                    f"'none', got {source!r}"
-                )
-            counts = tuple(
-                as_int(getattr(item, key, None), f"usage[{i}].{key}", 0)
-                for key in ("input_tokens", "output_tokens", "reasoning_tokens")
-            )
-            chars = getattr(item, "prompt_chars", None)
-            if chars is not None:
-                chars = as_int(chars, f"usage[{i}].prompt_chars", 0)
+        for source, counts, chars in check_usage(usage):
             failed = source == "none" and chars is not None
             if failed and self.rules == "paper":
                 source = "estimated_chars_div_4"
@@ -137,6 +162,8 @@ USAGE_SPEC = MetricSpec(
             minimum=0,
             at_most="tokens.calls",
             imported=False,
+            since=2,
+            legacy=0,
         ),
         MetricField(
             "tokens.source",
@@ -165,3 +192,32 @@ USAGE_SPEC = MetricSpec(
         ),
     ),
 )
+
+
+class UsageMetric:
+    """Tracker of the token totals (:data:`USAGE_SPEC`): the usage records of every
+    decision."""
+
+    spec: ClassVar[MetricSpec] = USAGE_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset()
+    thresholds: ClassVar[dict[str, float | int]] = {}
+
+    def on_reset(self, start: EpisodeStart) -> None:
+        self._tracker = UsageTracker(rules=start.rules)
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        self._tracker.record(decision.usage)
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        pass
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        tokens = self._tracker.summary()
+        steps = end.steps
+        return {
+            "tokens": {
+                **tokens,
+                "input_tokens_per_step": tokens["input_tokens"] / steps if steps else None,
+                "output_tokens_per_step": tokens["output_tokens"] / steps if steps else None,
+            }
+        }

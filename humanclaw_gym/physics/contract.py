@@ -115,6 +115,7 @@ def check_drive_tuning(
     root_correction_gain: float,
     motor_torque_scale: float,
     pjsc_gains: dict[str, float] | None,
+    joint_names: tuple[str, ...] = JOINT_NAMES[1:],
 ) -> np.ndarray:
     """Check a physics backend's drive tuning (the constructor options every backend of
     this contract shares) before anything is built.
@@ -125,9 +126,10 @@ def check_drive_tuning(
         motor_torque_scale: factor on :data:`MOTOR_MAX_TORQUE_NM`, > 0.
         pjsc_gains: per-joint PJSC gain overrides (joint name -> gain in [0, 1]) on top of
             :data:`PJSC_GAINS`.
+        joint_names: the driven joints, in order (default the skeleton's 23).
 
     Returns:
-        ``float64 (23,)``: the PJSC gain of every joint in ``JOINT_NAMES[1:]`` order.
+        ``float64 (J,)``: the PJSC gain of every joint in ``joint_names`` order.
 
     Raises:
         TypeError / ValueError: naming the option and its allowed range.
@@ -142,12 +144,12 @@ def check_drive_tuning(
         raise ValueError(f"motor_torque_scale must be > 0, got {motor_torque_scale}")
     gains = dict(PJSC_GAINS)
     for name, gain in (pjsc_gains or {}).items():
-        if name not in JOINT_NAMES[1:]:
-            raise ValueError(f"pjsc_gains: unknown joint {name!r}; allowed: {JOINT_NAMES[1:]}")
+        if name not in joint_names:
+            raise ValueError(f"pjsc_gains: unknown joint {name!r}; allowed: {joint_names}")
         if not 0.0 <= float(gain) <= 1.0:
             raise ValueError(f"pjsc_gains[{name!r}] must be in [0, 1], got {gain}")
         gains[name] = float(gain)
-    return np.array([gains.get(name, 1.0) for name in JOINT_NAMES[1:]])
+    return np.array([gains.get(name, 1.0) for name in joint_names])
 
 
 def check_ray_down(x: float, z: float, from_y: float, to_y: float) -> list[float]:

@@ -20,8 +20,11 @@ free-floating pelvis with 23 ball joints, each driven natively by three position
 vector of its quaternion), whose stiffness is clamped at the same per-joint torques as
 pybullet's motors, while the joint damping sits on the joints (``dof_damping``, integrated
 implicitly; a clamped actuator damping lets light links such as hands and toes blow up).
-The drive maths runs compiled (:mod:`humanclaw_gym.physics._mujoco_drive`, numba).
-``mujoco`` is imported only inside :meth:`MujocoHalfPhysics.build`.
+The drive maths runs compiled (:mod:`humanclaw_gym.physics._mujoco_drive`, numba). The
+bookkeeping around the engine calls (argument checks, lifecycle, readouts of the realized
+state, the contract record) is :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`'s, and
+the humanoid's bodies are written from its ``body``. ``mujoco`` is imported only inside
+:meth:`MujocoHalfPhysics.build`.
 """
 
 from __future__ import annotations
@@ -33,34 +36,28 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from humanclaw_gym.backends.protocols import PhysicsCapabilities
-from humanclaw_gym.body.skeleton import (
-    FRAME_DIM,
-    JOINT_NAMES,
-    NUM_JOINTS,
-    PARENTS,
-    REST_JOINTS_M,
-    link_shapes,
-)
+from humanclaw_gym.body.model import BodyModel, LinkMesh
+from humanclaw_gym.body.skeleton import FRAME_DIM
 from humanclaw_gym.body.urdf import shape_principal_inertia
 from humanclaw_gym.physics import _mujoco_drive as drive
+from humanclaw_gym.physics.base import (
+    CYLINDER_Z_TO_Y,
+    PARK_POSITION,
+    HalfPhysicsBase,
+    PhysicsSnapshot,
+    part_volume,
+)
 from humanclaw_gym.physics.contract import (
     FRAME_RATE_HZ,
     GRAVITY_M_S2,
     HUMAN_FRICTION,
     MAX_DRIVE_PER_FRAME_RAD,
-    MOTOR_MAX_TORQUE_NM,
-    REFERENCE_PJSC_GAINS,
-    RESTITUTION,
-    ROOT_ANGULAR_SUBSTEP,
     ROOT_VELOCITY_SUBSTEPS,
     SCENE_FRICTION,
     SUBSTEP_S,
     SUBSTEPS_PER_FRAME,
-    check_drive_tuning,
-    check_ray_down,
     validate_frame,
 )
-from humanclaw_gym.physics.rotations import quat_log
 from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, empty_contacts
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,7 +70,6 @@ __all__ = [
     "MujocoHalfPhysics",
 ]
 
-_NUM_BODY_JOINTS = NUM_JOINTS - 1
 #: ``contacts()`` reports pairs closer than this (metres), like pybullet's near contacts;
 #: contacts push only once the surfaces touch (the model's margin is 0).
 CONTACT_MARGIN_M = 0.01
@@ -98,8 +94,9 @@ _DAMPING_CAP_VELOCITY_RAD_S = MAX_DRIVE_PER_FRAME_RAD * FRAME_RATE_HZ
 _STIFFNESS_CAP_ERROR_RAD = 0.3
 # Rotor inertia added to every ball-joint dof (kg m^2): keeps the lightest links stable.
 _ARMATURE = 2e-3
-_PARK_POSITION = (0.0, -1000.0, 0.0)
 _HUMAN_GROUP = 1  # geom group of the humanoid (rays see only group 0)
+# root_gravity_mode -> the code the compiled drive takes
+_GRAVITY_MODE_CODES = {None: 0, "pre": 1, "substep": 2, "midpoint": 3}
 
 
 def _fmt(values: Any) -> str:
@@ -122,22 +119,55 @@ def _quat_matrix(q_xyzw: Any) -> np.ndarray:
     )
 
 
-# pybullet/MuJoCo cylinders run along local +Z; scene cylinders along +Y.
-_CYLINDER_Z_TO_Y = (math.sqrt(0.5), -math.sqrt(0.5), 0.0, 0.0)  # wxyz, -90 deg about X
+# MuJoCo cylinders run along local +Z; scene cylinders along +Y.
+_CYLINDER_Z_TO_Y = _wxyz(CYLINDER_Z_TO_Y)
 
 
-def _human_mjcf() -> str:
-    """The humanoid's bodies (nested after PARENTS), its joints and geoms."""
-    shapes = link_shapes()
-    children: dict[int, list[int]] = {j: [] for j in range(NUM_JOINTS)}
-    for j in range(1, NUM_JOINTS):
-        children[PARENTS[j]].append(j)
+def _human_mjcf(
+    body: BodyModel,
+    root_friction: float | None = None,
+    gravcomp: bool = False,
+    geoms: list[tuple[str, int]] | None = None,
+    meshes: list[str] | None = None,
+) -> str:
+    """The humanoid's bodies (nested after ``body.parents``), its joints and geoms.
+
+    Primitive links get one geom named ``h_<link>``; mesh links (:class:`LinkMesh`) one
+    geom ``h_<link>_<k>`` per mesh (MuJoCo collides each as its convex hull), whose
+    ``<mesh>`` asset is appended to ``meshes``; ``geoms`` collects ``(geom name, link)``.
+    ``root_friction`` sets the root link's friction; ``gravcomp`` cancels gravity on every
+    humanoid body (the reference release's root-only gravity).
+    """
+    shapes = body.shapes
+    children = body.children()
+    geoms = [] if geoms is None else geoms
+    meshes = [] if meshes is None else meshes
+
+    def friction(j: int) -> str:
+        if j == 0 and root_friction is not None:
+            return f' friction="{root_friction:.17g} 0.005 0.0001"'
+        return ""
 
     def geom(j: int) -> str:
         s = shapes[j]
+        name = body.names[j]
+        if isinstance(s, LinkMesh):
+            out = []
+            for k, (vertices, faces) in enumerate(s.parts):
+                mesh = f"m_{name}_{k}"
+                meshes.append(
+                    f'    <mesh name="{mesh}" vertex="{_fmt(vertices)}" face="{_fmt_int(faces)}"/>\n'
+                )
+                geoms.append((f"h_{name}_{k}", j))
+                out.append(
+                    f'<geom name="h_{name}_{k}" type="mesh" mesh="{mesh}" class="human"'
+                    f"{friction(j)}/>"
+                )
+            return "".join(out)
+        geoms.append((f"h_{name}", j))
         common = (
-            f'name="h_{JOINT_NAMES[j]}" pos="{_fmt(s.offset_m)}" '
-            f'quat="{_fmt(_wxyz(s.quat_xyzw))}" class="human"'
+            f'name="h_{name}" pos="{_fmt(s.offset_m)}" '
+            f'quat="{_fmt(_wxyz(s.quat_xyzw))}" class="human"{friction(j)}'
         )
         if s.kind == "capsule":
             return f'<geom type="capsule" size="{s.radius:.17g} {s.half_length:.17g}" {common}/>'
@@ -147,6 +177,12 @@ def _human_mjcf() -> str:
 
     def inertial(j: int) -> str:
         s = shapes[j]
+        if isinstance(s, LinkMesh):
+            ixx, iyy, izz, ixy, ixz, iyz = s.inertia
+            return (
+                f'<inertial pos="{_fmt(s.com_m)}" mass="{s.mass_kg:.17g}" '
+                f'fullinertia="{_fmt((ixx, iyy, izz, ixy, ixz, iyz))}"/>'
+            )
         rot = _quat_matrix(s.quat_xyzw)
         t = rot @ np.diag(shape_principal_inertia(s)) @ rot.T
         full = (t[0, 0], t[1, 1], t[2, 2], t[0, 1], t[0, 2], t[1, 2])
@@ -155,34 +191,38 @@ def _human_mjcf() -> str:
             f'fullinertia="{_fmt(full)}"/>'
         )
 
-    def body(j: int, depth: int) -> str:
-        pad = "  " * depth
-        name = JOINT_NAMES[j]
-        if j == 0:
-            head = f'{pad}<body name="{name}" pos="{_fmt(_PARK_POSITION)}">\n'
-            joint = f'{pad}  <freejoint name="root"/>\n'
-        else:
-            offset = REST_JOINTS_M[j] - REST_JOINTS_M[PARENTS[j]]
-            head = f'{pad}<body name="{name}" pos="{_fmt(offset)}">\n'
-            joint = f'{pad}  <joint name="{name}" type="ball" class="human"/>\n'
-        inner = "".join(body(c, depth + 1) for c in children[j])
-        return f"{head}{joint}{pad}  {inertial(j)}\n{pad}  {geom(j)}\n{inner}{pad}</body>\n"
+    comp = ' gravcomp="1"' if gravcomp else ""
 
-    return body(0, 2)
+    drive = body.drive_map
+
+    def nested(j: int, depth: int) -> str:
+        pad = "  " * depth
+        name = body.names[j]
+        if j == 0:
+            head = f'{pad}<body name="{name}" pos="{_fmt(PARK_POSITION)}"{comp}>\n'
+            joint = f'{pad}  <freejoint name="root"/>\n'
+        elif drive[j] < 0:  # held at rest: welded to its parent
+            head = f'{pad}<body name="{name}" pos="{_fmt(body.joint_offsets_m[j])}"{comp}>\n'
+            joint = ""
+        else:
+            head = f'{pad}<body name="{name}" pos="{_fmt(body.joint_offsets_m[j])}"{comp}>\n'
+            joint = f'{pad}  <joint name="{name}" type="ball" class="human"/>\n'
+        shape = geom(j)
+        inner = "".join(nested(c, depth + 1) for c in children[j])
+        return f"{head}{joint}{pad}  {inertial(j)}\n{pad}  {shape}\n{inner}{pad}</body>\n"
+
+    return nested(0, 2)
+
+
+def _fmt_int(values: Any) -> str:
+    return " ".join(str(int(v)) for v in np.ravel(values))
 
 
 def _object_mjcf(obj: SceneObject, geom_names: list[tuple[int, int]]) -> str:
     """Geoms of one scene object (in the world body when static, in a free body when
     dynamic). ``geom_names`` collects ``(object_id, part_index)`` per geom, in order."""
     lines = []
-    volumes = []
-    for part in obj.parts:
-        if part.shape == "box":
-            volumes.append(8.0 * part.size[0] * part.size[1] * part.size[2])
-        elif part.shape == "cylinder":
-            volumes.append(math.pi * part.size[0] ** 2 * 2.0 * part.size[1])
-        else:
-            volumes.append(4.0 / 3.0 * math.pi * part.size[0] ** 3)
+    volumes = [part_volume(part.shape, part.size) for part in obj.parts]
     total = sum(volumes)
     rot = obj.rotation()
     q_obj = obj.quat_xyzw()
@@ -239,18 +279,17 @@ def _qmul_wxyz(a: tuple, b: tuple) -> tuple[float, float, float, float]:
 
 
 @dataclass(frozen=True)
-class _Snapshot:
+class _Snapshot(PhysicsSnapshot):
     """Opaque snapshot of :meth:`MujocoHalfPhysics.get_state`."""
 
-    owner: int
-    episode: int
     physics: np.ndarray
     prev_xz: np.ndarray
+    prev_y: np.ndarray
     prev_rot: np.ndarray
     command: np.ndarray
 
 
-class MujocoHalfPhysics:
+class MujocoHalfPhysics(HalfPhysicsBase):
     """Half-physics execution of generated humanoid motion in MuJoCo.
 
     Every instance owns its model and data; several backends live in one process and may
@@ -275,11 +314,20 @@ class MujocoHalfPhysics:
         motor_torque_scale: multiplies every joint's maximum actuator torque (> 0).
         target_ramp: move each joint's actuator target along the frame's path substep by
             substep (True, default), or hold the frame's command for all four substeps.
+        body_asset, human_friction, root_friction, root_gravity_mode, root_gravity_scale,
+            inherit_downward_root_y_velocity: the body to build and the reference release's
+            physics profile options, see :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`.
+            A body asset's meshes, masses and inertias are written into the generated model
+            as the asset holds them; its root-only gravity cancels gravity on every humanoid
+            body (``gravcomp``).
     """
 
+    # no triangle meshes: MuJoCo collides a mesh as its convex hull, which would fill the
+    # rooms of an imported (HSSD) home; scenes with mesh parts are refused before building
     capabilities = PhysicsCapabilities(
         name="mujoco", part_shapes=frozenset({"box", "cylinder", "sphere"})
     )
+    _contract_options = ("target_ramp",)
     #: Run frames through the compiled, GIL-free runner where it is available (tests
     #: switch it off to compare with the frame-by-frame path through the bindings).
     _compiled_frames = True
@@ -292,90 +340,67 @@ class MujocoHalfPhysics:
         pjsc_gains: dict[str, float] | None = None,
         motor_torque_scale: float = 1.0,
         target_ramp: bool = True,
+        body_asset: str | None = None,
+        human_friction: float = HUMAN_FRICTION,
+        root_friction: float | None = None,
+        root_gravity_mode: str | None = None,
+        root_gravity_scale: float = 1.0,
+        inherit_downward_root_y_velocity: bool = True,
     ) -> None:
-        pjsc = check_drive_tuning(
-            solver_iterations, root_correction_gain, motor_torque_scale, pjsc_gains
+        super().__init__(
+            solver_iterations,
+            root_correction_gain,
+            pjsc_gains,
+            motor_torque_scale,
+            body_asset=body_asset,
+            human_friction=human_friction,
+            root_friction=root_friction,
+            root_gravity_mode=root_gravity_mode,
+            root_gravity_scale=root_gravity_scale,
+            inherit_downward_root_y_velocity=inherit_downward_root_y_velocity,
         )
         if not isinstance(target_ramp, bool):
             raise TypeError(f"target_ramp must be a bool, got {target_ramp!r}")
-        self.solver_iterations = solver_iterations
-        self.root_correction_gain = float(root_correction_gain)
-        self.pjsc_gains = pjsc
-        self.motor_torque_scale = float(motor_torque_scale)
         self.target_ramp = target_ramp
-        self._max_torque = np.array(
-            [MOTOR_MAX_TORQUE_NM[name] * self.motor_torque_scale for name in JOINT_NAMES[1:]]
-        )
+        links = self.body.num_links
 
         self._mj: Any = None
         self._model: Any = None
         self._data: Any = None
-        self._scene: SceneSpec | None = None
-        self._episode = 0
-        self._episode_ready = False
         self._kinematics_current = False
         # bookkeeping filled by build()
         self._geom_owner = np.zeros(0, dtype=np.int32)  # per geom: object id, 0 humanoid
         self._geom_part = np.zeros(0, dtype=np.int32)  # per geom: part or joint index
-        self._dynamic_ids: tuple[int, ...] = ()
         self._dynamic_id_set: frozenset[int] = frozenset()
         self._dynamic_qpos_adr = np.zeros(0, dtype=np.int64)
         self._dynamic_init = np.zeros((0, 7))
-        self._qpos_adr = np.zeros(NUM_JOINTS, dtype=np.int64)
-        self._dof_adr = np.zeros(NUM_JOINTS, dtype=np.int64)
-        self._act_adr = np.zeros(_NUM_BODY_JOINTS, dtype=np.int64)
-        self._body_ids = np.zeros(NUM_JOINTS, dtype=np.int64)
-        self._damping = np.zeros(_NUM_BODY_JOINTS)
-        self._stiffness = np.zeros(_NUM_BODY_JOINTS)
+        self._qpos_adr = np.zeros(links, dtype=np.int64)
+        self._dof_adr = np.zeros(links, dtype=np.int64)
+        self._act_adr = np.zeros(links - 1, dtype=np.int64)
+        self._body_ids = np.zeros(links, dtype=np.int64)
+        self._damping = np.zeros(links - 1)
+        self._stiffness = np.zeros(links - 1)
         self._ray_groups = np.array([1, 0, 0, 0, 0, 0], dtype=np.uint8)
-        # controller + realized state
+        # the root's x/z drive state and the substep schedule of the actuator targets
         self._prev_xz = np.zeros(2)
-        self._prev_rot = np.tile([0.0, 0.0, 0.0, 1.0], (NUM_JOINTS, 1))
-        self._command = np.tile([0.0, 0.0, 0.0, 1.0], (_NUM_BODY_JOINTS, 1))
-        self._real_pos = np.zeros(3)
-        self._real_rot = np.tile([0.0, 0.0, 0.0, 1.0], (NUM_JOINTS, 1))
-        self._ctrl_sched = np.zeros((SUBSTEPS_PER_FRAME, 3 * _NUM_BODY_JOINTS))
+        self._prev_y = np.zeros(1)
+        self._ctrl_sched = np.zeros((SUBSTEPS_PER_FRAME, 3 * (links - 1)))
         self._v_root = np.zeros(2)
         self._resets_seen = 0  # MuJoCo's data resets (bad qpos/qvel/qacc) so far
         self._reset_warnings = np.zeros(0, dtype=np.int64)
 
     # ================================================================== contract
-    def contract(self) -> dict[str, Any]:
-        """The frame contract and this instance's tuning, JSON-ready (for replay manifests);
-        constructor options are recorded under their own names."""
+    def _contract_engine(self) -> dict[str, Any]:
         return {
-            "backend": "mujoco",
-            "frame_rate_hz": FRAME_RATE_HZ,
-            "substeps_per_frame": SUBSTEPS_PER_FRAME,
-            "substep_s": SUBSTEP_S,
-            "root_velocity_substeps": list(ROOT_VELOCITY_SUBSTEPS),
-            "root_angular_substep": ROOT_ANGULAR_SUBSTEP,
-            "gravity_m_s2": GRAVITY_M_S2,
-            "max_drive_per_frame_rad": MAX_DRIVE_PER_FRAME_RAD,
-            "human_friction": HUMAN_FRICTION,
-            "scene_friction": SCENE_FRICTION,
-            "restitution": RESTITUTION,
             # contacts push only from zero separation on (no skin outside the geometry)
             "collision_margin_m": 0.0,
             "contact_report_margin_m": CONTACT_MARGIN_M,
             "contact_solref": list(CONTACT_SOLREF),
             "contact_solimp": list(CONTACT_SOLIMP),
             "integrator": "implicitfast",
-            "joint_velocity_drive": "written before substep 0, capped like the drive",
             "damping_cap_velocity_rad_s": _DAMPING_CAP_VELOCITY_RAD_S,
             "stiffness_cap_error_rad": _STIFFNESS_CAP_ERROR_RAD,
             "armature_kg_m2": _ARMATURE,
-            "solver_iterations": self.solver_iterations,
-            "root_correction_gain": self.root_correction_gain,
-            "pjsc_gains": {
-                name: float(g) for name, g in zip(JOINT_NAMES[1:], self.pjsc_gains, strict=True)
-            },
-            "reference_pjsc_gains": dict(REFERENCE_PJSC_GAINS),
-            "motor_torque_scale": self.motor_torque_scale,
-            "motor_max_torque_nm": {
-                name: float(f) for name, f in zip(JOINT_NAMES[1:], self._max_torque, strict=True)
-            },
-            "target_ramp": self.target_ramp,
         }
 
     # ================================================================== lifecycle
@@ -395,7 +420,7 @@ class MujocoHalfPhysics:
             raise ImportError(
                 "physics='mujoco' needs the mujoco package: pip install 'humanclaw-gym[mujoco]'"
             ) from exc
-        xml, geom_map, dynamic = self._mjcf(scene)
+        xml, geom_map, dynamic, human_geoms = self._mjcf(scene)
         model = mujoco.MjModel.from_xml_string(xml)
         data = mujoco.MjData(model)
         self._mj = mujoco
@@ -407,10 +432,13 @@ class MujocoHalfPhysics:
             dtype=np.int64,
         )
         self._scene = scene
-        self._index(geom_map, dynamic)
+        self._ctrl_sched = np.zeros((SUBSTEPS_PER_FRAME, model.nu))
+        self._index(geom_map, dynamic, human_geoms)
         self._tune_drives()
 
-    def _mjcf(self, scene: SceneSpec) -> tuple[str, list[tuple[int, int]], list[SceneObject]]:
+    def _mjcf(
+        self, scene: SceneSpec
+    ) -> tuple[str, list[tuple[int, int]], list[SceneObject], list[tuple[str, int]]]:
         geom_map: list[tuple[int, int]] = []
         statics: list[str] = []
         dynamics: list[str] = []
@@ -425,14 +453,26 @@ class MujocoHalfPhysics:
         solref = _fmt(CONTACT_SOLREF)
         solimp = _fmt(CONTACT_SOLIMP)
         actuators = []
-        for j in range(1, NUM_JOINTS):
-            name = JOINT_NAMES[j]
-            limit = self._max_torque[j - 1]
+        for j in range(1, self.body.num_links):
+            if self._drive_map[j] < 0:  # held at rest: welded to its parent, no joint
+                continue
+            name = self.body.names[j]
+            limit = self.max_torque_nm[j - 1]
             for axis, gear in (("x", "1 0 0"), ("y", "0 1 0"), ("z", "0 0 1")):
                 actuators.append(
                     f'    <position name="{name}_{axis}" joint="{name}" gear="{gear}" kp="1" '
                     f'forcelimited="true" forcerange="{-limit:.17g} {limit:.17g}"/>\n'
                 )
+        human_geoms: list[tuple[str, int]] = []
+        mesh_assets: list[str] = []
+        human = _human_mjcf(
+            self.body,
+            self.root_friction,
+            self.root_gravity_mode is not None,
+            human_geoms,
+            mesh_assets,
+        )
+        assets = f"  <asset>\n{''.join(mesh_assets)}  </asset>\n" if mesh_assets else ""
         xml = (
             '<mujoco model="humanclaw_half_physics">\n'
             '  <compiler angle="radian" autolimits="true"/>\n'
@@ -442,7 +482,7 @@ class MujocoHalfPhysics:
             f'    <geom solref="{solref}" solimp="{solimp}"/>\n'
             '    <default class="human">\n'
             f'      <geom contype="2" conaffinity="1" group="{_HUMAN_GROUP}" priority="1" '
-            f'friction="{HUMAN_FRICTION} 0.005 0.0001"/>\n'
+            f'friction="{self.human_friction:.17g} 0.005 0.0001"/>\n'
             f'      <joint armature="{_ARMATURE}"/>\n'
             "    </default>\n"
             '    <default class="scene">\n'
@@ -452,8 +492,9 @@ class MujocoHalfPhysics:
             f'      <geom contype="1" conaffinity="3" group="0" friction="{SCENE_FRICTION} 0.005 0.0001"/>\n'
             "    </default>\n"
             "  </default>\n"
+            f"{assets}"
             "  <worldbody>\n"
-            f"{_human_mjcf()}"
+            f"{human}"
             f"{''.join(statics)}"
             f"{''.join(dynamics)}"
             "  </worldbody>\n"
@@ -462,28 +503,35 @@ class MujocoHalfPhysics:
             "  </actuator>\n"
             "</mujoco>\n"
         )
-        # the humanoid's geoms come first in the model (its bodies are written first)
-        human_geoms = [(HUMAN_ID, -1)] * NUM_JOINTS
-        return xml, human_geoms + geom_map, dynamic_objects
+        return xml, geom_map, dynamic_objects, human_geoms
 
-    def _index(self, geom_map: list[tuple[int, int]], dynamic: list[SceneObject]) -> None:
+    def _index(
+        self,
+        geom_map: list[tuple[int, int]],
+        dynamic: list[SceneObject],
+        human_geoms: list[tuple[str, int]],
+    ) -> None:
         mj, m = self._mj, self._model
         owner = np.zeros(m.ngeom, dtype=np.int32)
         part = np.zeros(m.ngeom, dtype=np.int32)
-        for j, name in enumerate(JOINT_NAMES):
-            g = mj.mj_name2id(m, mj.mjtObj.mjOBJ_GEOM, f"h_{name}")
+        names = self.body.names
+        for geom_name, j in human_geoms:
+            g = mj.mj_name2id(m, mj.mjtObj.mjOBJ_GEOM, geom_name)
             owner[g], part[g] = HUMAN_ID, j
         static_i = 0
-        for object_id, index in geom_map[NUM_JOINTS:]:
+        for object_id, index in geom_map:
             g = mj.mj_name2id(m, mj.mjtObj.mjOBJ_GEOM, f"o{object_id}_{index}")
             if g < 0:  # pragma: no cover - names are generated above
                 raise RuntimeError(f"geom of object {object_id} part {index} is missing")
             owner[g], part[g] = object_id, index
             static_i += 1
         self._geom_owner, self._geom_part = owner, part
-        for j, name in enumerate(JOINT_NAMES):
+        for j, name in enumerate(names):
             b = mj.mj_name2id(m, mj.mjtObj.mjOBJ_BODY, name)
             self._body_ids[j] = b
+            if self._drive_map[j] < 0:  # welded: no joint, no actuator
+                self._qpos_adr[j] = self._dof_adr[j] = self._act_adr[j - 1] = -1
+                continue
             jnt = mj.mj_name2id(m, mj.mjtObj.mjOBJ_JOINT, "root" if j == 0 else name)
             self._qpos_adr[j] = m.jnt_qposadr[jnt]
             self._dof_adr[j] = m.jnt_dofadr[jnt]
@@ -517,10 +565,12 @@ class MujocoHalfPhysics:
         full = np.zeros((m.nv, m.nv))
         mj.mj_fullM(m, d, full)
         h = SUBSTEP_S
-        for i in range(_NUM_BODY_JOINTS):
+        for i in range(self.body.num_links - 1):
             d0 = int(self._dof_adr[i + 1])
+            if d0 < 0:  # a welded (held) link
+                continue
             inertia = float(np.min(np.diag(full)[d0 : d0 + 3]))
-            cap = float(self._max_torque[i])
+            cap = float(self.max_torque_nm[i])
             damping = cap / _DAMPING_CAP_VELOCITY_RAD_S
             stiffness = min(
                 cap / _STIFFNESS_CAP_ERROR_RAD, (2.0 + h * damping / inertia) * inertia / h**2
@@ -541,14 +591,8 @@ class MujocoHalfPhysics:
         self._episode_ready = False
 
     # ================================================================== helpers
-    def _require_built(self, where: str) -> None:
-        if self._model is None:
-            raise RuntimeError(f"MujocoHalfPhysics.{where}: call build(scene) first")
-
-    def _require_episode(self, where: str) -> None:
-        self._require_built(where)
-        if not self._episode_ready:
-            raise RuntimeError(f"MujocoHalfPhysics.{where}: call reset(frame_75) first")
+    def _is_built(self) -> bool:
+        return self._model is not None
 
     def _ensure_kinematics(self) -> None:
         if not self._kinematics_current:
@@ -575,38 +619,22 @@ class MujocoHalfPhysics:
         )
 
     # ================================================================== episode
-    def reset(self, frame_75: np.ndarray) -> None:
+    def _reset_engine(self, frame: np.ndarray) -> None:
         """Reset the data, put the dynamic objects back and place the humanoid exactly at
-        ``frame_75`` at rest; clear the drives.
-
-        Raises:
-            ValueError: ``frame_75`` is not a finite ``(75,)`` vector.
-        """
-        self._require_built("reset")
-        frame = validate_frame(frame_75, "reset")
+        ``frame`` at rest; clear the drives."""
         mj, m, d = self._mj, self._model, self._data
-        self._episode_ready = False
-        self._episode += 1
         mj.mj_resetData(m, d)
         self._resets_seen = 0
         for row, adr in enumerate(self._dynamic_qpos_adr):
             d.qpos[adr : adr + 7] = self._dynamic_init[row]
-        drive.set_pose(frame, d.qpos, self._qpos_adr, self._prev_rot)
+        drive.set_pose(frame, d.qpos, self._qpos_adr, self._prev_rot, self._drive_map)
         self._prev_xz[:] = frame[[0, 2]]
+        self._prev_y[0] = frame[1]
         self._command[:] = self._prev_rot[1:]
         self._kinematics_current = False
         self._read_state()
-        self._episode_ready = True
 
-    def step_frame(self, frame_75: np.ndarray) -> None:
-        """Execute one generated 30 Hz frame: drives, then 4 substeps of 1/120 s.
-
-        Raises:
-            ValueError: ``frame_75`` is not a finite ``(75,)`` vector.
-            RuntimeError: called before :meth:`reset`, or the simulation diverged.
-        """
-        self._require_episode("step_frame")
-        frame = validate_frame(frame_75, "step_frame")
+    def _step_engine(self, frame: np.ndarray) -> None:
         self._run(frame[None, :])
 
     def step_frames(self, frames: np.ndarray) -> None:
@@ -668,6 +696,8 @@ class MujocoHalfPhysics:
         d = self._data
         return (
             self._prev_xz,
+            self._prev_y,
+            self._drive_map,
             self._prev_rot,
             self._real_rot,
             self._command,
@@ -681,9 +711,13 @@ class MujocoHalfPhysics:
             self._dof_adr,
             self._act_adr,
             self._damping,
-            self._max_torque,
+            self.max_torque_nm,
             1 if self.target_ramp else 0,
             self._v_root,
+            _GRAVITY_MODE_CODES[self.root_gravity_mode],
+            GRAVITY_M_S2 * self.root_gravity_scale,
+            1 if self.inherit_downward_root_y_velocity else 0,
+            SUBSTEP_S,
         )
 
     def _python_frame(self, frame: np.ndarray) -> None:
@@ -693,7 +727,22 @@ class MujocoHalfPhysics:
         drive.begin_frame(frame, *self._drive_args())
         root = int(self._dof_adr[0])
         sched = self._ctrl_sched
-        if self.target_ramp:
+        if self.root_gravity_mode is not None:
+            mode = self.root_gravity_mode
+            bias = GRAVITY_M_S2 * self.root_gravity_scale * SUBSTEP_S
+            for sub in range(SUBSTEPS_PER_FRAME):
+                if sub in ROOT_VELOCITY_SUBSTEPS and sub != 0:
+                    d.qvel[root] = self._v_root[0]
+                    d.qvel[root + 2] = self._v_root[1]
+                d.ctrl[:] = sched[sub] if self.target_ramp else sched[0]
+                if mode == "midpoint":
+                    d.qvel[root + 1] -= 0.5 * bias
+                elif mode == "substep":
+                    d.qvel[root + 1] -= bias
+                mj.mj_step(m, d)
+                if mode == "midpoint":
+                    d.qvel[root + 1] -= 0.5 * bias
+        elif self.target_ramp:
             for sub in range(SUBSTEPS_PER_FRAME):
                 if sub in ROOT_VELOCITY_SUBSTEPS and sub != 0:
                     d.qvel[root] = self._v_root[0]
@@ -709,38 +758,18 @@ class MujocoHalfPhysics:
         self._read_state()
 
     # ================================================================== readouts
-    def realized_frame(self) -> np.ndarray:
-        """The humanoid's realized pose as a 75-D frame (root position, root axis-angle and
-        each joint's local axis-angle, angles in ``[0, pi]``), ``float64 (75,)``."""
-        self._require_episode("realized_frame")
-        out = np.empty(FRAME_DIM)
-        out[0:3] = self._real_pos
-        out[3:] = quat_log(self._real_rot).reshape(-1)
-        return out
-
     def link_poses(self) -> np.ndarray:
         """World pose ``[x, y, z, qx, qy, qz, qw]`` of every link frame (= joint frame),
-        rows in ``JOINT_NAMES`` order, ``float64 (24, 7)``."""
+        rows in ``body.names`` order, ``float64 (L, 7)``."""
         self._require_episode("link_poses")
         self._ensure_kinematics()
         d = self._data
-        out = np.empty((NUM_JOINTS, 7))
+        out = np.empty((self.body.num_links, 7))
         out[:, 0:3] = d.xpos[self._body_ids]
         q = d.xquat[self._body_ids]
         out[:, 3:6] = q[:, 1:4]
         out[:, 6] = q[:, 0]
         return out
-
-    def link_origins(self) -> np.ndarray:
-        """Row 0: the articulated root; rows 1..24: every link origin in ``JOINT_NAMES``
-        order (row 1 = pelvis, the same point as row 0). ``float64 (25, 3)``."""
-        poses = self.link_poses()
-        return np.concatenate([self._real_pos[None, :], poses[:, 0:3]], axis=0)
-
-    @property
-    def dynamic_object_ids(self) -> tuple[int, ...]:
-        """Scene ids of the dynamic objects (scene order), the rows of :meth:`object_poses`."""
-        return self._dynamic_ids
 
     def object_poses(self) -> np.ndarray:
         """World pose of every dynamic object's frame (not its centre of mass), ``(M, 7)``."""
@@ -814,27 +843,21 @@ class MujocoHalfPhysics:
         out["distance"] = dist[keep]
         return out
 
-    def ray_cast_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
-        """Height of the first scene surface hit by a vertical ray at ``(x, z)`` from
-        ``from_y`` down to ``to_y`` (the humanoid is not seen), or None."""
-        self._require_built("ray_cast_down")
-        values = check_ray_down(x, z, from_y, to_y)
+    def _ray_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
+        """``mj_ray`` against geom group 0 (the scene)."""
         mj, m, d = self._mj, self._model, self._data
         self._ensure_kinematics()
         geom = np.array([-1], dtype=np.int32)
-        origin = np.array([values[0], values[2], values[1]])
+        origin = np.array([x, from_y, z])
         dist = mj.mj_ray(m, d, origin, np.array([0.0, -1.0, 0.0]), self._ray_groups, 1, -1, geom)
-        if dist < 0.0 or dist > values[2] - values[3]:
+        if dist < 0.0 or dist > from_y - to_y:
             return None
-        return float(values[2] - dist)
+        return float(from_y - dist)
 
     # ================================================================== snapshots
-    def get_state(self) -> object:
-        """Snapshot of the whole simulation (MuJoCo's integration state: time, positions,
-        velocities, actuation, applied forces, warm start) and of the drive state, valid
-        until the next :meth:`reset`; restoring it and stepping the same frames reproduces
-        them exactly."""
-        self._require_episode("get_state")
+    def _snapshot(self) -> _Snapshot:
+        """MuJoCo's integration state (time, positions, velocities, actuation, applied
+        forces, warm start) and the drive state."""
         mj, m, d = self._mj, self._model, self._data
         spec = mj.mjtState.mjSTATE_INTEGRATION
         state = np.empty(mj.mj_stateSize(m, spec))
@@ -844,30 +867,21 @@ class MujocoHalfPhysics:
             episode=self._episode,
             physics=state,
             prev_xz=self._prev_xz.copy(),
+            prev_y=self._prev_y.copy(),
             prev_rot=self._prev_rot.copy(),
             command=self._command.copy(),
         )
 
-    def set_state(self, state: object) -> None:
-        """Restore a snapshot taken by :meth:`get_state` in the current episode.
+    def _snapshot_live(self, state: Any) -> bool:
+        return isinstance(state, _Snapshot)
 
-        Raises:
-            ValueError: not a snapshot of this backend, or taken before the last reset.
-        """
-        self._require_built("set_state")
-        if not isinstance(state, _Snapshot) or state.owner != id(self):
-            raise ValueError("set_state: state must be a snapshot from this backend's get_state()")
-        if state.episode != self._episode:
-            raise ValueError(
-                f"set_state: the snapshot is from episode {state.episode}, the current episode is "
-                f"{self._episode}; snapshots are valid until the next reset()"
-            )
+    def _restore(self, state: _Snapshot) -> None:
         mj, m, d = self._mj, self._model, self._data
         mj.mj_setState(m, d, state.physics, mj.mjtState.mjSTATE_INTEGRATION)
         self._prev_xz[:] = state.prev_xz
+        self._prev_y[:] = state.prev_y
         self._prev_rot[:] = state.prev_rot
         self._command[:] = state.command
         self._kinematics_current = False
         self._resets_seen = self._resets()
         self._read_state()
-        self._episode_ready = True

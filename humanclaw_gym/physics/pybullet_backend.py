@@ -13,13 +13,14 @@ code implements. One generated 30 Hz frame (:meth:`PybulletHalfPhysics.step_fram
    substep (vertical root motion is never written).
 3. The realized state is read back once and cached for the readout methods.
 
-The simulation world is Y-up (gravity ``(0, -9.8, 0)``), like every other module, so no axis
+The bookkeeping around these calls (argument checks, lifecycle, readouts of the realized
+state, the contract record) is :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`'s, and
+the humanoid is built from its ``body`` (a URDF written from it). The simulation world is Y-up (gravity ``(0, -9.8, 0)``), like every other module, so no axis
 conversion happens anywhere. pybullet is imported only inside :meth:`build`.
 """
 
 from __future__ import annotations
 
-import math
 import shutil
 import tempfile
 import weakref
@@ -30,13 +31,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from humanclaw_gym.backends.protocols import PhysicsCapabilities
-from humanclaw_gym.body.skeleton import FRAME_DIM, JOINT_NAMES, NUM_JOINTS
+from humanclaw_gym.body.skeleton import FRAME_DIM
+from humanclaw_gym.physics.base import (
+    CYLINDER_Z_TO_Y,
+    IDENTITY_QUAT,
+    PARK_POSITION,
+    HalfPhysicsBase,
+    PhysicsSnapshot,
+    part_volume,
+)
 from humanclaw_gym.physics.contract import (
     FRAME_RATE_HZ,
     GRAVITY_M_S2,
     HUMAN_FRICTION,
     MAX_DRIVE_PER_FRAME_RAD,
-    MOTOR_MAX_TORQUE_NM,
     PJSC_GAINS,
     REFERENCE_PJSC_GAINS,
     RESTITUTION,
@@ -45,9 +53,6 @@ from humanclaw_gym.physics.contract import (
     SCENE_FRICTION,
     SUBSTEP_S,
     SUBSTEPS_PER_FRAME,
-    check_drive_tuning,
-    check_ray_down,
-    validate_frame,
 )
 from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, empty_contacts
 from humanclaw_gym.rotations import (
@@ -77,7 +82,6 @@ __all__ = [
     "SUBSTEPS_PER_FRAME",
     "SUBSTEP_S",
     "PybulletHalfPhysics",
-    "contract_summary",
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -86,21 +90,13 @@ __all__ = [
 # ---------------------------------------------------------------------------------------
 #: Collision margin set on every created body, metres.
 COLLISION_MARGIN_M = 0.01
-_NUM_BODY_JOINTS = NUM_JOINTS - 1
-_LINKS = list(range(_NUM_BODY_JOINTS))
-_ZERO_VEL3 = [[0.0, 0.0, 0.0]] * _NUM_BODY_JOINTS
-_IDENTITY_QUAT = np.array([0.0, 0.0, 0.0, 1.0])
 # Collision filter group of the humanoid's links; rays cast with a mask that lacks this bit
 # ignore the humanoid. Bullet's own groups are 1 (dynamic bodies) and 2 (static bodies).
 _HUMAN_FILTER_GROUP = 1 << 5
 _ALL_FILTER = -1
 _RAY_MASK = _ALL_FILTER & ~_HUMAN_FILTER_GROUP
-# pybullet cylinders run along local +Z; scene cylinders along +Y: rotate -90 deg about X.
-_CYLINDER_Z_TO_Y = (-math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))
 # Triangles per concave mesh shape (pybullet refuses shapes of about 180k triangles).
 _MESH_CHUNK_FACES = 60000
-# Where the humanoid waits between build() and the first reset() (far below any scene).
-_PARK_POSITION = (0.0, -1000.0, 0.0)
 
 # Spherical position motors. pybullet's spherical motor turns the rotation error into a
 # velocity target ``position_gain * erp * error / dt`` with Bullet's non-contact erp (its
@@ -113,48 +109,12 @@ _MOTOR_POSITION_GAIN = 5.0
 # a wall at 1.2 m/s sinks 5.2 cm with pybullet's default and 2.4 cm with 0.4; the motors use
 # the separate non-contact erp.
 _CONTACT_ERP = 0.4
-_MOTOR_MAX_TORQUE_NM = MOTOR_MAX_TORQUE_NM
-
-
-def contract_summary() -> dict[str, Any]:
-    """The frame-contract constants as a JSON-ready dict (for replay manifests)."""
-    return {
-        "backend": "pybullet",
-        "frame_rate_hz": FRAME_RATE_HZ,
-        "substeps_per_frame": SUBSTEPS_PER_FRAME,
-        "substep_s": SUBSTEP_S,
-        "root_velocity_substeps": list(ROOT_VELOCITY_SUBSTEPS),
-        "root_angular_substep": ROOT_ANGULAR_SUBSTEP,
-        "gravity_m_s2": GRAVITY_M_S2,
-        "max_drive_per_frame_rad": MAX_DRIVE_PER_FRAME_RAD,
-        "human_friction": HUMAN_FRICTION,
-        "scene_friction": SCENE_FRICTION,
-        "restitution": RESTITUTION,
-        "collision_margin_m": COLLISION_MARGIN_M,
-        "pjsc_gains": {name: PJSC_GAINS.get(name, 1.0) for name in JOINT_NAMES[1:]},
-        "reference_pjsc_gains": dict(REFERENCE_PJSC_GAINS),
-        "joint_velocity_drive": "written before substep 0, capped like the drive",
-        "motor_position_gain": _MOTOR_POSITION_GAIN,
-        "contact_erp": _CONTACT_ERP,
-        "motor_max_torque_nm": dict(_MOTOR_MAX_TORQUE_NM),
-    }
-
-
-_validate_frame = validate_frame
-
-
-def _frame_rotations(frame: np.ndarray) -> np.ndarray:
-    """Quaternions ``(24, 4)`` of a frame: row 0 the root (body -> world), rows 1..23 the
-    joints' local rotations."""
-    return quat_exp(frame[3:].reshape(NUM_JOINTS, 3))
 
 
 @dataclass(frozen=True)
-class _Snapshot:
+class _Snapshot(PhysicsSnapshot):
     """Opaque snapshot of :meth:`PybulletHalfPhysics.get_state` (valid until the next reset)."""
 
-    owner: int
-    episode: int
     state_id: int
     prev_gen: np.ndarray
     prev_rot: np.ndarray
@@ -168,7 +128,7 @@ def _release_state(backend_ref: weakref.ReferenceType, episode: int, state_id: i
         backend._forget_saved_state(episode, state_id)
 
 
-class PybulletHalfPhysics:
+class PybulletHalfPhysics(HalfPhysicsBase):
     """Half-physics execution of generated humanoid motion in pybullet (``p.DIRECT``).
 
     Each instance owns its own pybullet client (every call passes ``physicsClientId``), so
@@ -191,6 +151,10 @@ class PybulletHalfPhysics:
             (default :data:`PJSC_GAINS`: 1.0 for every joint; the reference contract's
             values are :data:`REFERENCE_PJSC_GAINS`).
         motor_torque_scale: multiplies every joint motor's maximum torque (> 0).
+        body_asset, human_friction, root_friction, root_gravity_mode, root_gravity_scale,
+            inherit_downward_root_y_velocity: the body to build and the reference release's
+            physics profile options, see :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`.
+            A body asset's URDF is loaded by pybullet itself.
     """
 
     capabilities = PhysicsCapabilities(
@@ -204,61 +168,66 @@ class PybulletHalfPhysics:
         root_correction_gain: float = 1.0,
         pjsc_gains: dict[str, float] | None = None,
         motor_torque_scale: float = 1.0,
+        body_asset: str | None = None,
+        human_friction: float = HUMAN_FRICTION,
+        root_friction: float | None = None,
+        root_gravity_mode: str | None = None,
+        root_gravity_scale: float = 1.0,
+        inherit_downward_root_y_velocity: bool = True,
     ) -> None:
-        pjsc = check_drive_tuning(
-            solver_iterations, root_correction_gain, motor_torque_scale, pjsc_gains
+        super().__init__(
+            solver_iterations,
+            root_correction_gain,
+            pjsc_gains,
+            motor_torque_scale,
+            body_asset=body_asset,
+            human_friction=human_friction,
+            root_friction=root_friction,
+            root_gravity_mode=root_gravity_mode,
+            root_gravity_scale=root_gravity_scale,
+            inherit_downward_root_y_velocity=inherit_downward_root_y_velocity,
         )
-        self.solver_iterations = solver_iterations
-        self.root_correction_gain = float(root_correction_gain)
-        self.motor_torque_scale = float(motor_torque_scale)
-        self.pjsc_gains = pjsc
+        num_joints = self.body.num_links - 1
         self._pjsc_col = self.pjsc_gains[:, None]
-        self._motor_forces = [
-            [_MOTOR_MAX_TORQUE_NM[name] * float(motor_torque_scale)] * 3 for name in JOINT_NAMES[1:]
-        ]
-        self._motor_gains = [_MOTOR_POSITION_GAIN] * _NUM_BODY_JOINTS
+        self._links = list(range(num_joints))  # pybullet link i = body link i + 1
+        # Joints the frame drives get motors and the velocity drive; the others (jaw, eyes,
+        # fingers of a body asset) are held at rest: their joints are fixed in the URDF
+        # pybullet loads (pybullet's joint-state and motor calls reach only the first 128
+        # position coordinates of a body, fewer than 54 ball joints need).
+        self._drive_idx = np.flatnonzero(self._drive_map[1:] >= 0)
+        self._drive_links = self._drive_idx.tolist()
+        self._drive_zero_vel = [[0.0, 0.0, 0.0]] * len(self._drive_links)
+        self._motor_forces = [[float(cap)] * 3 for cap in self.max_torque_nm[self._drive_idx]]
+        self._motor_gains = [_MOTOR_POSITION_GAIN] * len(self._drive_links)
 
         self._p: Any = None
         self._client: int | None = None
         self._tmpdir: Path | None = None
         self._urdf_path: Path | None = None
-        self._scene: SceneSpec | None = None
         self._pristine = False  # world exactly as populated, nothing placed or stepped
         self._stepped = False  # a substep ran since the humanoid was placed (manifolds exist)
-        self._episode = 0
-        self._episode_ready = False
         self._saved_states: set[int] = set()
         # world bookkeeping (filled by _populate)
         self._human = -1
         self._body_to_object: dict[int, int] = {}
         self._object_bodies: dict[int, int] = {}
         self._objects: dict[int, SceneObject] = {}
-        self._dynamic_ids: tuple[int, ...] = ()
+        self._parts: _PartIndex | None = None  # the nearest-part query, made on first use
         self._dynamic_bodies: list[int] = []
         self._dynamic_com_local = np.zeros((0, 3))
+        self._dynamic_weight = np.zeros(0)  # m * g of each dynamic body (root gravity modes)
         self._dynamic_body_set: frozenset[int] = frozenset()
         self._base_com_local = np.zeros(3)
-        self._link_to_joint = np.arange(1, NUM_JOINTS)
-        # controller + realized state
+        self._link_to_joint = np.arange(1, num_joints + 1)
+        # the previous generated frame (the drive state of the root's x/z velocity)
         self._prev_gen = np.zeros(FRAME_DIM)
-        self._prev_rot = np.tile(_IDENTITY_QUAT, (NUM_JOINTS, 1))
-        self._command = np.tile(_IDENTITY_QUAT, (_NUM_BODY_JOINTS, 1))
-        self._real_pos = np.zeros(3)
-        self._real_rot = np.tile(_IDENTITY_QUAT, (NUM_JOINTS, 1))
 
-    def contract(self) -> dict[str, Any]:
-        """The frame contract and this instance's tuning, JSON-ready (for replay manifests)."""
-        out = contract_summary()
-        out["solver_iterations"] = self.solver_iterations
-        out["root_correction_gain"] = self.root_correction_gain
-        out["pjsc_gains"] = {
-            name: float(g) for name, g in zip(JOINT_NAMES[1:], self.pjsc_gains, strict=True)
+    def _contract_engine(self) -> dict[str, Any]:
+        return {
+            "collision_margin_m": COLLISION_MARGIN_M,
+            "motor_position_gain": _MOTOR_POSITION_GAIN,
+            "contact_erp": _CONTACT_ERP,
         }
-        out["motor_torque_scale"] = self.motor_torque_scale
-        out["motor_max_torque_nm"] = {
-            name: float(f[0]) for name, f in zip(JOINT_NAMES[1:], self._motor_forces, strict=True)
-        }
-        return out
 
     # ================================================================== lifecycle
     def build(self, scene: SceneSpec) -> None:
@@ -280,7 +249,17 @@ class PybulletHalfPhysics:
                 raise RuntimeError("pybullet.connect(DIRECT) failed")
             self._client = client
             self._tmpdir = Path(tempfile.mkdtemp(prefix="humanclaw_pybullet_"))
-            self._urdf_path = build_humanoid_urdf(self._tmpdir)
+            if self.body.source_urdf is not None:  # a body asset: pybullet reads its URDF
+                from humanclaw_gym.body.urdf import held_links_fixed_urdf_text
+                from humanclaw_gym.fileio import write_text_atomic
+
+                held = {n for n, k in zip(self.body.names, self._drive_map, strict=True) if k < 0}
+                self._urdf_path = write_text_atomic(
+                    self._tmpdir / Path(self.body.source_urdf).name,
+                    held_links_fixed_urdf_text(self.body.source_urdf, held),
+                )
+            else:
+                self._urdf_path = build_humanoid_urdf(self._tmpdir, self.body)
             self._scene = scene
             self._populate()
         except BaseException:
@@ -315,14 +294,8 @@ class PybulletHalfPhysics:
         """Call ``pybullet.<name>`` on this backend's client."""
         return getattr(self._p, name)(*args, physicsClientId=self._client, **kwargs)
 
-    def _require_built(self, where: str) -> None:
-        if self._client is None:
-            raise RuntimeError(f"PybulletHalfPhysics.{where}: call build(scene) first")
-
-    def _require_episode(self, where: str) -> None:
-        self._require_built(where)
-        if not self._episode_ready:
-            raise RuntimeError(f"PybulletHalfPhysics.{where}: call reset(frame_75) first")
+    def _is_built(self) -> bool:
+        return self._client is not None
 
     def _populate(self) -> None:
         """Create the world from scratch (same call sequence every time: determinism)."""
@@ -331,7 +304,11 @@ class PybulletHalfPhysics:
         # on every substep (contract: "movable objects get mass * gravity before every
         # substep" -- Bullet applies exactly m * g to each awake body before each internal
         # step, and dynamic objects are never allowed to sleep, see _create_objects).
-        self._call("setGravity", 0.0, -GRAVITY_M_S2, 0.0)
+        # With the reference release's root-only gravity the world has none: dynamic objects
+        # get their weight as a force before every substep (_apply_object_weights), the
+        # humanoid's links none, its root a vertical velocity bias (_step_engine).
+        gravity = 0.0 if self.root_gravity_mode is not None else -GRAVITY_M_S2
+        self._call("setGravity", 0.0, gravity, 0.0)
         # Contract: one substep = 1/120 s, stepped manually (4 per generated frame).
         self._call(
             "setPhysicsEngineParameter",
@@ -350,6 +327,7 @@ class PybulletHalfPhysics:
         self._body_to_object = {}
         self._object_bodies = {}
         self._objects = {}
+        self._parts = None
         dyn_ids: list[int] = []
         dyn_bodies: list[int] = []
         dyn_com: list[np.ndarray] = []
@@ -386,7 +364,7 @@ class PybulletHalfPhysics:
                     radii.append(part.size[0])
                     halves.append([0.0, 0.0, 0.0])
                     lengths.append(2.0 * part.size[1])
-                    orientations.append(list(_CYLINDER_Z_TO_Y))
+                    orientations.append(list(CYLINDER_Z_TO_Y))
                 else:
                     types.append(p.GEOM_SPHERE)
                     radii.append(part.size[0])
@@ -437,6 +415,8 @@ class PybulletHalfPhysics:
         self._dynamic_bodies = dyn_bodies
         self._dynamic_body_set = frozenset(dyn_bodies)
         self._dynamic_com_local = np.array(dyn_com, dtype=np.float64).reshape(-1, 3)
+        weights = {obj.object_id: float(obj.mass_kg) * GRAVITY_M_S2 for obj in scene.objects}
+        self._dynamic_weight = np.array([weights[i] for i in dyn_ids], dtype=np.float64)
 
     def _create_mesh_object(self, obj: SceneObject, com_local: np.ndarray) -> int:
         """Bodies of an object made of mesh parts; returns its (first) body.
@@ -534,8 +514,10 @@ class PybulletHalfPhysics:
         human = self._call(
             "loadURDF",
             str(self._urdf_path),
-            basePosition=list(_PARK_POSITION),
-            flags=p.URDF_USE_INERTIA_FROM_FILE | p.URDF_MAINTAIN_LINK_ORDER,
+            basePosition=list(PARK_POSITION),
+            flags=p.URDF_USE_INERTIA_FROM_FILE
+            | p.URDF_MAINTAIN_LINK_ORDER
+            | p.URDF_IGNORE_VISUAL_SHAPES,
         )
         if human < 0:
             raise RuntimeError(
@@ -543,46 +525,54 @@ class PybulletHalfPhysics:
             )
         self._human = human
         n = self._call("getNumJoints", human)
-        if n != _NUM_BODY_JOINTS:
-            raise RuntimeError(f"humanoid URDF has {n} joints, expected {_NUM_BODY_JOINTS}")
-        # Explicit map pybullet link index -> skeleton joint index (link i is the child link
-        # of pybullet joint i; the base is the pelvis, joint 0). With URDF_MAINTAIN_LINK_ORDER
-        # and links written in JOINT_NAMES order this is i + 1; checked, never assumed.
+        if n != len(self._links):
+            raise RuntimeError(f"humanoid URDF has {n} joints, expected {len(self._links)}")
+        # Explicit map pybullet link index -> body link index (link i is the child link of
+        # pybullet joint i; the base is the root, link 0). With URDF_MAINTAIN_LINK_ORDER and
+        # links written in body order this is i + 1; checked, never assumed.
         link_to_joint = np.empty(n, dtype=np.int64)
         for link in range(n):
             info = self._call("getJointInfo", human, link)
             name = info[12].decode("utf-8")
-            if info[2] != p.JOINT_SPHERICAL:
-                raise RuntimeError(f"humanoid joint {name!r} is not spherical")
-            link_to_joint[link] = JOINT_NAMES.index(name)
+            want = p.JOINT_SPHERICAL if self._drive_map[link + 1] >= 0 else p.JOINT_FIXED
+            if info[2] != want:
+                raise RuntimeError(
+                    f"humanoid joint {name!r} has pybullet type {info[2]}, expected {want}"
+                )
+            link_to_joint[link] = self.body.names.index(name)
+        if not np.array_equal(link_to_joint, np.arange(1, n + 1)):
+            raise RuntimeError(
+                f"humanoid URDF {str(self._urdf_path)!r}: pybullet ordered its links "
+                "differently from the body record"
+            )
         self._link_to_joint = link_to_joint
+        masses = [self._call("getDynamicsInfo", human, link)[0] for link in range(-1, n)]
+        want = [shape.mass_kg for shape in self.body.shapes]
+        if not np.allclose(masses, want, rtol=1e-6, atol=1e-9):
+            raise RuntimeError(
+                f"humanoid URDF {str(self._urdf_path)!r}: pybullet read link masses "
+                f"{masses[:4]}... that differ from the body record {want[:4]}..."
+            )
         for link in range(-1, n):
-            self._call("changeDynamics", human, link, lateralFriction=HUMAN_FRICTION)
+            friction = self.link_root_friction if link < 0 else self.human_friction
+            self._call("changeDynamics", human, link, lateralFriction=friction)
             self._call("changeDynamics", human, link, restitution=RESTITUTION)
             self._call("changeDynamics", human, link, collisionMargin=COLLISION_MARGIN_M)
             self._call("setCollisionFilterGroupMask", human, link, _HUMAN_FILTER_GROUP, _ALL_FILTER)
         info = self._call("getDynamicsInfo", human, -1)
-        if np.abs(np.asarray(info[4]) - _IDENTITY_QUAT).max() > 1e-9:
+        if np.abs(np.asarray(info[4]) - IDENTITY_QUAT).max() > 1e-9:
             raise RuntimeError("humanoid base inertial frame is rotated; expected axis-aligned")
         self._base_com_local = np.asarray(info[3], dtype=np.float64)
 
     # ================================================================== episode
-    def reset(self, frame_75: np.ndarray) -> None:
-        """Rebuild the world, place the humanoid exactly at ``frame_75`` and clear the drives.
-
-        Raises:
-            ValueError: ``frame_75`` is not a finite ``(75,)`` vector.
-        """
-        self._require_built("reset")
-        frame = _validate_frame(frame_75, "reset")
-        self._episode_ready = False
-        self._episode += 1
+    def _reset_engine(self, frame: np.ndarray) -> None:
+        """Rebuild the world, place the humanoid exactly at ``frame`` and clear the drives."""
         self._saved_states.clear()  # resetSimulation discards pybullet's saved states
         if not self._pristine:
             self._call("resetSimulation")
             self._populate()
         self._pristine = False
-        rot = _frame_rotations(frame)
+        rot = self.frame_link_rotations(frame)
         root_pos = frame[0:3]
         com = root_pos + quat_rotate(rot[0], self._base_com_local)
         self._call("resetBasePositionAndOrientation", self._human, com.tolist(), rot[0].tolist())
@@ -590,9 +580,9 @@ class PybulletHalfPhysics:
         self._call(
             "resetJointStatesMultiDof",
             self._human,
-            _LINKS,
-            rot[1:].tolist(),
-            targetVelocities=_ZERO_VEL3,
+            self._drive_links,
+            rot[1 + self._drive_idx].tolist(),
+            targetVelocities=self._drive_zero_vel,
         )
         self._prev_gen = frame.copy()
         self._prev_rot = rot
@@ -600,24 +590,27 @@ class PybulletHalfPhysics:
         self._stepped = False
         self._apply_motors()
         self._read_state()
-        self._episode_ready = True
 
     def _apply_motors(self) -> None:
         self._call(
             "setJointMotorControlMultiDofArray",
             self._human,
-            _LINKS,
+            self._drive_links,
             self._p.POSITION_CONTROL,
-            targetPositions=self._command.tolist(),
+            targetPositions=self._command[self._drive_idx].tolist(),
             positionGains=self._motor_gains,
             forces=self._motor_forces,
         )
 
+    def _substep(self) -> None:
+        self._call("stepSimulation")
+
     def _read_state(self) -> None:
         com, quat = self._call("getBasePositionAndOrientation", self._human)
-        rot = np.empty((NUM_JOINTS, 4))
+        rot = np.tile(IDENTITY_QUAT, (self.body.num_links, 1))  # held links: at rest
         rot[0] = quat
-        rot[1:] = [s[0] for s in self._call("getJointStatesMultiDof", self._human, _LINKS)]
+        states = self._call("getJointStatesMultiDof", self._human, self._drive_links)
+        rot[1 + self._drive_idx] = [s[0] for s in states]
         pos = np.asarray(com, dtype=np.float64) - quat_rotate(rot[0], self._base_com_local)
         if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(rot))):
             raise RuntimeError("pybullet simulation diverged: the humanoid state is not finite")
@@ -642,16 +635,9 @@ class PybulletHalfPhysics:
         v_com = [float(v_root_xz[0] - lever_x), lin[1], float(v_root_xz[1] - lever_z)]
         self._call("resetBaseVelocity", self._human, v_com, omega.tolist())
 
-    def step_frame(self, frame_75: np.ndarray) -> None:
-        """Execute one generated 30 Hz frame: drives, then 4 substeps of 1/120 s.
-
-        Raises:
-            ValueError: ``frame_75`` is not a finite ``(75,)`` vector.
-            RuntimeError: called before :meth:`reset`, or the simulation diverged.
-        """
-        self._require_episode("step_frame")
-        frame = _validate_frame(frame_75, "step_frame")
-        gen_rot = _frame_rotations(frame)
+    def _step_engine(self, frame: np.ndarray) -> None:
+        """One generated 30 Hz frame: drives, then 4 substeps of 1/120 s."""
+        gen_rot = self.frame_link_rotations(frame)
         prev_rot = self._prev_rot
 
         # -- Root x/z velocity: difference of consecutive generated root positions * 30 Hz.
@@ -692,63 +678,103 @@ class PybulletHalfPhysics:
         # velocity). The motors then only correct what gravity and contacts change within
         # the frame; without this the 23 coupled motor rows are left to converge in the
         # solver's iterations and every joint lags (docs/physics.md, "Joint velocity drive").
+        drive = self._drive_idx
         self._call(
             "resetJointStatesMultiDof",
             self._human,
-            _LINKS,
-            real_joint.tolist(),
-            targetVelocities=(lead * FRAME_RATE_HZ).tolist(),
+            self._drive_links,
+            real_joint[drive].tolist(),
+            targetVelocities=(lead[drive] * FRAME_RATE_HZ).tolist(),
         )
 
         # -- Four substeps. x/z velocity before substeps 0 and 2 (contacts may change it in
         # substeps 1 and 3), angular velocity before substep 0 only.
         self._pristine = False
         self._stepped = True
-        for sub in range(SUBSTEPS_PER_FRAME):
-            if sub in ROOT_VELOCITY_SUBSTEPS:
-                self._write_root_velocity(
-                    v_root_xz, omega_world if sub == ROOT_ANGULAR_SUBSTEP else None
-                )
-            self._call("stepSimulation")
+        if self.root_gravity_mode is not None:
+            self._root_gravity_substeps(frame, v_root_xz, omega_world)
+        else:
+            for sub in range(SUBSTEPS_PER_FRAME):
+                if sub in ROOT_VELOCITY_SUBSTEPS:
+                    self._write_root_velocity(
+                        v_root_xz, omega_world if sub == ROOT_ANGULAR_SUBSTEP else None
+                    )
+                self._substep()
         self._prev_gen = frame.copy()
         self._prev_rot = gen_rot
         self._read_state()
 
-    # ================================================================== readouts
-    def realized_frame(self) -> np.ndarray:
-        """The humanoid's realized pose as a 75-D frame (root position, root axis-angle and
-        each joint's local axis-angle from ``getJointStatesMultiDof``), ``float64 (75,)``."""
-        self._require_episode("realized_frame")
-        out = np.empty(FRAME_DIM)
-        out[0:3] = self._real_pos
-        out[3:] = quat_log(self._real_rot).reshape(-1)
-        return out
+    def _root_joint_velocity(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(v_joint, omega, com_to_joint)``: the pelvis joint's world velocity, the base's
+        angular velocity and the lever from the base's centre of mass to the joint."""
+        lin, ang = self._call("getBaseVelocity", self._human)
+        _, quat = self._call("getBasePositionAndOrientation", self._human)
+        lever = -quat_rotate(np.asarray(quat, dtype=np.float64), self._base_com_local)
+        omega = np.asarray(ang, dtype=np.float64)
+        return np.asarray(lin, dtype=np.float64) + np.cross(omega, lever), omega, lever
 
+    def _set_root_joint_velocity(
+        self, v_joint: np.ndarray, omega: np.ndarray, lever: np.ndarray
+    ) -> None:
+        v_com = v_joint - np.cross(omega, lever)
+        self._call("resetBaseVelocity", self._human, v_com.tolist(), omega.tolist())
+
+    def _apply_object_weights(self) -> None:
+        """Each dynamic object's weight at its centre of mass, for the next substep
+        (pybullet clears external forces after every step)."""
+        for body, weight in zip(self._dynamic_bodies, self._dynamic_weight, strict=True):
+            com, _ = self._call("getBasePositionAndOrientation", body)
+            self._call(
+                "applyExternalForce", body, -1, [0.0, -float(weight), 0.0], com, self._p.WORLD_FRAME
+            )
+
+    def _root_gravity_substeps(
+        self, frame: np.ndarray, v_root_xz: np.ndarray, omega_world: np.ndarray
+    ) -> None:
+        """The four substeps with the reference release's root-only gravity (see
+        :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`): the vertical root command
+        before substep 0, the gravity bias per ``root_gravity_mode``, the objects' weight."""
+        g = GRAVITY_M_S2 * self.root_gravity_scale
+        mode = self.root_gravity_mode
+        v_joint, _, _ = self._root_joint_velocity()
+        v_y = (frame[1] - self._prev_gen[1]) * FRAME_RATE_HZ
+        if self.inherit_downward_root_y_velocity:
+            v_y += min(0.0, float(v_joint[1]))
+        if mode == "pre":
+            v_y -= g / FRAME_RATE_HZ
+        for sub in range(SUBSTEPS_PER_FRAME):
+            v_joint, omega, lever = self._root_joint_velocity()
+            if sub in ROOT_VELOCITY_SUBSTEPS:
+                v_joint[0], v_joint[2] = v_root_xz
+            if sub == ROOT_ANGULAR_SUBSTEP:
+                omega = omega_world
+                v_joint[1] = v_y
+            if mode == "midpoint":
+                v_joint[1] -= 0.5 * g * SUBSTEP_S
+            elif mode == "substep":
+                v_joint[1] -= g * SUBSTEP_S
+            self._set_root_joint_velocity(v_joint, omega, lever)
+            self._apply_object_weights()
+            self._substep()
+            if mode == "midpoint":
+                v_joint, omega, lever = self._root_joint_velocity()
+                v_joint[1] -= 0.5 * g * SUBSTEP_S
+                self._set_root_joint_velocity(v_joint, omega, lever)
+
+    # ================================================================== readouts
     def link_poses(self) -> np.ndarray:
         """World pose ``[x, y, z, qx, qy, qz, qw]`` of every link frame (= joint frame),
-        rows in ``JOINT_NAMES`` order, ``float64 (24, 7)``."""
+        rows in ``body.names`` order, ``float64 (L, 7)``."""
         self._require_episode("link_poses")
-        out = np.empty((NUM_JOINTS, 7))
+        out = np.empty((self.body.num_links, 7))
         out[0, 0:3] = self._real_pos
         out[0, 3:7] = self._real_rot[0]
-        states = self._call("getLinkStates", self._human, _LINKS, computeForwardKinematics=1)
+        states = self._call("getLinkStates", self._human, self._links, computeForwardKinematics=1)
         for link, state in enumerate(states):
             row = self._link_to_joint[link]
             out[row, 0:3] = state[4]  # worldLinkFramePosition (URDF link frame, not the COM)
             out[row, 3:7] = state[5]
         return out
-
-    def link_origins(self) -> np.ndarray:
-        """Row 0: the articulated root (base frame origin); rows 1..24: every link origin in
-        ``JOINT_NAMES`` order (row 1 = pelvis). In this model the root *is* the pelvis joint,
-        so rows 0 and 1 coincide. ``float64 (25, 3)``."""
-        poses = self.link_poses()
-        return np.concatenate([self._real_pos[None, :], poses[:, 0:3]], axis=0)
-
-    @property
-    def dynamic_object_ids(self) -> tuple[int, ...]:
-        """Scene ids of the dynamic objects (scene order), the rows of :meth:`object_poses`."""
-        return self._dynamic_ids
 
     def object_poses(self) -> np.ndarray:
         """World pose of every dynamic object's frame (not its centre of mass), ``(M, 7)``."""
@@ -781,6 +807,7 @@ class PybulletHalfPhysics:
         self._require_episode("contacts")
         raw = self._call("getContactPoints") if self._stepped else self._closest_points()
         rows: list[tuple] = []
+        parts: list[tuple[int, str, int, Any]] = []  # (row, field, object, point) to resolve
         human = self._human
         dynamic = self._dynamic_body_set
         for cp in raw:
@@ -800,9 +827,8 @@ class PybulletHalfPhysics:
                 if obj_b is None:  # the humanoid itself (self-collision is off anyway)
                     continue
                 joint = 0 if link_a < 0 else int(self._link_to_joint[link_a])
-                rows.append(
-                    (HUMAN_ID, joint, obj_b, self._part_index(obj_b, pos_b), pos_a, pos_b, distance)
-                )
+                parts.append((len(rows), "link_b", obj_b, pos_b))
+                rows.append((HUMAN_ID, joint, obj_b, 0, pos_a, pos_b, distance))
                 continue
             if body_a not in dynamic and body_b not in dynamic:
                 continue
@@ -812,26 +838,49 @@ class PybulletHalfPhysics:
                 continue
             if obj_a > obj_b:
                 obj_a, obj_b, pos_a, pos_b = obj_b, obj_a, pos_b, pos_a
-            rows.append(
-                (
-                    obj_a,
-                    self._part_index(obj_a, pos_a),
-                    obj_b,
-                    self._part_index(obj_b, pos_b),
-                    pos_a,
-                    pos_b,
-                    distance,
-                )
-            )
+            parts.append((len(rows), "link_a", obj_a, pos_a))
+            parts.append((len(rows), "link_b", obj_b, pos_b))
+            rows.append((obj_a, 0, obj_b, 0, pos_a, pos_b, distance))
         if not rows:
             return empty_contacts()
-        return np.array(rows, dtype=CONTACT_DTYPE)
+        out = np.array(rows, dtype=CONTACT_DTYPE)
+        self._resolve_parts(out, parts)
+        return out
+
+    def _resolve_parts(self, out: np.ndarray, queries: list[tuple[int, str, int, Any]]) -> None:
+        """Write into ``out`` the part of each ``(row, field, object, world point)`` query:
+        the part of the object whose surface is nearest to the point (0 for one-part
+        objects), all points at once; each dynamic object's pose is read once."""
+        objects = self._objects
+        todo = [q for q in queries if len(objects[q[2]].parts) > 1]
+        if not todo:
+            return
+        if self._parts is None:
+            self._parts = _PartIndex.of(objects)
+        ids = [q[2] for q in todo]
+        origin, inverse = self._parts.poses(ids)
+        for obj_id in set(ids):
+            body = self._object_bodies[obj_id]
+            if body in self._dynamic_body_set:
+                com, q = self._call("getBasePositionAndOrientation", body)
+                quat = np.asarray(q, dtype=np.float64)
+                row = self._dynamic_bodies.index(body)
+                at = [k for k, i in enumerate(ids) if i == obj_id]
+                origin[at] = np.asarray(com) - quat_rotate(quat, self._dynamic_com_local[row])
+                inverse[at] = quat_conj(quat)
+        points = np.array([q[3] for q in todo], dtype=np.float64)
+        local = quat_rotate(inverse, points - origin)  # world -> each object's frame
+        nearest = np.argmin(self._parts.distances(ids, local), axis=-1)
+        for field in ("link_a", "link_b"):
+            at = [k for k, q in enumerate(todo) if q[1] == field]
+            if at:
+                out[field][[todo[k][0] for k in at]] = nearest[at]
 
     def _closest_points(self) -> list[tuple]:
         """Touching/penetrating closest points (pybullet contact tuples) of the humanoid and
         of every dynamic object against everything their AABBs overlap. Pure queries."""
         human = self._human
-        movers = [(human, list(range(-1, _NUM_BODY_JOINTS)))]
+        movers = [(human, list(range(-1, len(self._links))))]
         movers += [(body, [-1]) for body in self._dynamic_bodies]
         done: set[tuple[int, int]] = set()
         points: list[tuple] = []
@@ -851,47 +900,17 @@ class PybulletHalfPhysics:
                 points.extend(self._call("getClosestPoints", body, other, 0.0))
         return points
 
-    def _part_index(self, object_id: int, point_world: Any) -> int:
-        """Index of the part of an object whose surface is nearest to a world point."""
-        obj = self._objects[object_id]
-        if len(obj.parts) == 1:
-            return 0
-        body = self._object_bodies[object_id]
-        if body in self._dynamic_body_set:
-            com, q = self._call("getBasePositionAndOrientation", body)
-            quat = np.asarray(q, dtype=np.float64)
-            row = self._dynamic_bodies.index(body)
-            origin = np.asarray(com) - quat_rotate(quat, self._dynamic_com_local[row])
-        else:
-            origin, quat = np.asarray(obj.position), np.asarray(obj.quat_xyzw())
-        local = quat_rotate(quat_conj(quat), np.asarray(point_world, dtype=np.float64) - origin)
-        best, best_d = -1, math.inf
-        for index, part in enumerate(obj.parts):
-            d = _part_distance(part.shape, part.size, local - np.asarray(part.offset))
-            if d < best_d:
-                best, best_d = index, d
-        return best
-
-    def ray_cast_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
-        """Height of the first scene surface hit by a vertical ray at ``(x, z)`` from
-        ``from_y`` down to ``to_y`` (the humanoid is filtered out), or None."""
-        self._require_built("ray_cast_down")
-        values = check_ray_down(x, z, from_y, to_y)
-        hit = self._call(
-            "rayTest",
-            [values[0], values[2], values[1]],
-            [values[0], values[3], values[1]],
-            collisionFilterMask=_RAY_MASK,
-        )[0]
+    def _ray_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
+        """``rayTest`` with a filter mask that leaves out the humanoid's group."""
+        hit = self._call("rayTest", [x, from_y, z], [x, to_y, z], collisionFilterMask=_RAY_MASK)[0]
         if hit[0] < 0 or hit[0] == self._human:
             return None
         return float(hit[3][1])
 
     # ================================================================== snapshots
-    def get_state(self) -> object:
-        """Snapshot of the whole simulation and of the drive state (valid until the next
-        :meth:`reset`); restoring it and stepping the same frames reproduces them exactly."""
-        self._require_episode("get_state")
+    def _snapshot(self) -> _Snapshot:
+        """``saveState`` plus the drive state; the saved state is released when the
+        snapshot is garbage-collected (or at the next reset)."""
         state_id = int(self._call("saveState"))
         self._saved_states.add(state_id)
         snap = _Snapshot(
@@ -906,20 +925,10 @@ class PybulletHalfPhysics:
         weakref.finalize(snap, _release_state, weakref.ref(self), self._episode, state_id)
         return snap
 
-    def set_state(self, state: object) -> None:
-        """Restore a snapshot taken by :meth:`get_state` in the current episode.
+    def _snapshot_live(self, state: Any) -> bool:
+        return isinstance(state, _Snapshot) and state.state_id in self._saved_states
 
-        Raises:
-            ValueError: not a snapshot of this backend, or taken before the last reset.
-        """
-        self._require_built("set_state")
-        if not isinstance(state, _Snapshot) or state.owner != id(self):
-            raise ValueError("set_state: state must be a snapshot from this backend's get_state()")
-        if state.episode != self._episode or state.state_id not in self._saved_states:
-            raise ValueError(
-                f"set_state: the snapshot is from episode {state.episode}, the current episode is "
-                f"{self._episode}; snapshots are valid until the next reset()"
-            )
+    def _restore(self, state: _Snapshot) -> None:
         self._call("restoreState", state.state_id)
         self._pristine = False
         self._prev_gen = state.prev_gen.copy()
@@ -928,7 +937,6 @@ class PybulletHalfPhysics:
         self._stepped = state.stepped
         self._apply_motors()
         self._read_state()
-        self._episode_ready = True
 
     def _forget_saved_state(self, episode: int, state_id: int) -> None:
         if self._client is None or episode != self._episode or state_id not in self._saved_states:
@@ -945,12 +953,7 @@ def _parts_centroid(obj: SceneObject) -> np.ndarray:
     total = 0.0
     acc = np.zeros(3)
     for part in obj.parts:
-        if part.shape in ("box", "mesh"):  # a mesh: its bounding box
-            volume = 8.0 * part.size[0] * part.size[1] * part.size[2]
-        elif part.shape == "cylinder":
-            volume = math.pi * part.size[0] ** 2 * 2.0 * part.size[1]
-        else:
-            volume = 4.0 / 3.0 * math.pi * part.size[0] ** 3
+        volume = part_volume(part.shape, part.size)  # a mesh: its bounding box
         total += volume
         acc += volume * np.asarray(part.offset)
     if total <= 0.0:  # flat meshes only
@@ -958,16 +961,76 @@ def _parts_centroid(obj: SceneObject) -> np.ndarray:
     return acc / total
 
 
-def _part_distance(shape: str, size: tuple[float, float, float], p: np.ndarray) -> float:
-    """Unsigned distance from a point (part frame) to a part's surface (a mesh: to its
-    bounding box, unturned; only used to tell the parts of one object apart)."""
-    if shape in ("box", "mesh"):
-        q = np.abs(p) - np.asarray(size)
-        outside = float(np.linalg.norm(np.maximum(q, 0.0)))
-        return outside if outside > 0.0 else float(-np.max(q))
-    if shape == "cylinder":
-        radius, half_h = size[0], size[1]
-        q = np.array([math.hypot(p[0], p[2]) - radius, abs(p[1]) - half_h])
-        outside = float(np.linalg.norm(np.maximum(q, 0.0)))
-        return outside if outside > 0.0 else float(-np.max(q))
-    return abs(float(np.linalg.norm(p)) - size[0])
+@dataclass(frozen=True)
+class _PartIndex:
+    """The parts of a scene's multi-part objects as padded arrays, for the nearest-part
+    query of contact rows (objects with fewer parts are padded with parts never nearest)."""
+
+    row: dict[int, int]  # object id -> row of the arrays below
+    count: np.ndarray  # (N,) parts of each object
+    origin: np.ndarray  # (N, 3) object frame origins, world (as placed)
+    inverse: np.ndarray  # (N, 4) world -> object rotations (as placed)
+    offsets: np.ndarray  # (N, P, 3) part centres, object frame
+    sizes: np.ndarray  # (N, P, 3) half extents / radius, half height
+    box: np.ndarray  # (N, P) a box or a mesh (its bounding box, unturned)
+    cylinder: np.ndarray  # (N, P) a cylinder
+    sphere: np.ndarray  # (N, P) a sphere; a part that is none of the three is padding
+
+    @classmethod
+    def of(cls, objects: dict[int, SceneObject]) -> _PartIndex:
+        multi = [obj for obj in objects.values() if len(obj.parts) > 1]
+        n, width = len(multi), max((len(obj.parts) for obj in multi), default=1)
+        offsets, sizes = np.zeros((n, width, 3)), np.ones((n, width, 3))
+        shapes = np.full((n, width), "", dtype=object)
+        for i, obj in enumerate(multi):
+            k = len(obj.parts)
+            offsets[i, :k] = [part.offset for part in obj.parts]
+            sizes[i, :k] = [part.size for part in obj.parts]
+            shapes[i, :k] = [part.shape for part in obj.parts]
+        box = (shapes == "box") | (shapes == "mesh")
+        cylinder = shapes == "cylinder"
+        return cls(
+            row={obj.object_id: i for i, obj in enumerate(multi)},
+            count=np.array([len(obj.parts) for obj in multi], dtype=np.int64),
+            origin=np.array([obj.position for obj in multi], dtype=np.float64).reshape(n, 3),
+            inverse=quat_conj(
+                np.array([obj.quat_xyzw() for obj in multi], dtype=np.float64).reshape(n, 4)
+            ),
+            offsets=offsets,
+            sizes=sizes,
+            box=box,
+            cylinder=cylinder,
+            sphere=(shapes != "") & ~box & ~cylinder,
+        )
+
+    def poses(self, object_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """``(origins (k, 3), world -> object rotations (k, 4))`` as placed, new arrays."""
+        rows = [self.row[i] for i in object_ids]
+        return self.origin[rows], self.inverse[rows]
+
+    def distances(self, object_ids: list[int], local: np.ndarray) -> np.ndarray:
+        """Unsigned distance from each point ``(k, 3)`` (its object's frame) to each part of
+        its object, ``(k, W)`` with ``W`` the most parts of the queried objects (padding:
+        infinite)."""
+        rows = [self.row[i] for i in object_ids]
+        width = int(self.count[rows].max())  # the padding the queried objects need
+        p = local[:, None, :] - self.offsets[rows, :width]
+        size, box = self.sizes[rows, :width], self.box[rows, :width]
+        cyl, sph = self.cylinder[rows, :width], self.sphere[rows, :width]
+        radial = np.hypot(p[..., 0], p[..., 2])
+        # box: |p| - half extents; cylinder: (radial - radius, |y| - half height, -inf)
+        cylinder = np.stack(
+            [
+                radial - size[..., 0],
+                np.abs(p[..., 1]) - size[..., 1],
+                np.full_like(radial, -np.inf),
+            ],
+            axis=-1,
+        )
+        q = np.where(box[..., None], np.abs(p) - size, cylinder)
+        outside = np.sqrt(np.sum(np.square(np.maximum(q, 0.0)), axis=-1))
+        solid = np.where(outside > 0.0, outside, -np.max(q, axis=-1))
+        sphere = np.abs(np.sqrt(np.sum(np.square(p), axis=-1)) - size[..., 0])
+        out = np.where(box | cyl, solid, sphere)
+        out[~(box | cyl | sph)] = np.inf
+        return out

@@ -14,8 +14,9 @@ and says why. Importing this package loads neither moderngl nor pybullet.
 
 from __future__ import annotations
 
+from humanclaw_gym.backends.protocols import RenderBackendUnavailable
+from humanclaw_gym.image_sizes import EGO_SIZE_PX
 from humanclaw_gym.render.cameras import CutawayCamera, ego_camera, exo_camera, top_down_camera
-from humanclaw_gym.render.errors import RenderBackendUnavailable
 from humanclaw_gym.render.materials import DEFAULT_BODY_COLOR, MATERIAL_NAMES, SKY_COLOR
 from humanclaw_gym.render.moderngl_backend import ModernglRenderer
 from humanclaw_gym.render.tiny_backend import TinyRenderer
@@ -45,7 +46,7 @@ RENDERER_NAMES: tuple[str, ...] = ("auto", "moderngl", "tiny")
 
 def create_renderer(
     name: str = "auto",
-    width_hint: int = 448,
+    width_hint: int = EGO_SIZE_PX,
     body_color: tuple[float, float, float] = DEFAULT_BODY_COLOR,
 ) -> tuple[ModernglRenderer | TinyRenderer, str]:
     """Create a render backend.

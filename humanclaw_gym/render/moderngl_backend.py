@@ -45,19 +45,21 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from humanclaw_gym.backends.protocols import (
     Camera,
+    RenderBackendUnavailable,
     RenderCapabilities,
     RenderResult,
     check_body_mesh,
+    check_render_modes,
 )
+from humanclaw_gym.image_sizes import EGO_SIZE_PX
 from humanclaw_gym.render.cameras import UNCUT_CATEGORIES
-from humanclaw_gym.render.errors import RenderBackendUnavailable
 from humanclaw_gym.render.materials import DEFAULT_BODY_COLOR, SKY_COLOR
 from humanclaw_gym.render.meshes import MESH_KINDS, unit_mesh
 from humanclaw_gym.render.textures import pattern_layers
@@ -333,7 +335,7 @@ class ModernglRenderer:
 
     def __init__(
         self,
-        width_hint: int = 448,
+        width_hint: int = EGO_SIZE_PX,
         body_color: tuple[float, float, float] = DEFAULT_BODY_COLOR,
         device_index: int = 0,
     ) -> None:
@@ -734,16 +736,20 @@ class ModernglRenderer:
     # Rendering
     # ----------------------------------------------------------------------------------
     @_current_context
-    def render(self, camera: Camera, instance: bool = False, depth: bool = False) -> RenderResult:
+    def render(self, camera: Camera, modes: Iterable[str] = frozenset({"rgb"})) -> RenderResult:
         """Draw the scene (and the humanoid once posed, or its mesh once set) from ``camera``.
 
         Returns:
-            ``rgb uint8 (H, W, 3)``; if ``instance``, ``int32 (H, W)`` ids (-1 background,
-            0 humanoid, >= 1 scene objects); if ``depth``, ``float32 (H, W)`` metres along
-            the viewing axis, read back from this pass's depth buffer (``far_m`` where
-            nothing was drawn; clipped-away cutaway parts leave no depth). Row 0 is the top
-            of the image.
+            The images of ``modes`` plus ``"rgb"``: ``"rgb"`` and ``"instance"`` from two
+            render targets of one pass, ``"depth"`` read back from that pass's depth
+            buffer (clipped-away cutaway parts leave no depth); see
+            :data:`~humanclaw_gym.backends.protocols.RENDER_MODES`.
+
+        Raises:
+            ValueError: a mode this backend does not declare.
         """
+        wanted = check_render_modes(modes, self.capabilities)
+        instance, depth = "instance" in wanted, "depth" in wanted
         self._require_open()
         if self._scene is None:
             raise RuntimeError("ModernglRenderer.render called before build()")

@@ -28,19 +28,20 @@ by depth, using its depth buffer from the same view and projection matrices.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from humanclaw_gym.backends.protocols import (
     Camera,
+    RenderBackendUnavailable,
     RenderCapabilities,
     RenderResult,
     check_body_mesh,
+    check_render_modes,
 )
 from humanclaw_gym.render.cameras import UNCUT_CATEGORIES
-from humanclaw_gym.render.errors import RenderBackendUnavailable
 from humanclaw_gym.render.materials import DEFAULT_BODY_COLOR, SKY_COLOR
 from humanclaw_gym.render.transforms import (
     check_link_poses,
@@ -464,7 +465,7 @@ class TinyRenderer:
                 index, local = self._cut_local[oid]
                 self._cut_corners[index] = arr[row, :3] + local @ rots[row].T
 
-    def render(self, camera: Camera, instance: bool = False, depth: bool = False) -> RenderResult:
+    def render(self, camera: Camera, modes: Iterable[str] = frozenset({"rgb"})) -> RenderResult:
         """Draw the scene (and the humanoid once posed, or its mesh once set) from ``camera``.
 
         With a :class:`~humanclaw_gym.render.cameras.CutawayCamera`, cuttable objects that
@@ -472,12 +473,15 @@ class TinyRenderer:
         :meth:`_apply_cutaway`).
 
         Returns:
-            ``rgb uint8 (H, W, 3)``; if ``instance``, ``int32 (H, W)`` ids (-1 background,
-            0 humanoid, >= 1 scene objects); if ``depth``, ``float32 (H, W)`` metres along
-            the viewing axis from TinyRenderer's depth buffer of the same image (with the
-            body mesh composited in; ``far_m`` where nothing was drawn). Row 0 is the top
-            of the image.
+            The images of ``modes`` plus ``"rgb"``, all from TinyRenderer's one image
+            (``"depth"`` from its depth buffer, with the body mesh composited in); see
+            :data:`~humanclaw_gym.backends.protocols.RENDER_MODES`.
+
+        Raises:
+            ValueError: a mode this backend does not declare.
         """
+        wanted = check_render_modes(modes, self.capabilities)
+        instance, depth = "instance" in wanted, "depth" in wanted
         self._require_open()
         if self._scene is None:
             raise RuntimeError("TinyRenderer.render called before build()")

@@ -478,7 +478,7 @@ def load_bundle(directory: str | os.PathLike[str], verify: bool = True) -> Repla
         )
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # invalid JSON or UTF-8, too deep
         raise ReplayBundleError(f"{manifest_path} is not valid JSON: {exc}") from exc
     if not isinstance(manifest, dict):
         raise ReplayBundleError(f"{manifest_path} must hold a JSON object")

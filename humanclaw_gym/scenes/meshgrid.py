@@ -7,7 +7,7 @@ their grid is built here from the loaded collision geometry, for one floor level
 time, and returned as the same :class:`~humanclaw_gym.scenes.navgrid.NavGrid` (paths,
 distance fields, goal regions and line of sight work unchanged).
 
-For a floor level ``y0`` (see :func:`~humanclaw_gym.scenes.hssd.scene.floor_levels`),
+For a floor level ``y0`` (see :func:`floor_levels`),
 every static triangle that reaches into ``y0 - 0.1 .. y0 + 1.9`` m is sampled on its
 surface (points at most ``cell_m / 1.5`` apart). A cell is *floor* when an upward-facing
 sample (normal y >= 0.7) lies within 0.1 m of ``y0``; its local floor height is the
@@ -36,6 +36,7 @@ __all__ = [
     "FLOOR_TOLERANCE_M",
     "MeshNavGrid",
     "floor_level_near",
+    "floor_levels",
     "is_mesh_scene",
     "mesh_navgrid",
     "navigation_grid",
@@ -44,6 +45,9 @@ __all__ = [
 
 #: How far (m) a walkable surface may lie from its floor level.
 FLOOR_TOLERANCE_M = 0.1
+#: Upward-facing surfaces of the stage with at least this area form a floor level.
+_FLOOR_MIN_AREA_M2 = 2.0
+_FLOOR_MERGE_M = 0.12
 _UP_NORMAL_Y = 0.7
 _MAX_CACHED = 8
 _cache: OrderedDict[tuple, NavGrid] = OrderedDict()
@@ -62,8 +66,6 @@ def floor_level_near(scene: SceneSpec, y: float | None) -> float:
     """
     levels = list(scene.metadata.get("floor_levels_m", []) or [])
     if not levels:
-        from humanclaw_gym.scenes.hssd.scene import floor_levels
-
         levels = floor_levels(scene)
     if not levels:
         raise NavGridError(
@@ -72,6 +74,43 @@ def floor_level_near(scene: SceneSpec, y: float | None) -> float:
     if y is None:
         return float(min(levels))
     return float(min(levels, key=lambda v: abs(v - float(y))))
+
+
+def floor_levels(scene: SceneSpec, cell_m: float = 0.1) -> list[float]:
+    """Heights of the scene's floors: upward-facing stage surfaces (seen from above or
+    not) grouped by height (within 12 cm), each kept when it covers at least 2 m^2 after
+    eroding its cells by one cell (so wall tops and stair treads, narrower than two cells,
+    do not count). Ascending."""
+    from scipy import ndimage
+
+    from humanclaw_gym.scenes.meshes import object_triangles
+
+    pts_all: list[np.ndarray] = []
+    for obj in scene.objects:
+        if obj.category != "stage":
+            continue
+        v, f = object_triangles(obj, collision=True)
+        pts, ny = surface_samples(v, f, cell_m / 1.5)
+        pts_all.append(pts[ny >= 0.9])
+    if not pts_all or not sum(len(p) for p in pts_all):
+        return []
+    pts = np.concatenate(pts_all).astype(np.float64)
+    pts = pts[np.argsort(pts[:, 1])]
+    h = pts[:, 1]
+    levels: list[float] = []
+    start = 0
+    for i in range(1, len(h) + 1):
+        if i == len(h) or h[i] - h[i - 1] > _FLOOR_MERGE_M:
+            group = pts[start:i]
+            ix = np.floor(group[:, 0] / cell_m).astype(np.int64)
+            iz = np.floor(group[:, 2] / cell_m).astype(np.int64)
+            mask = np.zeros((iz.max() - iz.min() + 3, ix.max() - ix.min() + 3), dtype=bool)
+            mask[iz - iz.min() + 1, ix - ix.min() + 1] = True
+            area = ndimage.binary_erosion(mask).sum() * cell_m * cell_m
+            if area >= _FLOOR_MIN_AREA_M2:
+                levels.append(float(np.median(group[:, 1])))
+            start = i
+    return levels
 
 
 def surface_samples(

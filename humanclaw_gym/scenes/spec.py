@@ -599,7 +599,7 @@ class SceneSpec:
     def from_json(cls, text: str | bytes) -> SceneSpec:
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # invalid JSON or UTF-8, too deep
             raise SceneSpecError(f"scene JSON is not valid JSON: {exc}") from exc
         if not isinstance(data, dict):
             raise SceneSpecError("scene JSON must be an object")

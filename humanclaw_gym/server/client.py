@@ -44,6 +44,7 @@ from humanclaw_gym.skills import SkillCall
 
 __all__ = [
     "PrivilegedPolicyError",
+    "ServerAddressError",
     "RemoteEpisode",
     "ServerClient",
     "ServerConnectionError",
@@ -80,6 +81,10 @@ class ServerConnectionError(ConnectionError):
     """No (complete) answer: whether the server executed the request is unknown."""
 
 
+class ServerAddressError(ValueError):
+    """The server URL is malformed or not on loopback (the token is never sent elsewhere)."""
+
+
 class PrivilegedPolicyError(PermissionError):
     """The policy needs hidden simulator state, which the server never provides."""
 
@@ -87,17 +92,23 @@ class PrivilegedPolicyError(PermissionError):
 def _check_url(url: str) -> str:
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, got {type(url).__name__}")
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - a port out of range or not a number raises here
+    except ValueError as exc:
+        raise ServerAddressError(
+            f"url={url!r} is invalid ({exc}): expected http://127.0.0.1:PORT[/rpc]"
+        ) from None
     if parts.scheme != "http" or parts.hostname is None:
-        raise ValueError(f"url={url!r} is invalid: expected http://127.0.0.1:PORT[/rpc]")
+        raise ServerAddressError(f"url={url!r} is invalid: expected http://127.0.0.1:PORT[/rpc]")
     if parts.hostname not in _LOOPBACK:
-        raise ValueError(
+        raise ServerAddressError(
             f"url={url!r} is refused: the token is only sent to a loopback address "
             "(127.0.0.1, localhost); use a controlled forward (e.g. an SSH tunnel) for remote hosts"
         )
     path = parts.path.rstrip("/")
     if path not in ("", "/rpc"):
-        raise ValueError(f"url={url!r} is invalid: the path must be /rpc or empty")
+        raise ServerAddressError(f"url={url!r} is invalid: the path must be /rpc or empty")
     return urllib.parse.urlunsplit(("http", parts.netloc, "/rpc", "", ""))
 
 

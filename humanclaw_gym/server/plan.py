@@ -64,6 +64,9 @@ class EpisodePlan:
         selection: the ``--episodes`` value it came from (recorded).
         seed: the plan seed (recorded).
         output_dir: where ``plan.json`` and ``claims.json`` go (created).
+        declare: write both files now; ``False`` only checks that ``output_dir`` is fresh
+            and leaves the writing to :meth:`declare` (``humanclaw serve`` binds its port
+            first, so that a busy port leaves nothing behind).
 
     Raises:
         FileExistsError: ``output_dir`` exists and is not empty (every run needs a fresh
@@ -71,7 +74,13 @@ class EpisodePlan:
     """
 
     def __init__(
-        self, entries: list[PlanEntry], selection: str, seed: int, output_dir: str | Path
+        self,
+        entries: list[PlanEntry],
+        selection: str,
+        seed: int,
+        output_dir: str | Path,
+        *,
+        declare: bool = True,
     ) -> None:
         if not entries:
             raise ValueError(f"the plan for episodes={selection!r} is empty")
@@ -84,6 +93,11 @@ class EpisodePlan:
         self.digest = hashlib.sha256(ids.encode()).hexdigest()
         self._ledger: list[dict[str, Any]] = [{"status": "pending"} for _ in self.entries]
         self._next = 0
+        self._check_fresh()
+        if declare:
+            self.declare()
+
+    def _check_fresh(self) -> None:
         if self.output_dir.exists() and (
             not self.output_dir.is_dir() or any(self.output_dir.iterdir())
         ):
@@ -91,6 +105,15 @@ class EpisodePlan:
                 f"output dir {self.output_dir} is not empty; use a fresh output directory for "
                 "every run (earlier results are never overwritten)"
             )
+
+    def declare(self) -> None:
+        """Write ``plan.json`` and the empty ledger ``claims.json`` (once, into a fresh
+        output directory).
+
+        Raises:
+            FileExistsError: the output directory is no longer empty.
+        """
+        self._check_fresh()
         self.output_dir.mkdir(parents=True, exist_ok=True)
         plan_path = self.output_dir / "plan.json"
         write_json_record(plan_path, self._plan_record(), private=True)
@@ -98,10 +121,17 @@ class EpisodePlan:
 
     @classmethod
     def from_selection(
-        cls, selection: str, seed: int, output_dir: str | Path, limit: int | None = None
+        cls,
+        selection: str,
+        seed: int,
+        output_dir: str | Path,
+        limit: int | None = None,
+        *,
+        declare: bool = True,
     ) -> EpisodePlan:
         """Build the plan for ``--episodes`` (``one``, ``val100``, ``val``, a split dir or a
-        JSON list of ids), ``--seed`` and an optional ``--limit`` prefix.
+        JSON list of ids), ``--seed`` and an optional ``--limit`` prefix (``declare``: see
+        the class).
 
         Raises:
             ValueError: bad selection, seed or limit (naming the value and what is allowed).
@@ -126,7 +156,7 @@ class EpisodePlan:
                     k, split, ep.episode_id, ep.scene_id, ep.object_category, int(ep.max_steps)
                 )
             )
-        plan = cls(entries, selection, seed, output_dir)
+        plan = cls(entries, selection, seed, output_dir, declare=declare)
         plan.episodes = tuple(selected[i][1] for i in order)
         return plan
 

@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from humanclaw_gym.sensors import EGO_SIZE_PX
+from humanclaw_gym.image_sizes import EGO_SIZE_PX
 from humanclaw_gym.skills import describe_skills
 
 __all__ = [

@@ -230,6 +230,10 @@ class BenchService:
             reference = secrets.token_hex(4)
             _LOG.error("internal error (reference %s)", reference, exc_info=exc)
             self.count_outcome("internal_error")
+            session = self._session
+            if session is not None and self.method_name(request) in ("reset", "step", "finish"):
+                # in the episode's server_record.json too, not only in the log
+                session.note_internal_error(self.method_name(request), reference)
             error = RpcError("internal_error", f"internal server error (reference {reference})")
             return {"jsonrpc": JSONRPC_VERSION, "id": request_id, "error": error.to_dict()}
 
@@ -454,7 +458,10 @@ class BenchService:
         if not isinstance(handle, str):
             raise _invalid("episode_handle", "must be a string (from open)")
         session = self._session
-        if session is None or not secrets.compare_digest(handle.encode(), session.handle.encode()):
+        # "surrogatepass": a lone surrogate (valid in JSON text, not in UTF-8) is just an
+        # unknown handle, not an encoding error.
+        presented = handle.encode("utf-8", "surrogatepass")
+        if session is None or not secrets.compare_digest(presented, session.handle.encode()):
             raise RpcError(
                 "no_active_episode",
                 "episode_handle does not name the active episode (open one first)",

@@ -168,6 +168,18 @@ class EpisodeSession:
             }
         )
 
+    def note_internal_error(self, method: str, reference: str) -> None:
+        """Log a request for this episode that failed inside the server (a bug), with the
+        reference the client was given; nothing of the request is kept."""
+        self._log.append(
+            {
+                "method": method,
+                "outcome": "internal_error",
+                "reference": reference,
+                "unix_s": time.time(),
+            }
+        )
+
     # -- reset -----------------------------------------------------------------------------
     def reset(self, sequence: int) -> dict[str, Any]:
         """Initialise the episode once (sequence 0) and return the first observation.

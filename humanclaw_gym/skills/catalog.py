@@ -190,7 +190,9 @@ class Skill(int, metaclass=_SkillTable):
             raise SkillCallError("skill", name, skill_id_allowed(), reason="is not a skill id")
         if isinstance(name, str):
             norm = normalize_name(name)
-            if re.fullmatch(r"[0-9]+", norm) and int(norm) < len(cls):
+            # The id as digits; the length check comes first: int() refuses more than
+            # 4,300 digits with a ValueError, and no skill id has more than a few.
+            if re.fullmatch(r"[0-9]+", norm) and len(norm) <= 6 and int(norm) < len(cls):
                 return cls(int(norm))
             aliases = _alias_table()
             if norm in aliases:

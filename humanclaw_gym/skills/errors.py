@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # pragma: no cover
-    from humanclaw_gym.skills.catalog import Skill
+from typing import Any, Protocol
 
 __all__ = [
     "SHOWN_CHARS",
@@ -23,6 +20,15 @@ action text can come from a model and be arbitrarily long); the exception's ``va
 attribute keeps the whole value."""
 
 
+class _NamedSkill(Protocol):
+    """What an error needs of the skill it names (a
+    :class:`humanclaw_gym.skills.catalog.Skill`, which this module, imported by the
+    catalog, does not import): its text name."""
+
+    @property
+    def text_name(self) -> str: ...
+
+
 def clip(text: str, limit: int = SHOWN_CHARS) -> str:
     """``text`` itself, or its first ``limit`` characters and how long it was."""
     if len(text) <= limit:
@@ -31,10 +37,19 @@ def clip(text: str, limit: int = SHOWN_CHARS) -> str:
 
 
 def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
-    """``repr(value)`` for an error message, cut to about ``limit`` characters."""
+    """``repr(value)`` for an error message, cut to about ``limit`` characters.
+
+    An integer too long for ``repr`` (Python refuses to convert more than 4,300 digits) is
+    shown by its sign and number of digits."""
     if isinstance(value, (str, bytes)) and len(value) > limit:
         return f"{value[:limit]!r}... ({len(value)} characters)"
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int past the interpreter's digit limit (or a failing __repr__)
+        if isinstance(value, int):
+            digits = int(value.bit_length() * 0.30103) + 1  # log10(2): about the digits
+            return f"<an integer of about {digits} digits>"
+        return f"<a {type(value).__name__} that cannot be shown>"
     return clip(text, limit)
 
 
@@ -57,7 +72,7 @@ class SkillCallError(ValueError):
         allowed: str,
         *,
         reason: str = "is out of range",
-        skill: Skill | None = None,
+        skill: _NamedSkill | None = None,
         message: str | None = None,
     ) -> None:
         self.field = field
@@ -92,7 +107,7 @@ class SkillCallParseError(SkillCallError):
         detail: str,
         allowed: str,
         *,
-        skill: Skill | None = None,
+        skill: _NamedSkill | None = None,
         param: str | None = None,
         message: str | None = None,
     ) -> None:
@@ -122,7 +137,7 @@ def _rebuild_error(
     field: str,
     value: Any,
     allowed: str,
-    skill: Skill | None,
+    skill: _NamedSkill | None,
     message: str,
     param: str | None = None,
 ) -> SkillCallError:

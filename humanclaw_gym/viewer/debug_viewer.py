@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from humanclaw_gym.image_sizes import EGO_SIZE_PX
 from humanclaw_gym.policy import Decision
-from humanclaw_gym.sensors import EGO_SIZE_PX
 from humanclaw_gym.skills import Choice, Skill, SkillCall, SkillCallError, action_fields
 from humanclaw_gym.viewer import geometry
 from humanclaw_gym.viewer.control import (

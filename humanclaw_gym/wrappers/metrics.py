@@ -1,9 +1,11 @@
 """MetricsWrapper: the paper metrics of every episode, computed while it runs.
 
-Attaching the wrapper asks the env (through the observer API) for exactly two optional
-things: the instance-id render of each decision's ego view (Find) and one shared contact
-query per physics frame plus the spawn-floor ray (Collision, Interact, Disturbance, initial
-penetration). Without this wrapper neither is computed.
+Attaching the wrapper asks the env (through the observer API) for what the metric trackers
+declare they need (:data:`~humanclaw_gym.metrics.trackers.METRIC_NEEDS`): the instance-id
+image of each decision's ego view (Find; rendered in the same pass as the observation) and
+the contact rows of every physics frame plus the spawn-floor ray (Collision, Interact,
+Disturbance, initial penetration), read once per frame from the simulation's snapshot.
+Without this wrapper neither is computed.
 
 Where the policy's text comes from: pass a :class:`~humanclaw_gym.policy.Decision` to
 ``env.step``. Its ``visible_state`` feeds the FindSR sentence rule and its ``usage`` records
@@ -41,6 +43,7 @@ from humanclaw_gym.envs.events import (
     ResetEvent,
 )
 from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
+from humanclaw_gym.metrics.trackers import METRIC_NEEDS
 from humanclaw_gym.replay.layout import EpisodeDirFn, resolve_episode_dir
 
 __all__ = ["MetricsWrapper"]
@@ -100,12 +103,12 @@ class MetricsWrapper(gym.Wrapper):
         self.last_metrics_path: Path | None = None
         self._output_dir = None if output_dir is None else Path(output_dir)
         self._recorder: Any = None
-        self._targets: frozenset[int] = frozenset()
+        self._targets: tuple[int, ...] = ()
         self._object_ids: tuple[int, ...] = ()
         self._pending: dict[str, Any] | None = None
         self.last_metrics: dict[str, Any] | None = None
         self._handle: int | None = env.unwrapped.add_observer(
-            _MetricsObserver(self), needs=("instance", "contacts")
+            _MetricsObserver(self), needs=sorted(METRIC_NEEDS)
         )
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -135,6 +138,8 @@ class MetricsWrapper(gym.Wrapper):
     # -- observer callbacks ------------------------------------------------------------
     def _on_reset(self, event: ResetEvent) -> None:
         from humanclaw_gym.metrics import EpisodeMetricRecorder, episode_floor, initial_penetration
+        from humanclaw_gym.metrics.interact import scene_object_handles
+        from humanclaw_gym.metrics.tracker import EpisodeStart
 
         self._recorder = None  # an abandoned episode's recorder never sees the next one
         episode, scene = event.episode, event.scene
@@ -156,9 +161,9 @@ class MetricsWrapper(gym.Wrapper):
             )
         )
         self._episode_index += 1
-        self._targets = frozenset(target_ids)
+        self._targets = tuple(sorted(set(target_ids)))
         self._object_ids = tuple(event.object_ids)
-        self._recorder = EpisodeMetricRecorder(
+        start = EpisodeStart(
             episode_id=episode.episode_id,
             scene_id=episode.scene_id,
             category=episode.object_category,
@@ -172,14 +177,17 @@ class MetricsWrapper(gym.Wrapper):
             rules=self.rules,
             floor_source=floor_source,
             rollout_index=self._rollouts.get(episode.episode_id, 0),
+            object_handles=scene_object_handles(getattr(scene, "objects", ())),
+            link_names=event.body_links,
         )
+        self._recorder = EpisodeMetricRecorder(start)
 
     def _on_decision(self, event: DecisionEvent) -> None:
         if self._recorder is None:
             return
         pixels = 0
-        if event.instance is not None and self._targets:
-            pixels = int(np.isin(event.instance, np.fromiter(self._targets, dtype=np.int64)).sum())
+        if event.instance is not None:  # the targets are distinct ids: their pixels add up
+            pixels = sum(int(np.count_nonzero(event.instance == t)) for t in self._targets)
         decision = event.decision
         self._recorder.record_decision(
             event.step,

@@ -259,8 +259,8 @@ def _asset_hashes() -> dict[str, str]:
 def _camera_contract() -> dict[str, Any]:
     """The camera placement the videos use (see :mod:`humanclaw_gym.render.cameras`)."""
     from humanclaw_gym.body.skeleton import EYE_OFFSET_IN_HEAD_M
+    from humanclaw_gym.image_sizes import EGO_SIZE_PX, EXO_SIZE_PX
     from humanclaw_gym.render import cameras
-    from humanclaw_gym.sensors import EGO_SIZE_PX, EXO_SIZE_PX
 
     return {
         "ego": {

@@ -9,7 +9,8 @@ Importing this package is cheap (no torch): the public names below are loaded on
 * :class:`FlowModelConfig`, :class:`MotionDiT` (:mod:`.model`, torch);
 * :class:`ChunkSet`, :func:`procedural_chunks`, :func:`mocap_chunks`, :data:`BRANCHES`
   (:mod:`.dataset`, numpy only);
-* SMPL-X conversion and meshes: :mod:`.smplx_io` (needs the licensed model files).
+* SMPL-X mocap conversion: :mod:`.smplx_io` (needs the licensed model files; the body
+  model itself is :mod:`humanclaw_gym.body.smplx_model`).
 
 See docs/motion_flow.md.
 """

@@ -231,7 +231,7 @@ def read_manifest(path: str | os.PathLike[str] | None) -> tuple[Path, dict[str, 
     raw = mpath.read_bytes()
     try:
         manifest = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # invalid UTF-8 or JSON, too deep
         raise CheckpointError(f"{mpath}: not valid JSON ({exc})") from None
     if not isinstance(manifest, dict):
         raise CheckpointError(f"{mpath}: expected a JSON object")

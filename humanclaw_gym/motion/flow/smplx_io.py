@@ -1,201 +1,36 @@
-"""SMPL-X input/output through the ``smplx`` package, for users who own the model files.
+"""SMPL-X mocap for the learned generator, for users who own the model files.
 
-The SMPL-X model files are licensed and are not shipped; everything here needs a directory
-``body_model_dir`` that holds them (``SMPLX_NEUTRAL.npz`` etc., as downloaded) and the
-optional extras ``pip install 'humanclaw-gym[smplx,torch]'``. Without them nothing in the
-package changes.
+The body model is :class:`humanclaw_gym.body.smplx_model.SmplxBody` (the user's licensed
+SMPL-X files, the ``smplx`` and ``torch`` extras).
 
-* :class:`SmplxBody`: loads one SMPL-X body with ``smplx.create`` (no PCA hands, flat hand
-  mean) and runs it in fixed-size batches.
 * :func:`amass_to_frames`: an AMASS-style SMPL-X clip (``trans``, ``root_orient``,
   ``pose_body`` (63), optional ``betas`` and ``mocap_frame_rate``; Z up) -> 30 fps
   ``(T, 75)`` frames in this package's Y-up world plus ``(T, 24, 3)`` joint centres from the
   real body model.
 * :func:`smplx_clip_to_chunks`: the same clip as flow-model training chunks
   (:func:`~humanclaw_gym.motion.flow.dataset.mocap_chunks` with the body model's joints).
-* :func:`smplx_vertices`: the skinned SMPL-X mesh of a 75-D frame (world vertices + faces),
-  for drawing the body instead of the capsule links.
 
-Conventions: the 75-D frame is ``[pelvis position (3), root axis-angle (3), 23 joint
-axis-angles (69)]`` in SMPL joint order. Its first 21 joints are SMPL-X's 21 body joints,
-so ``pose_body`` maps one to one; SMPL's two hand joints (22, 23) are zero (fingers stay
-flat). SMPL-X rotates the body about its pelvis joint ``J0(betas)`` and adds ``transl``, so
-the world pelvis is ``J0 + transl``. AMASS is Z up; ``_Z_UP_TO_Y_UP`` maps it to Y up
-(``(x, y, z) -> (x, z, -y)``) for positions and is pre-multiplied onto the root rotation.
-The body's landmark/keypoint vertices (nose, toes, fingertips) are not used, so the vertex
-keypoint selection is switched off.
+Conventions: those of :mod:`humanclaw_gym.body.smplx_model` (the 21 SMPL-X body joints
+are the frame's first 21; SMPL's hand joints stay zero). AMASS is Z up; ``_Z_UP_TO_Y_UP``
+maps it to Y up (``(x, y, z) -> (x, z, -y)``) for positions and is pre-multiplied onto the
+root rotation.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from humanclaw_gym.body.skeleton import FRAME_DIM, NUM_JOINTS
+from humanclaw_gym.body.smplx_model import SMPLX_BODY_JOINTS, SMPLX_HAND_JOINTS, SmplxBody
 from humanclaw_gym.motion.flow.dataset import FPS, ChunkSet, mocap_chunks
 from humanclaw_gym.rotations import matrix_from_rotvec, rot_x, rotvec_from_matrix
 
-__all__ = [
-    "SMPLX_HAND_JOINTS",
-    "SmplxBody",
-    "amass_to_frames",
-    "smplx_clip_to_chunks",
-    "smplx_vertices",
-]
+__all__ = ["amass_to_frames", "smplx_clip_to_chunks"]
 
-#: SMPL-X joints standing in for SMPL's left/right hand joints (middle-finger bases).
-SMPLX_HAND_JOINTS = (28, 43)
-_NUM_BODY_JOINTS = 21
+_NUM_BODY_JOINTS = SMPLX_BODY_JOINTS
 _Z_UP_TO_Y_UP = rot_x(-np.pi / 2.0)
-_BATCH = 64
-
-
-def _import_smplx() -> tuple[Any, Any]:
-    try:
-        import smplx
-        import torch
-    except ImportError as exc:
-        raise ImportError(
-            "SMPL-X support needs the 'smplx' and 'torch' extras: "
-            "pip install 'humanclaw-gym[smplx,torch]'"
-        ) from exc
-    return smplx, torch
-
-
-class SmplxBody:
-    """One SMPL-X body model from the user's licensed files.
-
-    Args:
-        body_model_dir: directory with ``SMPLX_<GENDER>.npz`` (or ``.pkl``), or the file.
-        gender: ``"neutral"``, ``"male"`` or ``"female"``.
-        num_betas: shape coefficients used (<= those in the file).
-        ext: ``"npz"`` or ``"pkl"``.
-
-    Raises:
-        FileNotFoundError: naming the expected file when it is missing.
-    """
-
-    def __init__(
-        self,
-        body_model_dir: str | os.PathLike[str],
-        gender: str = "neutral",
-        num_betas: int = 10,
-        ext: str = "npz",
-    ):
-        smplx, torch = _import_smplx()
-        if gender not in ("neutral", "male", "female"):
-            raise ValueError(f"gender={gender!r} is invalid: allowed 'neutral' | 'male' | 'female'")
-        if ext not in ("npz", "pkl"):
-            raise ValueError(f"ext={ext!r} is invalid: allowed 'npz' | 'pkl'")
-        path = Path(body_model_dir)
-        file = path / f"SMPLX_{gender.upper()}.{ext}" if path.is_dir() else path
-        if not file.is_file():
-            raise FileNotFoundError(
-                f"SMPL-X model file {str(file)!r} not found: pass --body-model-dir pointing at "
-                "the licensed SMPL-X files (they are not shipped with humanclaw-gym)"
-            )
-        self._torch = torch
-        self._smplx = smplx
-        self.num_betas = int(num_betas)
-        self._create_kwargs = dict(
-            model_type="smplx",
-            gender=gender,
-            ext=ext,
-            num_betas=self.num_betas,
-            use_pca=False,
-            flat_hand_mean=True,
-            use_face_contour=False,
-            use_hands=False,
-            use_feet_keypoints=False,
-        )
-        self.file = file
-        self.model = self._create(_BATCH)
-        self._single: Any = None  # a batch-1 copy, built on first use (one frame per render)
-        self._rest_pelvis: dict[bytes, np.ndarray] = {}
-        self.faces = np.asarray(self.model.faces, dtype=np.int64)
-
-    def _create(self, batch_size: int) -> Any:
-        model = self._smplx.create(
-            str(self.file), batch_size=batch_size, **self._create_kwargs
-        ).eval()
-        # Only the 55 skeleton joints are read: drop the vertex keypoints (nose, eyes, ears).
-        model.vertex_joint_selector.extra_joints_idxs = self._torch.zeros(0, dtype=self._torch.long)
-        return model
-
-    def rest_pelvis(self, betas: np.ndarray | None = None) -> np.ndarray:
-        """Pelvis joint ``J0`` of the shaped body in the model frame, ``float64 (3,)``
-        (cached per shape)."""
-        key = self._betas(betas).tobytes()
-        if key not in self._rest_pelvis:
-            out = self.run(np.zeros((1, 3)), np.zeros((1, 63)), np.zeros((1, 3)), betas)
-            self._rest_pelvis[key] = out["joints"][0, 0]
-        return self._rest_pelvis[key].copy()
-
-    def _betas(self, betas: np.ndarray | None) -> np.ndarray:
-        b = np.zeros(self.num_betas)
-        if betas is not None:
-            given = np.asarray(betas, dtype=np.float64).reshape(-1)[: self.num_betas]
-            b[: len(given)] = given
-        return b
-
-    def run(
-        self,
-        root_orient: np.ndarray,
-        pose_body: np.ndarray,
-        transl: np.ndarray,
-        betas: np.ndarray | None = None,
-        vertices: bool = False,
-    ) -> dict[str, np.ndarray]:
-        """Pose the body for ``T`` frames (in the model's own frame).
-
-        Args:
-            root_orient: ``(T, 3)`` global axis-angle.
-            pose_body: ``(T, 63)`` 21 body-joint axis-angles.
-            transl: ``(T, 3)`` translation.
-            betas: ``(num_betas,)`` shape (zeros when None; longer vectors are cut).
-            vertices: also return the skinned vertices.
-
-        Returns:
-            ``{"joints": (T, J, 3)}`` (and ``"vertices": (T, V, 3)``), float64.
-        """
-        torch = self._torch
-        root_orient = np.asarray(root_orient, dtype=np.float64).reshape(-1, 3)
-        n = len(root_orient)
-        pose_body = np.asarray(pose_body, dtype=np.float64).reshape(n, 3 * _NUM_BODY_JOINTS)
-        transl = np.asarray(transl, dtype=np.float64).reshape(n, 3)
-        b = self._betas(betas)
-        joints, verts = [], []
-        batch, model = _BATCH, self.model
-        if n == 1:  # one frame (e.g. one render): a batch-1 model, not 63 padded rows
-            if self._single is None:
-                self._single = self._create(1)
-            batch, model = 1, self._single
-        with torch.no_grad():
-            for s in range(0, n, batch):
-                m = min(batch, n - s)
-                pad = batch - m
-
-                def t(a: np.ndarray, s: int = s, m: int = m, pad: int = pad) -> Any:
-                    a = np.concatenate([a[s : s + m], np.zeros((pad,) + a.shape[1:])])
-                    return torch.as_tensor(a, dtype=torch.float32)
-
-                out = model(
-                    global_orient=t(root_orient),
-                    body_pose=t(pose_body),
-                    transl=t(transl),
-                    betas=torch.as_tensor(np.repeat(b[None], batch, 0), dtype=torch.float32),
-                    return_verts=vertices,
-                )
-                joints.append(out.joints[:m].double().numpy())
-                if vertices:
-                    verts.append(out.vertices[:m].double().numpy())
-        result = {"joints": np.concatenate(joints)}
-        if vertices:
-            result["vertices"] = np.concatenate(verts)
-        return result
 
 
 def _resample(
@@ -279,33 +114,3 @@ def smplx_clip_to_chunks(
     """An SMPL-X clip as flow-model training chunks (joints from the real body model)."""
     frames, joints, _ = amass_to_frames(clip, body)
     return mocap_chunks(frames, stride=stride, joints_world=joints)
-
-
-def smplx_vertices(
-    frame_75: np.ndarray, body: SmplxBody, betas: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The skinned SMPL-X mesh of 75-D frames in the Y-up world.
-
-    Args:
-        frame_75: ``(75,)`` or ``(T, 75)`` world frames.
-        body: the body model.
-        betas: optional shape.
-
-    Returns:
-        ``(vertices float64 (V, 3) or (T, V, 3), faces int64 (F, 3))``; the mesh's pelvis
-        joint sits exactly at the frame's pelvis position.
-    """
-    frames = np.asarray(frame_75, dtype=np.float64)
-    single = frames.ndim == 1
-    frames = frames.reshape(-1, FRAME_DIM)
-    if not np.all(np.isfinite(frames)):
-        raise ValueError("frame_75 must be finite")
-    pelvis0 = body.rest_pelvis(betas)
-    # The model frame is already Y up: the frame's root rotation applies directly, and the
-    # translation places the rotated pelvis joint (J0 + transl) at the frame's pelvis.
-    transl = frames[:, 0:3] - pelvis0
-    out = body.run(
-        frames[:, 3:6], frames[:, 6 : 6 + 3 * _NUM_BODY_JOINTS], transl, betas, vertices=True
-    )
-    verts = out["vertices"]
-    return (verts[0] if single else verts), body.faces.copy()

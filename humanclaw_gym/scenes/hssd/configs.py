@@ -27,7 +27,6 @@ config suffix (``"stages/102343992"``) or a bare config name (``"hcbv3r_..._0000
 from __future__ import annotations
 
 import glob
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -60,6 +59,10 @@ MOTION_TYPES: tuple[str, ...] = ("STATIC", "KINEMATIC", "DYNAMIC")
 TRANSLATION_ORIGINS: tuple[str, ...] = ("asset_local", "com")
 
 
+#: Largest scene dataset JSON file read (configs, scene instances), in bytes.
+MAX_CONFIG_BYTES = 64 << 20
+
+
 class SceneDatasetError(ValueError):
     """A scene dataset file is missing or malformed; the message names the file, the field
     and what refers to it."""
@@ -70,17 +73,17 @@ def _where(path: Path | str, referrer: str | None) -> str:
 
 
 def read_json(path: Path, referrer: str | None = None) -> Any:
-    """Parse a JSON file; errors name the file and its referrer."""
+    """Parse a JSON file (a regular file of at most :data:`MAX_CONFIG_BYTES`); errors name
+    the file and its referrer."""
+    from humanclaw_gym.fileio import FileContentError, loads_json, read_bytes_limited
+
+    where = _where(path, referrer)
     try:
-        text = path.read_text(encoding="utf-8")
+        return loads_json(read_bytes_limited(path, MAX_CONFIG_BYTES, "config file"), where)
     except FileNotFoundError:
-        raise SceneDatasetError(f"{_where(path, referrer)} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SceneDatasetError(f"{_where(path, referrer)} cannot be read ({exc})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SceneDatasetError(f"{_where(path, referrer)} is not valid JSON ({exc})") from None
+        raise SceneDatasetError(f"{where} does not exist") from None
+    except FileContentError as exc:
+        raise SceneDatasetError(str(exc)) from None
 
 
 def _vec(d: Mapping[str, Any], key: str, n: int, default: Any, where: str) -> tuple[float, ...]:

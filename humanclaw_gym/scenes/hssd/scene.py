@@ -50,7 +50,6 @@ __all__ = [
     "SITTABLE_CATEGORIES",
     "STAGE_OBJECT_ID",
     "build_scene",
-    "floor_levels",
     "normalize_category",
     "seat_height",
     "scene_summary",
@@ -68,9 +67,6 @@ CATEGORY_ALIASES: dict[str, str] = {
 }
 #: Seats are looked for this high above the object's bottom (the sit skill's range).
 _SEAT_BAND_M = (0.15, 0.85)
-#: Upward-facing surfaces of the stage with at least this area form a floor level.
-_FLOOR_MIN_AREA_M2 = 2.0
-_FLOOR_MERGE_M = 0.12
 
 
 def normalize_category(name: str | None) -> str:
@@ -308,6 +304,8 @@ def build_scene(index: DatasetIndex, instance: SceneInstance) -> SceneSpec:
             "scene_instance": instance.path,
         },
     )
+    from humanclaw_gym.scenes.meshgrid import floor_levels
+
     levels = floor_levels(scene)
     meta = dict(scene.metadata)
     meta["floor_levels_m"] = [round(v, 4) for v in levels]
@@ -373,43 +371,6 @@ def seat_height(obj: SceneObject, cell_m: float = 0.05) -> float | None:
     bins = np.floor(rel[keep] / 0.02).astype(np.int64)
     best = int(np.argmax(np.bincount(bins - bins.min()))) + int(bins.min())
     return bottom + float(rel[keep][bins == best].max())
-
-
-def floor_levels(scene: SceneSpec, cell_m: float = 0.1) -> list[float]:
-    """Heights of the scene's floors: upward-facing stage surfaces (seen from above or
-    not) grouped by height (within 12 cm), each kept when it covers at least 2 m^2 after
-    eroding its cells by one cell (so wall tops and stair treads, narrower than two cells,
-    do not count). Ascending."""
-    from scipy import ndimage
-
-    from humanclaw_gym.scenes.meshgrid import surface_samples
-
-    pts_all: list[np.ndarray] = []
-    for obj in scene.objects:
-        if obj.category != "stage":
-            continue
-        v, f = object_triangles(obj, collision=True)
-        pts, ny = surface_samples(v, f, cell_m / 1.5)
-        pts_all.append(pts[ny >= 0.9])
-    if not pts_all or not sum(len(p) for p in pts_all):
-        return []
-    pts = np.concatenate(pts_all).astype(np.float64)
-    pts = pts[np.argsort(pts[:, 1])]
-    h = pts[:, 1]
-    levels: list[float] = []
-    start = 0
-    for i in range(1, len(h) + 1):
-        if i == len(h) or h[i] - h[i - 1] > _FLOOR_MERGE_M:
-            group = pts[start:i]
-            ix = np.floor(group[:, 0] / cell_m).astype(np.int64)
-            iz = np.floor(group[:, 2] / cell_m).astype(np.int64)
-            mask = np.zeros((iz.max() - iz.min() + 3, ix.max() - ix.min() + 3), dtype=bool)
-            mask[iz - iz.min() + 1, ix - ix.min() + 1] = True
-            area = ndimage.binary_erosion(mask).sum() * cell_m * cell_m
-            if area >= _FLOOR_MIN_AREA_M2:
-                levels.append(float(np.median(group[:, 1])))
-            start = i
-    return levels
 
 
 def scene_summary(scene: SceneSpec) -> Mapping[str, Any]:

@@ -8,6 +8,8 @@ For tests and benchmarks on machines without the licensed HSSD meshes. It writes
     <root>/objects/humanclaw/<template>.object_config.json, <asset>.glb, <asset>.collider.glb
     <root>/scenes/<scene>.scene_instance.json
     <root>/semantics/hssd-hab_semantic_lexicon.json
+    <root>/episodes/val/val.json.gz                  (the split's header: category tables,
+                                                      no episodes)
     <root>/episodes/val/content/<scene>.json.gz      (Habitat ObjectNav shards + HumanClaw
                                                       fields: init_offset, init_yaw,
                                                       view_points)
@@ -552,17 +554,18 @@ def _write_episodes(root: Path, out_dir: Path, records: list[dict[str, Any]]) ->
                 "init_yaw": _wrap_deg(yaw - 180.0),
             }
         )
-    doc = {
-        "goals_by_category": goals_by_category,
-        "episodes": episodes,
-        "category_to_task_category_id": {
-            c: i for i, c in enumerate(sorted(set(_CATEGORY.values())))
-        },
-        "category_to_scene_annotation_category_id": {
-            c: i for i, c in enumerate(sorted(set(_CATEGORY.values())))
-        },
+    category_ids = {c: i for i, c in enumerate(sorted(set(_CATEGORY.values())))}
+    tables = {
+        "category_to_task_category_id": category_ids,
+        "category_to_scene_annotation_category_id": category_ids,
     }
+    doc = {"goals_by_category": goals_by_category, "episodes": episodes, **tables}
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(doc, sort_keys=True).encode("utf-8")
-    with gzip.GzipFile(out_dir / f"{SCENE_ID}.json.gz", "wb", mtime=0) as fh:
-        fh.write(data)
+    # the split's header beside content/, holding no episodes, as the reference ships it
+    header = {"episodes": [], **tables}
+    for path, body in (
+        (out_dir.parent / f"{out_dir.parent.name}.json.gz", header),
+        (out_dir / f"{SCENE_ID}.json.gz", doc),
+    ):
+        with gzip.GzipFile(path, "wb", mtime=0) as fh:
+            fh.write(json.dumps(body, sort_keys=True).encode("utf-8"))

@@ -1,13 +1,14 @@
-"""A hand-built furnished home for render checks, example images and timing.
+"""Time the render backends on a hand-built furnished home; write example images.
 
 ``demo_scene()`` is a living/dining room plus a bedroom with about 90 primitives (walls,
 floors, couch, tables, chairs, TV, plants, shelf with books, bed, lamp, ...), nine of them
 dynamic objects (cups, books). It does not depend on the procedural generator, so the
-renderers can be tested and timed on their own.
+renderers can be tested and timed on their own (``tests/test_render.py`` loads this file
+for its scene and poses).
 
-Run ``python -m humanclaw_gym.render.demo`` to print the median time per frame of each
-available backend (448 x 448, RGB and RGB + instance ids) and, with ``--out DIR``, to write
-example ego/exo PNGs.
+Run ``python scripts/render_demo.py`` to print the median time per frame of each available
+backend (448 x 448, RGB and RGB + instance ids; 512 x 512 exo) and, with ``--out DIR``, to
+write example ego/exo PNGs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from humanclaw_gym.body.skeleton import STANDING_PELVIS_HEIGHT_M
+from humanclaw_gym.replay.render import link_poses_from_frames
 from humanclaw_gym.scenes.spec import Part, Room, SceneObject, SceneSpec
 
 __all__ = ["benchmark", "demo_scene", "main", "standing_link_poses", "standing_pose_facing"]
@@ -37,14 +40,10 @@ def standing_link_poses(x_m: float = 0.0, z_m: float = 0.0, yaw_rad: float = 0.0
         x_m, z_m: pelvis position on the floor plane.
         yaw_rad: heading about +Y (0 faces +Z).
     """
-    from humanclaw_gym.body.skeleton import STANDING_PELVIS_HEIGHT_M, forward_kinematics
-    from humanclaw_gym.rotations import matrix_to_quat_xyzw
-
     frame = np.zeros(75)
     frame[0:3] = (x_m, STANDING_PELVIS_HEIGHT_M, z_m)
     frame[3:6] = (0.0, yaw_rad, 0.0)
-    positions, rotations = forward_kinematics(frame)
-    return np.concatenate([positions, matrix_to_quat_xyzw(rotations)], axis=1)
+    return link_poses_from_frames(frame)
 
 
 def standing_pose_facing(scene: SceneSpec, category: str, distance_m: float = 2.6) -> np.ndarray:
@@ -329,7 +328,7 @@ def benchmark(
     scene: SceneSpec,
     link_poses: np.ndarray,
     frames: int = 40,
-    instance: bool = False,
+    modes: frozenset[str] = frozenset({"rgb"}),
     size: int = 448,
     view: str = "ego",
 ) -> float:
@@ -340,7 +339,7 @@ def benchmark(
         scene: the scene to draw.
         link_poses: ``(24, 7)`` humanoid pose the cameras follow.
         frames: timed frames (after two warm-up frames).
-        instance: also produce the instance image.
+        modes: render modes of each frame (``"rgb"`` always; e.g. ``"instance"``).
         size: image side in pixels.
         view: ``"ego"`` (on the head) or ``"exo"`` (third person with cutaway).
     """
@@ -357,7 +356,7 @@ def benchmark(
     for i in range(frames + 2):
         start = time.perf_counter()
         renderer.set_body_pose(link_poses)  # type: ignore[attr-defined]
-        renderer.render(camera, instance=instance)  # type: ignore[attr-defined]
+        renderer.render(camera, modes)  # type: ignore[attr-defined]
         if i >= 2:
             times.append(time.perf_counter() - start)
     return 1000.0 * float(np.median(times))
@@ -409,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             continue
         try:
             rgb_ms = benchmark(renderer, scene, poses, args.frames)
-            both_ms = benchmark(renderer, scene, poses, args.frames, instance=True)
+            both_ms = benchmark(renderer, scene, poses, args.frames, {"rgb", "instance"})
             exo_ms = benchmark(renderer, scene, poses, args.frames, size=512, view="exo")
             print(
                 f"{name}: ego 448x448 {rgb_ms:.1f} ms rgb, {both_ms:.1f} ms rgb+instance; "

@@ -1,0 +1,471 @@
+"""The half of every half-physics backend that is not engine calls: :class:`HalfPhysicsBase`.
+
+The backends (:mod:`.pybullet_backend`, :mod:`.mujoco_backend`) implement the frame contract
+of :mod:`.contract` with different engines around the same bookkeeping. The base holds that
+bookkeeping once:
+
+* the body the backend builds, as data (:class:`~humanclaw_gym.body.model.BodyModel`: links,
+  joint tree, shapes and masses); the backends build their humanoid from ``self.body``;
+* the drive tuning every backend's constructor shares (checked by
+  :func:`~.contract.check_drive_tuning`) and each joint's torque cap;
+* the lifecycle: the episode counter, the "built" / "episode started" guards, the checks of
+  frames, ray arguments and snapshots before anything changes;
+* the readouts that only read the realized state (:meth:`realized_frame`,
+  :meth:`link_origins`, :attr:`dynamic_object_ids`) and the :meth:`contract` record.
+
+A backend subclasses it, declares ``capabilities``, and implements its engine calls:
+
+===========================  ====================================================================
+hook / method                what the backend does
+===========================  ====================================================================
+``build`` / ``close``        create / release the engine's world (``self.body`` and the scene)
+``_is_built()``              whether ``build`` ran (and ``close`` did not)
+``_reset_engine(frame)``     place the humanoid at a checked frame at rest, objects back, drives
+                             cleared, realized state read
+``_step_engine(frame)``      drives and 4 substeps of one checked frame, realized state read
+``_ray_down(x, z, y0, y1)``  the engine's downward ray (checked floats)
+``_snapshot()``              a :class:`PhysicsSnapshot` subclass of the engine and drive state
+``_snapshot_live(state)``    (optional) whether the engine still holds that snapshot
+``_restore(state)``          restore a checked snapshot, realized state read
+``_contract_engine()``       the engine's own contract entries (mechanics and constants)
+``link_poses`` ...           ``object_poses``, ``contacts``: engine readouts
+===========================  ====================================================================
+
+Realized state: after ``_reset_engine``, ``_step_engine`` and ``_restore`` the backend has set
+``self._real_pos`` (``float64 (3,)``, the root joint, world) and ``self._real_rot``
+(``float64 (L, 4)`` xyzw: row 0 the root's world rotation, rows ``1..`` each joint's rotation
+relative to its parent). No simulator is imported here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from humanclaw_gym.body.model import BodyModel, skeleton_body
+from humanclaw_gym.body.skeleton import FRAME_DIM, JOINT_NAMES, PARENTS
+from humanclaw_gym.physics.contract import (
+    FRAME_RATE_HZ,
+    GRAVITY_M_S2,
+    HUMAN_FRICTION,
+    MAX_DRIVE_PER_FRAME_RAD,
+    MOTOR_MAX_TORQUE_NM,
+    REFERENCE_PJSC_GAINS,
+    RESTITUTION,
+    ROOT_ANGULAR_SUBSTEP,
+    ROOT_VELOCITY_SUBSTEPS,
+    SCENE_FRICTION,
+    SUBSTEP_S,
+    SUBSTEPS_PER_FRAME,
+    check_drive_tuning,
+    check_ray_down,
+    validate_frame,
+)
+from humanclaw_gym.rotations import quat_exp, quat_log
+
+if TYPE_CHECKING:  # pragma: no cover
+    from humanclaw_gym.backends.protocols import PhysicsCapabilities
+    from humanclaw_gym.scenes.spec import SceneSpec
+
+__all__ = [
+    "CYLINDER_Z_TO_Y",
+    "IDENTITY_QUAT",
+    "PARK_POSITION",
+    "ROOT_GRAVITY_MODES",
+    "HalfPhysicsBase",
+    "PhysicsSnapshot",
+    "part_volume",
+]
+
+#: The reference release's root-only gravity modes (``root_gravity_mode``).
+ROOT_GRAVITY_MODES: tuple[str, ...] = ("pre", "substep", "midpoint")
+
+#: Where the humanoid waits between ``build`` and the first ``reset`` (far below any scene).
+PARK_POSITION: tuple[float, float, float] = (0.0, -1000.0, 0.0)
+#: xyzw rotation turning an engine cylinder (axis local +Z) into a scene cylinder (axis +Y):
+#: -90 degrees about X.
+CYLINDER_Z_TO_Y: tuple[float, float, float, float] = (-math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))
+#: The identity rotation, xyzw.
+IDENTITY_QUAT = np.array([0.0, 0.0, 0.0, 1.0])
+_JOINT_VELOCITY_DRIVE = "written before substep 0, capped like the drive"
+
+
+def part_volume(shape: str, size: tuple[float, float, float]) -> float:
+    """Volume of a scene part, m^3 (a mesh part: its bounding box, ``size`` = half extents;
+    a cylinder: ``size = (radius, half height, _)``; a sphere: ``size[0]`` the radius). The
+    backends spread a dynamic object's mass over its parts by these volumes."""
+    if shape in ("box", "mesh"):
+        return 8.0 * size[0] * size[1] * size[2]
+    if shape == "cylinder":
+        return math.pi * size[0] ** 2 * 2.0 * size[1]
+    return 4.0 / 3.0 * math.pi * size[0] ** 3
+
+
+def _positive(value: float, name: str) -> float:
+    number = float(value)
+    if not (math.isfinite(number) and number > 0.0):
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    return number
+
+
+def _torque_caps(body: BodyModel) -> list[float]:
+    """Each joint's torque cap (N m per axis) by name from
+    :data:`~.contract.MOTOR_MAX_TORQUE_NM`; a link the table does not name (jaw, eyes,
+    fingers of an SMPL-X body) takes its nearest named ancestor's cap."""
+    caps: list[float] = [0.0] * body.num_links
+    for j in range(1, body.num_links):
+        cap = MOTOR_MAX_TORQUE_NM.get(body.names[j])
+        caps[j] = caps[body.parents[j]] if cap is None else cap
+        if caps[j] <= 0.0:
+            raise ValueError(
+                f"body link {body.names[j]!r} has no torque cap: neither it nor an ancestor "
+                f"is one of {tuple(MOTOR_MAX_TORQUE_NM)}"
+            )
+    return caps[1:]
+
+
+@dataclass(frozen=True)
+class PhysicsSnapshot:
+    """What every backend's :meth:`HalfPhysicsBase.get_state` snapshot holds besides its
+    engine state: the backend it belongs to (``id``) and the episode it was taken in. Opaque
+    to callers; valid until the next ``reset``."""
+
+    owner: int
+    episode: int
+
+
+class HalfPhysicsBase(ABC):
+    """Shared bookkeeping of a half-physics backend (see the module docstring).
+
+    Args:
+        solver_iterations: the engine's constraint-solver iterations per substep, [1, 1000].
+        root_correction_gain: weight of the realized-to-generated correction in the root
+            angular drive, [0, 1].
+        pjsc_gains: per-link PJSC gain overrides by link name, each in [0, 1].
+        motor_torque_scale: factor on every joint's torque cap
+            (:data:`~.contract.MOTOR_MAX_TORQUE_NM`), > 0.
+        body: the humanoid to build (default :func:`~humanclaw_gym.body.model.skeleton_body`).
+            Without ``frame_joints`` its links must be the skeleton's (one link per joint of
+            the 75-D frame, ``JOINT_NAMES`` order); offsets, shapes and masses are free.
+        body_asset: a body folder in the reference release's format
+            (:func:`humanclaw_gym.body.asset.load_body_asset`) to build instead; not
+            together with ``body``.
+        human_friction: lateral friction of the humanoid's links, > 0 (default
+            :data:`~.contract.HUMAN_FRICTION`).
+        root_friction: lateral friction of the root link (the pelvis), > 0; None: the same
+            as ``human_friction``.
+        root_gravity_mode: None (default): the engine's gravity acts on every humanoid link
+            and the root's vertical velocity is left to gravity and contacts. ``"pre"``,
+            ``"substep"`` or ``"midpoint"``: the reference release's root-only gravity: the
+            humanoid's links feel no gravity; before substep 0 the root's vertical velocity
+            is set to the generated one plus, with ``inherit_downward_root_y_velocity``, the
+            realized downward velocity; gravity (times ``root_gravity_scale``) is added to
+            the root's vertical velocity once for the whole frame before substep 0
+            (``"pre"``), before every substep (``"substep"``), or half before and half after
+            every substep (``"midpoint"``). Dynamic objects keep their weight either way.
+        root_gravity_scale: factor on gravity in the root-only modes, >= 0.
+        inherit_downward_root_y_velocity: in the root-only modes, carry the realized
+            downward root velocity into the next frame's vertical command.
+
+    Raises:
+        TypeError / ValueError: an option out of range, or a body of other links.
+        BodyAssetError: ``body_asset`` cannot be read (one line naming the file).
+    """
+
+    capabilities: ClassVar[PhysicsCapabilities]
+    #: Constructor options beyond the shared drive tuning, recorded by :meth:`contract`
+    #: under their names (forward replay rebuilds the backend from them).
+    _contract_options: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        solver_iterations: int,
+        root_correction_gain: float,
+        pjsc_gains: dict[str, float] | None,
+        motor_torque_scale: float,
+        body: BodyModel | None = None,
+        *,
+        body_asset: str | None = None,
+        human_friction: float = HUMAN_FRICTION,
+        root_friction: float | None = None,
+        root_gravity_mode: str | None = None,
+        root_gravity_scale: float = 1.0,
+        inherit_downward_root_y_velocity: bool = True,
+    ) -> None:
+        self.human_friction = _positive(human_friction, "human_friction")
+        self.root_friction = (
+            None if root_friction is None else _positive(root_friction, "root_friction")
+        )
+        if root_gravity_mode is not None and root_gravity_mode not in ROOT_GRAVITY_MODES:
+            raise ValueError(
+                f"root_gravity_mode must be None or one of {ROOT_GRAVITY_MODES}, got "
+                f"{root_gravity_mode!r}"
+            )
+        self.root_gravity_mode = root_gravity_mode
+        scale = float(root_gravity_scale)
+        if not (math.isfinite(scale) and scale >= 0.0):
+            raise ValueError(
+                f"root_gravity_scale must be finite and >= 0, got {root_gravity_scale}"
+            )
+        self.root_gravity_scale = scale
+        if not isinstance(inherit_downward_root_y_velocity, bool):
+            raise TypeError(
+                "inherit_downward_root_y_velocity must be a bool, got "
+                f"{inherit_downward_root_y_velocity!r}"
+            )
+        self.inherit_downward_root_y_velocity = inherit_downward_root_y_velocity
+        self.body_asset: str | None = None
+        self._body_identity: dict[str, Any] | None = None
+        if body_asset is not None:
+            if body is not None:
+                raise ValueError("give body or body_asset, not both")
+            if not isinstance(body_asset, (str, os.PathLike)):
+                raise TypeError(f"body_asset must be a path, got {body_asset!r}")
+            from humanclaw_gym.body.asset import load_body_asset
+
+            asset = load_body_asset(body_asset)
+            body = asset.body_model()
+            self.body_asset = os.fspath(body_asset)
+            self._body_identity = asset.identity()
+        body = skeleton_body() if body is None else body
+        pjsc = check_drive_tuning(
+            solver_iterations, root_correction_gain, motor_torque_scale, pjsc_gains, body.names[1:]
+        )
+        if body.frame_joints is None and body.names != JOINT_NAMES:
+            raise ValueError(
+                f"{type(self).__name__}: body links must be the 75-D frame's joints "
+                f"{JOINT_NAMES} with parents {PARENTS}; got {body.names} with {body.parents}"
+            )
+        self.body = body
+        #: ``int64 (L,)``: per link, the frame joint driving it, -1 held at rest.
+        self._drive_map = body.drive_map
+        self.solver_iterations = solver_iterations
+        self.root_correction_gain = float(root_correction_gain)
+        self.pjsc_gains = pjsc
+        self.motor_torque_scale = float(motor_torque_scale)
+        #: ``float64 (L - 1,)``: each joint's torque cap per axis, N m (scale applied).
+        self.max_torque_nm = np.array([cap * self.motor_torque_scale for cap in _torque_caps(body)])
+        n = body.num_links
+        self._scene: SceneSpec | None = None
+        self._episode = 0
+        self._episode_ready = False
+        self._dynamic_ids: tuple[int, ...] = ()
+        # drive state (generated rotations of the last frame, joint commands) and the
+        # realized state, kept current by the backend
+        self._prev_rot = np.tile(IDENTITY_QUAT, (n, 1))
+        self._command = np.tile(IDENTITY_QUAT, (n - 1, 1))
+        self._real_pos = np.zeros(3)
+        self._real_rot = np.tile(IDENTITY_QUAT, (n, 1))
+
+    @property
+    def link_root_friction(self) -> float:
+        """The root link's lateral friction in use."""
+        return self.human_friction if self.root_friction is None else self.root_friction
+
+    def frame_link_rotations(self, frame: np.ndarray) -> np.ndarray:
+        """``float64 (L, 4)`` xyzw rotations of every link for a 75-D frame: row 0 the root
+        (body -> world), rows ``1..`` each link's rotation relative to its parent; a link
+        the frame does not drive gets the identity."""
+        joints = quat_exp(np.asarray(frame[3:], dtype=np.float64).reshape(-1, 3))
+        out = np.tile(IDENTITY_QUAT, (self.body.num_links, 1))
+        driven = self._drive_map >= 0
+        out[driven] = joints[self._drive_map[driven]]
+        return out
+
+    # ================================================================== engine hooks
+    @abstractmethod
+    def build(self, scene: SceneSpec) -> None:
+        """Create the engine's world: the static scene, every dynamic object at its initial
+        pose and ``self.body`` parked at :data:`PARK_POSITION`."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the engine's world. Idempotent; safe after a failed ``build``."""
+
+    @abstractmethod
+    def _is_built(self) -> bool:
+        """Whether ``build`` ran and ``close`` did not."""
+
+    @abstractmethod
+    def _reset_engine(self, frame: np.ndarray) -> None:
+        """Objects back, the humanoid at the (checked) frame at rest, drives cleared, the
+        realized state read."""
+
+    @abstractmethod
+    def _step_engine(self, frame: np.ndarray) -> None:
+        """Drives and the 4 substeps of one (checked) frame; the realized state read."""
+
+    @abstractmethod
+    def _ray_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
+        """The engine's downward ray (checked floats, ``from_y > to_y``)."""
+
+    @abstractmethod
+    def _snapshot(self) -> PhysicsSnapshot:
+        """The engine and drive state of the current episode."""
+
+    def _snapshot_live(self, state: Any) -> bool:
+        """Whether the engine still holds ``state`` (a snapshot of this episode)."""
+        return True
+
+    @abstractmethod
+    def _restore(self, state: Any) -> None:
+        """Restore a checked snapshot of this episode; the realized state read."""
+
+    @abstractmethod
+    def _contract_engine(self) -> dict[str, Any]:
+        """The engine's own contract entries (its mechanics and their constants)."""
+
+    @abstractmethod
+    def link_poses(self) -> np.ndarray:
+        """World pose ``[x, y, z, qx, qy, qz, qw]`` of every link frame (= joint frame),
+        rows in ``body.names`` order, ``float64 (L, 7)``."""
+
+    @abstractmethod
+    def object_poses(self) -> np.ndarray:
+        """World pose of every dynamic object's frame (not its centre of mass), ``(M, 7)``."""
+
+    @abstractmethod
+    def contacts(self) -> np.ndarray:
+        """Contact points of the current state (``CONTACT_DTYPE`` rows), computed on call."""
+
+    # ================================================================== guards
+    def _require_built(self, where: str) -> None:
+        if not self._is_built():
+            raise RuntimeError(f"{type(self).__name__}.{where}: call build(scene) first")
+
+    def _require_episode(self, where: str) -> None:
+        self._require_built(where)
+        if not self._episode_ready:
+            raise RuntimeError(f"{type(self).__name__}.{where}: call reset(frame_75) first")
+
+    # ================================================================== contract
+    def contract(self) -> dict[str, Any]:
+        """The frame contract, the engine's mechanics and this instance's tuning, JSON-ready
+        (for replay manifests); constructor options under their own names."""
+        names = self.body.names[1:]
+        out: dict[str, Any] = {
+            "backend": self.capabilities.name,
+            "frame_rate_hz": FRAME_RATE_HZ,
+            "substeps_per_frame": SUBSTEPS_PER_FRAME,
+            "substep_s": SUBSTEP_S,
+            "root_velocity_substeps": list(ROOT_VELOCITY_SUBSTEPS),
+            "root_angular_substep": ROOT_ANGULAR_SUBSTEP,
+            "gravity_m_s2": GRAVITY_M_S2,
+            "max_drive_per_frame_rad": MAX_DRIVE_PER_FRAME_RAD,
+            "human_friction": self.human_friction,
+            "root_friction": self.root_friction,
+            "root_gravity_mode": self.root_gravity_mode,
+            "root_gravity_scale": self.root_gravity_scale,
+            "inherit_downward_root_y_velocity": self.inherit_downward_root_y_velocity,
+            "scene_friction": SCENE_FRICTION,
+            "restitution": RESTITUTION,
+            "joint_velocity_drive": _JOINT_VELOCITY_DRIVE,
+        }
+        out.update(self._contract_engine())
+        out["solver_iterations"] = self.solver_iterations
+        out["root_correction_gain"] = self.root_correction_gain
+        out["pjsc_gains"] = {name: float(g) for name, g in zip(names, self.pjsc_gains, strict=True)}
+        out["reference_pjsc_gains"] = dict(REFERENCE_PJSC_GAINS)
+        out["motor_torque_scale"] = self.motor_torque_scale
+        out["motor_max_torque_nm"] = {
+            name: float(f) for name, f in zip(names, self.max_torque_nm, strict=True)
+        }
+        out["body_asset"] = self.body_asset
+        if self._body_identity is not None:
+            out["body"] = dict(self._body_identity)
+        for option in self._contract_options:
+            out[option] = getattr(self, option)
+        return out
+
+    # ================================================================== episode
+    def reset(self, frame_75: np.ndarray) -> None:
+        """Start an episode: dynamic objects back at their scene poses, the humanoid placed
+        exactly at ``frame_75`` at rest, the drives cleared.
+
+        Raises:
+            ValueError: ``frame_75`` is not a finite ``(75,)`` vector.
+            RuntimeError: called before ``build``.
+        """
+        self._require_built("reset")
+        frame = validate_frame(frame_75, "reset")
+        self._episode_ready = False
+        self._episode += 1
+        self._reset_engine(frame)
+        self._episode_ready = True
+
+    def step_frame(self, frame_75: np.ndarray) -> None:
+        """Execute one generated 30 Hz frame: drives, then 4 substeps of 1/120 s.
+
+        Raises:
+            ValueError: ``frame_75`` is not a finite ``(75,)`` vector.
+            RuntimeError: called before :meth:`reset`, or the simulation diverged.
+        """
+        self._require_episode("step_frame")
+        self._step_engine(validate_frame(frame_75, "step_frame"))
+
+    # ================================================================== readouts
+    def realized_frame(self) -> np.ndarray:
+        """The humanoid's realized pose as a 75-D frame (root position, root axis-angle and
+        each joint's local axis-angle, angles in ``[0, pi]``), ``float64 (75,)``. A frame
+        joint the body does not have (the release's bodies lack the two hand joints) reads
+        zero."""
+        self._require_episode("realized_frame")
+        out = np.zeros(FRAME_DIM)
+        out[0:3] = self._real_pos
+        logs = quat_log(self._real_rot)
+        driven = self._drive_map >= 0
+        rows = np.zeros((FRAME_DIM // 3 - 1, 3))
+        rows[self._drive_map[driven]] = logs[driven]
+        out[3:] = rows.reshape(-1)
+        return out
+
+    def link_origins(self) -> np.ndarray:
+        """Row 0: the articulated root; rows ``1..L``: every link origin in ``body.names``
+        order (row 1, the root link's origin, is the same point as row 0 in this model).
+        ``float64 (L + 1, 3)``: the point set of the final-distance metric."""
+        poses = self.link_poses()
+        return np.concatenate([self._real_pos[None, :], poses[:, 0:3]], axis=0)
+
+    @property
+    def dynamic_object_ids(self) -> tuple[int, ...]:
+        """Scene ids of the dynamic objects (scene order), the rows of ``object_poses``."""
+        return self._dynamic_ids
+
+    def ray_cast_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
+        """Height of the first scene surface hit by a vertical ray at ``(x, z)`` from
+        ``from_y`` down to ``to_y`` (the humanoid is not seen), or None.
+
+        Raises:
+            ValueError: a non-finite argument, or ``from_y <= to_y``.
+        """
+        self._require_built("ray_cast_down")
+        return self._ray_down(*check_ray_down(x, z, from_y, to_y))
+
+    # ================================================================== snapshots
+    def get_state(self) -> object:
+        """Snapshot of the whole simulation and of the drive state, valid until the next
+        :meth:`reset`; restoring it and stepping the same frames reproduces them exactly."""
+        self._require_episode("get_state")
+        return self._snapshot()
+
+    def set_state(self, state: object) -> None:
+        """Restore a snapshot taken by :meth:`get_state` in the current episode.
+
+        Raises:
+            ValueError: not a snapshot of this backend, or taken before the last reset.
+        """
+        self._require_built("set_state")
+        if not isinstance(state, PhysicsSnapshot) or state.owner != id(self):
+            raise ValueError("set_state: state must be a snapshot from this backend's get_state()")
+        if state.episode != self._episode or not self._snapshot_live(state):
+            raise ValueError(
+                f"set_state: the snapshot is from episode {state.episode}, the current episode is "
+                f"{self._episode}; snapshots are valid until the next reset()"
+            )
+        self._restore(state)
+        self._episode_ready = True
