@@ -583,13 +583,14 @@ def _run_ray(
     resources: Mapping[str, float] | None = None,
     stop: _Stop | None = None,
 ) -> None:
-    from humanclaw_gym.evaluation.ray_executor import run_ray
+    from humanclaw_gym.evaluation.ray_executor import EpisodeRunner, run_ray
 
     stop = stop or _Stop()
     run_ray(
         specs,
         config,
         on_result,
+        EpisodeRunner(run_one_episode, rollout_dir, _clear_rollout, _worker_init),
         address=ray_address,
         workers=workers,
         resources=resources,

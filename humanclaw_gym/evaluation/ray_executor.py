@@ -27,17 +27,15 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from humanclaw_gym.evaluation import artifacts
 from humanclaw_gym.evaluation.artifacts import FolderReceiver, folder_chunks, folder_manifest
 
-if TYPE_CHECKING:
-    from humanclaw_gym.evaluation.batch import EpisodeSpec, RunConfig
-
 __all__ = [
+    "EpisodeRunner",
     "RayAddressError",
     "RayClusterError",
     "check_ray_address",
@@ -47,6 +45,24 @@ __all__ = [
 
 _CONNECT_TIMEOUT_S = 5.0
 _UNCONSUMED_CHUNKS = 4  # chunks a task may stream ahead of the driver (bounds memory)
+
+
+@dataclass(frozen=True)
+class EpisodeRunner:
+    """What this executor needs of the batch runner, handed in by it (this module does not
+    import :mod:`.batch`): module-level functions, so that Ray pickles them by reference.
+
+    Attributes:
+        run: ``run(spec, config) -> summary``, one episode into ``config.output``.
+        folder: ``folder(output, spec) -> Path``, the episode's folder under ``output``.
+        clear: ``clear(folder)``, removes what an earlier run left in an episode folder.
+        init: ``init()``, prepares a worker process.
+    """
+
+    run: Callable[[Any, Any], dict[str, Any]]
+    folder: Callable[[str, Any], Path]
+    clear: Callable[[Path], None]
+    init: Callable[[], None]
 
 
 class RayAddressError(ValueError):
@@ -118,15 +134,14 @@ def check_ray_address(address: str | None) -> None:
 # the task (runs on a Ray worker)
 # ---------------------------------------------------------------------------------------
 def _episode_task(
-    spec: EpisodeSpec,
-    config: RunConfig,
+    runner: EpisodeRunner,
+    spec: Any,
+    config: Any,
     model_config_text: bytes | None,
     chunk_bytes: int,
 ) -> Any:
     """Run one episode in node-local scratch; yield its header, then its folder's chunks."""
-    from humanclaw_gym.evaluation.batch import _worker_init, rollout_dir, run_one_episode
-
-    _worker_init()
+    runner.init()
     scratch = Path(tempfile.mkdtemp(prefix="humanclaw-episode-"))
     try:
         local = replace(config, output=str(scratch / "out"))
@@ -134,8 +149,8 @@ def _episode_task(
             local = replace(
                 local, model_config=_node_model_config(config, model_config_text, scratch)
             )
-        summary = run_one_episode(spec, local)
-        directory = rollout_dir(local.output, spec)
+        summary = runner.run(spec, local)
+        directory = runner.folder(local.output, spec)
         manifest = folder_manifest(directory)
         yield {"summary": summary, "manifest": manifest}
         yield from folder_chunks(directory, manifest, chunk_bytes)
@@ -143,7 +158,7 @@ def _episode_task(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _node_model_config(config: RunConfig, text: bytes, scratch: Path) -> str:
+def _node_model_config(config: Any, text: bytes, scratch: Path) -> str:
     """The driver's model config on this node: its own path when this node sees the same
     file (a shared disk), else the driver's bytes written into scratch."""
     assert config.model_config is not None
@@ -163,9 +178,10 @@ def _node_model_config(config: RunConfig, text: bytes, scratch: Path) -> str:
 # the driver side
 # ---------------------------------------------------------------------------------------
 def run_ray(
-    specs: Sequence[EpisodeSpec],
-    config: RunConfig,
+    specs: Sequence[Any],
+    config: Any,
     on_result: Callable[[dict[str, Any]], None],
+    runner: EpisodeRunner,
     *,
     address: str | None = None,
     workers: int = 1,
@@ -177,10 +193,12 @@ def run_ray(
     episode's summary after its folder was written under ``config.output``.
 
     Args:
-        specs: the episodes.
-        config: the run's settings (``config.output`` is the driver's directory).
+        specs: the episodes (:class:`~humanclaw_gym.evaluation.batch.EpisodeSpec`).
+        config: the run's settings, a :class:`~humanclaw_gym.evaluation.batch.RunConfig`
+            (``config.output`` is the driver's directory).
         on_result: called on the driver with each summary (``dir`` = the driver's folder);
             an episode whose folder did not arrive is a failed summary saying why.
+        runner: the batch runner's episode functions.
         address: an existing cluster (``ray.init(address=...)``); None starts a local one
             with ``workers`` CPUs.
         workers: episodes in flight at once.
@@ -216,7 +234,7 @@ def run_ray(
                 include_dashboard=False,
             )
         started_here = True
-    running: dict[Any, EpisodeSpec] = {}
+    running: dict[Any, Any] = {}
     try:
         _check_feasible(ray, wanted, address)
         task = ray.remote(_episode_task).options(
@@ -232,11 +250,12 @@ def run_ray(
         while (pending or running) and not stop():
             while pending and len(running) < workers:
                 spec = pending.pop(0)
-                running[task.remote(spec, config, model_config_text, chunk_bytes)] = spec
+                ref = task.remote(runner, spec, config, model_config_text, chunk_bytes)
+                running[ref] = spec
             ready, _ = ray.wait(list(running), num_returns=1, timeout=0.2)
             for generator in ready:
                 spec = running.pop(generator)
-                on_result(_receive(ray, generator, spec, config))
+                on_result(_receive(ray, generator, spec, config, runner))
     finally:
         for generator in running:  # stopped: cancel what is still in flight
             ray.cancel(generator, force=True)
@@ -267,11 +286,11 @@ def _check_feasible(ray: Any, wanted: Mapping[str, float], address: str | None) 
     )
 
 
-def _receive(ray: Any, generator: Any, spec: EpisodeSpec, config: RunConfig) -> dict[str, Any]:
+def _receive(
+    ray: Any, generator: Any, spec: Any, config: Any, runner: EpisodeRunner
+) -> dict[str, Any]:
     """Write one task's folder into the driver's output; a failed summary if it cannot."""
-    from humanclaw_gym.evaluation.batch import _clear_rollout, rollout_dir
-
-    target = rollout_dir(config.output, spec)
+    target = runner.folder(config.output, spec)
     try:
         header = ray.get(next(generator))
     except StopIteration:
@@ -279,7 +298,7 @@ def _receive(ray: Any, generator: Any, spec: EpisodeSpec, config: RunConfig) -> 
     except Exception as exc:  # the worker or its node died, the task was cancelled
         return _failed(spec, f"the episode's worker was lost: {_one_line(exc)}")
     try:
-        with FolderReceiver(target, header["manifest"], clear_target=_clear_rollout) as receiver:
+        with FolderReceiver(target, header["manifest"], clear_target=runner.clear) as receiver:
             for ref in generator:
                 receiver.write(ray.get(ref))
     except Exception as exc:  # a short or altered file, a full disk, the worker lost
@@ -289,7 +308,7 @@ def _receive(ray: Any, generator: Any, spec: EpisodeSpec, config: RunConfig) -> 
     return summary
 
 
-def _failed(spec: EpisodeSpec, error: str) -> dict[str, Any]:
+def _failed(spec: Any, error: str) -> dict[str, Any]:
     return {
         "episode_id": spec.episode_id,
         "scene_id": spec.scene_id,
