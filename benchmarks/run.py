@@ -39,6 +39,11 @@ Measured side by side in one run, on one scene of val100:
   a batch of 8 sub-envs' decisions in one model call, with torch on one thread and on
   every CPU (the batched vector env's setting); the target uses the same thread count on
   both sides;
+* ``paper_motion``: the paper's motion model (``motion="paper"``) on random weights of the
+  release's architecture, written by the harness (``benchmarks/paper_motion.py``, which
+  also runs alone): one decision and its parts, a batch of 8 against one, 1 thread and
+  every CPU, the weights' memory; with ``--paper-release DIR`` (a checkout of the
+  reference release) also the release's own runner on the same weights;
 * ``memory``: peak RSS of this process (one env) and of async workers;
 * ``scene_dataset``: the synthetic HSSD-format dataset (``humanclaw_gym.scenes.hssd.
   synthetic``, written to a temp dir): scene load cold (GLBs parsed, disk cache empty),
@@ -48,7 +53,9 @@ Measured side by side in one run, on one scene of val100:
   plus 12 textured 81,920-triangle assets: about 1 M triangles, HSSD-like).
 
 Targets (see docs/performance.md) are reported as pass/fail flags, never asserted. The
-machine may be shared: the report records the load average before and after.
+machine may be shared: the report records the load average before and after. The
+``vlm_throughput`` section is written by ``benchmarks/vlm_throughput.py``; a run of this
+harness keeps it.
 """
 
 from __future__ import annotations
@@ -75,6 +82,9 @@ import numpy as np  # noqa: E402
 import humanclaw_gym  # noqa: E402,F401
 from humanclaw_gym import SkillCall  # noqa: E402
 from humanclaw_gym.envs import ENV_ID  # noqa: E402
+
+_OTHER_SECTIONS = ("vlm_throughput",)
+"""Report sections written by other harnesses (``benchmarks/vlm_throughput.py``): kept."""
 
 ACTIONS = [
     SkillCall.walk("normal"),
@@ -759,10 +769,18 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/report.json"))
     parser.add_argument("--steps", type=int, default=40, help="decision steps per measurement")
     parser.add_argument(
-        "--quick", action="store_true", help="skip vector, flow and wrapper benchmarks"
+        "--quick",
+        action="store_true",
+        help="skip vector, flow, paper motion and wrapper benchmarks",
     )
     parser.add_argument(
         "--vector-steps", type=int, default=8, help="vector-env steps per configuration"
+    )
+    parser.add_argument(
+        "--paper-release",
+        type=Path,
+        default=None,
+        help="a reference release checkout: time its motion runner beside the paper motion",
     )
     parser.add_argument(
         "--hssd-objects",
@@ -830,6 +848,10 @@ def main() -> int:
         report["vector"] = bench_vector(args.vector_steps)
         print("flow batch ...", flush=True)
         report["flow_batch"] = bench_flow_batch()
+        print("paper motion (writes 1.1 GB of random weights to a temp dir) ...", flush=True)
+        import paper_motion  # benchmarks/paper_motion.py, beside this script
+
+        report["paper_motion"] = paper_motion.bench(release=args.paper_release)
         try:
             report["memory"]["async_worker_rss_mib"] = bench_async_worker_rss()
         except ImportError:
@@ -869,8 +891,13 @@ def main() -> int:
         targets["batched8_obs_equal_sync8"] = report["vector"].get("batched_8_obs_equal_sync_8")
     if "flow_batch" in report and "batch_8_over_one" in report["flow_batch"]:
         targets["flow_batch8_le_3x_one"] = report["flow_batch"]["batch_8_over_one"] <= 3.0
+    for name, passed in report.get("paper_motion", {}).get("targets", {}).items():
+        targets[f"paper_motion_{name}"] = passed
     report["targets"] = targets
     report["machine"]["load_average_end"] = list(os.getloadavg())
+    if args.out.is_file():  # sections other harnesses write into the same report stay
+        previous = json.loads(args.out.read_text())
+        report.update({k: previous[k] for k in _OTHER_SECTIONS if k in previous})
     write_json_atomic(args.out, report, sort_keys=True)
     print(
         json.dumps(

@@ -296,6 +296,8 @@ def installation_report(
     probe: bool = True,
     timeout_s: float = _DEFAULT_TIMEOUT_S,
     scene_dataset: str | os.PathLike[str] | None = None,
+    motion_weights: str | os.PathLike[str] | None = None,
+    release_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Build the JSON-serialisable installation report.
 
@@ -306,6 +308,10 @@ def installation_report(
             binary). Without them only metadata is reported and the EGL state is unknown.
         timeout_s: per-probe timeout in seconds (> 0).
         scene_dataset: a scene dataset to check (config file or folder); None: not checked.
+        motion_weights, release_dir: the paper motion's weights directory and/or a release
+            checkout (its manifest, and its ``weights/paper_fullval_v1`` by default): every
+            weight file is checked for presence, size and SHA-256 (nothing is unpickled);
+            both None: not checked.
 
     Returns:
         A dict with ``schema``, ``python``, ``humanclaw_gym``, ``packages`` (one entry per
@@ -313,7 +319,9 @@ def installation_report(
         (``physics``, ``render``, ``motion`` with the choice and the reason),
         ``mesh_cache`` (``dir``, ``entries``, ``bytes``), ``scene_dataset`` (None, or
         ``ok``, ``config``, ``scenes``, ``objects``, ``assets``, ``missing_assets``,
-        ``errors``, ``detail``), ``ok`` and ``missing``.
+        ``errors``, ``detail``), ``paper_motion`` (None, or ``ok``, ``detail``,
+        ``weights_dir``, ``manifest``, ``manifest_sha256``, ``files``, ``bytes``), ``ok``
+        and ``missing``.
 
     Raises:
         ValueError: an unknown ``hide`` name or a non-positive timeout.
@@ -429,6 +437,15 @@ def installation_report(
     )
     if dataset is not None and not dataset["ok"]:
         missing.append(f"scene dataset {scene_dataset}: {dataset['detail']}")
+    paper = None
+    if motion_weights is not None or release_dir is not None:
+        from humanclaw_gym.motion.paper.manifest import check_weights
+
+        paper = check_weights(motion_weights, release_dir)
+        if not have("torch"):
+            paper["detail"] += "; running them needs torch (pip install 'humanclaw-gym[torch]')"
+        if not paper["ok"]:
+            missing.append(f"paper motion weights: {paper['detail']}")
 
     return {
         "schema": REPORT_SCHEMA,
@@ -446,6 +463,7 @@ def installation_report(
         "defaults": {"physics": physics, "render": render, "motion": motion},
         "mesh_cache": _mesh_cache_status(),
         "scene_dataset": dataset,
+        "paper_motion": paper,
         "ok": not missing,
         "missing": missing,
     }
@@ -592,6 +610,12 @@ def format_report(report: dict[str, Any]) -> str:
             lines.append(f"  {'missing assets':<16}{ds['missing_assets']}")
             lines += [f"    {m}" for m in ds["missing_examples"]]
             lines += [f"  error: {e}" for e in ds["errors"]]
+    paper = report.get("paper_motion")
+    if paper is not None:
+        lines += ["", "paper motion weights"]
+        lines.append(f"  {'weights':<16}{paper.get('weights_dir')}")
+        lines.append(f"  {'manifest':<16}{paper.get('manifest')}")
+        lines.append(f"  {'state':<16}{'verified' if paper['ok'] else 'FAILED'}: {paper['detail']}")
     lines.append("")
     if report["ok"]:
         lines.append("result: OK, the default configuration can run")

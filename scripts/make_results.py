@@ -16,7 +16,9 @@ Markers (HTML comments, invisible in rendered Markdown):
 
 * a value: ``<!--r:oracle:main.nav_sr_20cm_pct:.1f-->98.0<!--/r-->`` (baseline, dotted
   key path into its summary, format spec); ``<!--r:oracle:rules:s-->paper<!--/r-->`` names
-  the metric rules the figures were scored by;
+  the metric rules the figures were scored by; a name with its own
+  ``docs/results/<name>.json`` reads that file (``paper_differences``: written by
+  ``benchmarks/paper_differences.py --release PATH``);
 * a whole table: ``<!--table:baselines-main-->`` ... ``<!--/table-->`` (see ``TABLES``).
 
 Usage::
@@ -88,7 +90,11 @@ FIDELITY: tuple[str, ...] = ("oracle", "oracle_flow", "oracle_mujoco", "oracle_f
 
 
 def summary_path(name: str) -> Path:
-    return RESULTS / f"val100_{name}_metrics_summary.json"
+    """``docs/results/<name>.json`` when it exists (other measurements, e.g.
+    ``paper_differences`` from ``benchmarks/paper_differences.py``), else the baseline's
+    ``val100_<name>_metrics_summary.json``."""
+    direct = RESULTS / f"{name}.json"
+    return direct if direct.is_file() else RESULTS / f"val100_{name}_metrics_summary.json"
 
 
 def fidelity_path(name: str) -> Path:

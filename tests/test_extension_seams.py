@@ -482,6 +482,7 @@ def test_every_backend_config_field_is_a_shorthand_of_env_and_run_config():
         "body_model_dir": "/models",
         "body_model_gender": "female",
         "scene_dataset": "/hssd",
+        "body_asset": "/body",
     }
     assert set(values) == set(BACKEND_FIELDS)
     for name, value in values.items():

@@ -69,6 +69,11 @@ def check_options(
     return dict(options)
 
 
+def _accepts(factory: Any, name: str) -> bool:
+    params = inspect.signature(factory).parameters
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
 def _path_or_none(value: Any, name: str) -> str | None:
     if value is None:
         return None
@@ -100,10 +105,11 @@ class BackendConfig:
             pybullet e.g. ``{"solver_iterations": 10}``); unknown names are refused.
         renderer: ``"auto"`` (the first registered renderer that can start: moderngl on
             EGL, else pybullet's TinyRenderer) or a registered render backend name.
-        motion: registered motion generator (``"procedural"``, ``"flow"``).
+        motion: registered motion generator (``"procedural"``, ``"flow"``, ``"paper"``).
         motion_checkpoint: checkpoint of a learned motion generator (``None``: its default).
         motion_options: keyword arguments of the motion generator's constructor (e.g.
-            ``{"steps": 10}`` for ``"flow"``); unknown names are refused.
+            ``{"steps": 10}`` for ``"flow"``; ``{"weights_dir": ..., "release_dir": ...,
+            "device": "cpu"}`` for ``"paper"``); unknown names are refused.
         body_model_dir: the user's licensed SMPL-X files (a directory holding
             ``SMPLX_<GENDER>.npz`` or that file): the images draw the skinned body instead
             of the capsule links (rendering only; physics keeps the capsules).
@@ -112,6 +118,11 @@ class BackendConfig:
             ``*.scene_dataset_config.json`` or the folder holding it, e.g. HSSD prepared by
             the reference release); episodes whose scene it holds run in that scene,
             meshes and all (see ``docs/scenes.md``). None: the shipped procedural homes.
+        body_asset: a body folder in the reference release's format (URDF, STL meshes,
+            ``shift.npy``, ``metadata.json``; see
+            :func:`humanclaw_gym.body.asset.load_body_asset`): the humanoid physics builds,
+            the renderer draws from its meshes and the metrics score by its links. None:
+            the built-in 24-link body.
 
     Construction checks types only (cheap); :meth:`check` checks names and options
     against the registry. Options may be given as a mapping or as ``(key, value)`` pairs.
@@ -126,6 +137,7 @@ class BackendConfig:
     body_model_dir: str | None = None
     body_model_gender: str = "neutral"
     scene_dataset: str | None = None
+    body_asset: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("physics", "renderer", "motion"):
@@ -138,6 +150,7 @@ class BackendConfig:
         set_(self, "motion_checkpoint", _path_or_none(self.motion_checkpoint, "motion_checkpoint"))
         set_(self, "body_model_dir", _path_or_none(self.body_model_dir, "body_model_dir"))
         set_(self, "scene_dataset", _path_or_none(self.scene_dataset, "scene_dataset"))
+        set_(self, "body_asset", _path_or_none(self.body_asset, "body_asset"))
         if self.body_model_gender not in BODY_MODEL_GENDERS:
             raise ValueError(
                 f"body_model_gender must be one of {BODY_MODEL_GENDERS}, got "
@@ -145,6 +158,14 @@ class BackendConfig:
             )
         if "checkpoint" in self.motion_options:
             raise ValueError("motion_options: pass the checkpoint as motion_checkpoint=")
+        if "body_asset" in self.physics_options:
+            raise ValueError("physics_options: pass the body folder as body_asset=")
+        if self.body_asset is not None and self.body_model_dir is not None:
+            raise ValueError(
+                "body_asset and body_model_dir both choose the drawn body: body_asset draws "
+                "the asset's meshes, body_model_dir the SMPL-X skin of the built-in body; "
+                "give one"
+            )
 
     # ---- derived -------------------------------------------------------------------
     def replace(self, **changes: Any) -> BackendConfig:
@@ -172,8 +193,10 @@ class BackendConfig:
     def check(self) -> BackendConfig:
         """Check names against the registry and options against the constructors.
 
-        Imports the physics and motion factories (not a simulator or GL context). The
-        body model directory must exist; a scene dataset must be found and its config
+        Imports the physics and motion factories when options are given (not a simulator,
+        GL context or torch). A motion generator with options that describes its weights
+        (``weights_record``, the paper motion) finds and parses its manifest and seed state
+        here. The body model directory must exist; a scene dataset must be found and its config
         parse (its folders are indexed, no mesh is read), and the mesh reader be installed.
 
         Returns:
@@ -182,10 +205,13 @@ class BackendConfig:
         Raises:
             BackendCapabilityError: an unknown backend name (registered ones listed).
             ValueError: an option a backend does not accept (accepted ones listed); a
-                missing or malformed scene dataset (``SceneDatasetError``, naming the file).
+                missing or malformed scene dataset (``SceneDatasetError``, naming the file);
+                a missing or malformed paper motion manifest or seed state
+                (``PaperWeightsError``, naming the file).
             FileNotFoundError: ``body_model_dir`` (or its model file) does not exist.
             BodyModelError: the model file holds pickled objects smplx would need.
             ImportError: ``scene_dataset`` is set but ``trimesh`` is not installed.
+            BodyAssetError: ``body_asset`` cannot be read (one line naming the file).
         """
         from humanclaw_gym.backends import registry
 
@@ -221,12 +247,29 @@ class BackendConfig:
                     f"scene_dataset={self.scene_dataset!r} needs the mesh reader 'trimesh': "
                     "pip install 'humanclaw-gym[hssd]'"
                 ) from exc
-        if self.physics_options:
+        if self.physics_options or self.body_asset is not None:
             factory = registry.entry("physics", self.physics).load()
             check_options(factory, "physics", self.physics, self.physics_options)
-        if self.motion_options:
+        if self.body_asset is not None:
+            from humanclaw_gym.body.asset import load_body_asset
+
+            if "body_asset" not in inspect.signature(factory).parameters:
+                raise ValueError(
+                    f"body_asset: the {self.physics!r} physics backend builds no body asset "
+                    "(pybullet and mujoco do)"
+                )
+            load_body_asset(self.body_asset)
+        if self.motion_options or self.motion_checkpoint is not None:
             factory = registry.entry("motion", self.motion).load()
             check_options(factory, "motion", self.motion, self.motion_options, ("checkpoint",))
+            if self.motion_checkpoint is not None and not _accepts(factory, "checkpoint"):
+                raise ValueError(
+                    f"motion_checkpoint is not accepted by the {self.motion!r} motion "
+                    "generator (it takes no checkpoint; see its motion_options)"
+                )
+            describe = getattr(factory, "weights_record", None)
+            if describe is not None:  # e.g. the paper motion: its manifest and seed state
+                describe(**dict(self.motion_options))
         return self
 
 

@@ -345,6 +345,11 @@ def _register_defaults() -> None:
         "humanclaw_gym.motion.flow.generator:FlowMotionGenerator",
         "learned flow-matching MotionDiT with per-skill control branches (torch extra)",
     )
+    register_motion(
+        "paper",
+        "humanclaw_gym.motion.paper.generator:PaperMotion",
+        "the paper's MotionDiT and eight skill branches from the release's weights (torch extra)",
+    )
 
 
 _register_defaults()

@@ -1,7 +1,9 @@
 """The humanoid body: skeleton constants, 75-D frame layout, forward kinematics, link shapes,
-the body record physics builds (:class:`BodyModel`)."""
+the body record physics builds (:class:`BodyModel`), bodies read from a folder in the
+reference release's format (:func:`load_body_asset`)."""
 
-from humanclaw_gym.body.model import BodyModel, skeleton_body
+from humanclaw_gym.body.asset import BodyAsset, BodyAssetError, load_body_asset
+from humanclaw_gym.body.model import BodyModel, LinkMesh, skeleton_body
 from humanclaw_gym.body.skeleton import (
     BODY_GROUPS,
     EYE_OFFSET_IN_HEAD_M,
@@ -34,13 +36,17 @@ __all__ = [
     "PELVIS_SEAT_OFFSET_M",
     "REST_JOINTS_M",
     "STANDING_PELVIS_HEIGHT_M",
+    "BodyAsset",
+    "BodyAssetError",
     "BodyModel",
+    "LinkMesh",
     "LinkShape",
     "forward_kinematics",
     "frame_from_parts",
     "heading_yaw",
     "joint_body_group",
     "link_shapes",
+    "load_body_asset",
     "neutral_body22_m",
     "skeleton_body",
     "split_frame",

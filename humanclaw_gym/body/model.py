@@ -1,15 +1,20 @@
 """The humanoid as data: its links, joint tree and link shapes (masses included).
 
 A physics backend builds its humanoid from a :class:`BodyModel` (pybullet through the URDF
-of :mod:`humanclaw_gym.body.urdf`, MuJoCo through its generated model), so another body is
-another record, not other backend code. :func:`skeleton_body` is the default body: the 24
-links of :mod:`humanclaw_gym.body.skeleton`, one per joint of the 75-D frame, shaped and
-weighted by :func:`~humanclaw_gym.body.skeleton.link_shapes`.
+of :mod:`humanclaw_gym.body.urdf` or the body's own URDF, MuJoCo through its generated
+model), so another body is another record, not other backend code. :func:`skeleton_body` is
+the default body: the 24 links of :mod:`humanclaw_gym.body.skeleton`, one per joint of the
+75-D frame, shaped and weighted by :func:`~humanclaw_gym.body.skeleton.link_shapes`. A body
+read from a folder in the reference release's format
+(:func:`humanclaw_gym.body.asset.load_body_asset`) has other links (55 for the release's
+SMPL-X bodies) with triangle-mesh geometry (:class:`LinkMesh`).
 
 Conventions: link 0 is the root (a free base); every other link hangs from its parent by a
 ball joint placed at ``joint_offsets_m[i]`` in the parent's link frame at rest; a link frame
 has the body frame's axes at rest (Y up, Z forward, X left), so a joint's rotation is the
-link's rotation relative to its parent. Metres, kilograms.
+link's rotation relative to its parent. The 75-D frame drives the links of
+``frame_joints`` (link -> frame joint); any other link is held at its rest rotation.
+Metres, kilograms.
 """
 
 from __future__ import annotations
@@ -21,7 +26,29 @@ import numpy as np
 
 from humanclaw_gym.body.skeleton import JOINT_NAMES, PARENTS, REST_JOINTS_M, LinkShape, link_shapes
 
-__all__ = ["BodyModel", "skeleton_body"]
+__all__ = ["BodyModel", "LinkMesh", "skeleton_body"]
+
+
+@dataclass(frozen=True, eq=False)
+class LinkMesh:
+    """Collision geometry and mass of one link given as triangle meshes (each collided as
+    its convex hull), with the mass properties as written in the body's file.
+
+    Attributes:
+        joint: the link's index.
+        parts: ``(vertices float64 (V, 3), faces int32 (F, 3))`` per mesh, link frame;
+            empty for a link without collision geometry.
+        mass_kg: > 0.
+        com_m: the centre of mass (the inertial origin), link frame.
+        inertia: ``(ixx, iyy, izz, ixy, ixz, iyz)`` kg m^2 about ``com_m``, link axes.
+    """
+
+    joint: int
+    parts: tuple[tuple[np.ndarray, np.ndarray], ...]
+    mass_kg: float
+    com_m: tuple[float, float, float]
+    inertia: tuple[float, float, float, float, float, float]
+    kind: str = "mesh"
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,17 +62,28 @@ class BodyModel:
         joint_offsets_m: ``float64 (L, 3)``, each link's joint centre in its parent's link
             frame at rest (row 0, the root, is zero).
         shapes: one :class:`~humanclaw_gym.body.skeleton.LinkShape` per link (collision and
-            visual primitive, placement in the link frame, ``mass_kg`` > 0).
+            visual primitive, placement in the link frame, ``mass_kg`` > 0), or one
+            :class:`LinkMesh` per link (every link the same kind).
+        frame_joints: per link, the index of the 75-D frame joint (``JOINT_NAMES``) whose
+            rotation drives it, ``-1`` for a link held at its rest rotation. None: the
+            links are the frame's joints in order (the skeleton's body). Link 0 must be
+            driven by joint 0 (the root), a joint drives at most one link, and a driven
+            link's parent must be driven by its frame joint's parent.
+        source_urdf: a URDF file holding exactly this body (links in this order), which a
+            physics engine may load instead of a generated one; None for generated bodies.
 
     Raises:
         ValueError: lengths differ, names repeat, a parent is out of order, an offset is
-            not finite, or a shape belongs to another link or has no mass.
+            not finite, a shape belongs to another link or has no mass, or the frame map
+            breaks a rule above.
     """
 
     names: tuple[str, ...]
     parents: tuple[int, ...]
     joint_offsets_m: np.ndarray
-    shapes: tuple[LinkShape, ...]
+    shapes: tuple[LinkShape | LinkMesh, ...]
+    frame_joints: tuple[int, ...] | None = None
+    source_urdf: str | None = None
 
     def __post_init__(self) -> None:
         n = len(self.names)
@@ -79,6 +117,47 @@ class BodyModel:
                     f"BodyModel: shapes[{i}] must be link {i}'s with mass_kg > 0, got joint "
                     f"{shape.joint} and mass_kg {shape.mass_kg}"
                 )
+        if len({type(shape) for shape in self.shapes}) != 1:
+            raise ValueError("BodyModel: shapes must all be LinkShape or all LinkMesh")
+        self._check_frame_joints()
+
+    def _check_frame_joints(self) -> None:
+        n = len(self.names)
+        if self.frame_joints is None:
+            if n != len(JOINT_NAMES) or self.parents != PARENTS:
+                raise ValueError(
+                    "BodyModel: without frame_joints the links must be the 75-D frame's "
+                    f"{len(JOINT_NAMES)} joints with parents {PARENTS}"
+                )
+            return
+        fj = tuple(int(v) for v in self.frame_joints)
+        object.__setattr__(self, "frame_joints", fj)
+        if len(fj) != n or fj[0] != 0:
+            raise ValueError(
+                f"BodyModel: frame_joints must have one entry per link ({n}) and start with 0 "
+                f"(the root is driven by the frame's root), got {fj[:3]}..."
+            )
+        driven = [v for v in fj if v >= 0]
+        if any(not -1 <= v < len(JOINT_NAMES) for v in fj) or len(set(driven)) != len(driven):
+            raise ValueError(
+                f"BodyModel: frame_joints entries must be -1 or distinct frame joints "
+                f"0..{len(JOINT_NAMES) - 1}, got {fj}"
+            )
+        for i in range(1, n):
+            if fj[i] >= 0 and fj[self.parents[i]] != PARENTS[fj[i]]:
+                raise ValueError(
+                    f"BodyModel: link {self.names[i]!r} is driven by frame joint "
+                    f"{JOINT_NAMES[fj[i]]!r} but its parent {self.names[self.parents[i]]!r} "
+                    f"is not driven by {JOINT_NAMES[PARENTS[fj[i]]]!r}"
+                )
+
+    @property
+    def drive_map(self) -> np.ndarray:
+        """``int64 (L,)``: per link, the frame joint driving it or -1 (the identity map for
+        a body without ``frame_joints``)."""
+        if self.frame_joints is None:
+            return np.arange(self.num_links, dtype=np.int64)
+        return np.asarray(self.frame_joints, dtype=np.int64)
 
     @property
     def num_links(self) -> int:

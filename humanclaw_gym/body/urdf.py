@@ -41,6 +41,7 @@ __all__ = [
     "HUMANOID_RGBA",
     "HUMANOID_ROBOT_NAME",
     "build_humanoid_urdf",
+    "held_links_fixed_urdf_text",
     "humanoid_urdf_text",
     "link_frame_inertia_diagonal",
     "shape_principal_inertia",
@@ -221,3 +222,35 @@ def build_humanoid_urdf(
         raise FileNotFoundError(f"URDF directory {str(target.parent)!r} does not exist")
     text = humanoid_urdf_text(body)
     return write_text_atomic(target, text)
+
+
+def held_links_fixed_urdf_text(source_urdf: str | os.PathLike[str], held: set[str]) -> str:
+    """A body asset's URDF as a physics engine loads it: the same text except that
+
+    * the joint of every link in ``held`` (links the 75-D frame does not drive: jaw, eyes,
+      fingers) is ``fixed``, so the link stays at rest relative to its parent (pybullet's
+      joint-state and motor calls reach only 128 position coordinates of a body, fewer
+      than the 54 ball joints of the release's bodies need);
+    * every mesh ``filename`` is made absolute (the file is written elsewhere);
+    * every ``spherical`` joint gets ``<axis xyz="0 0 1"/>`` (URDF readers warn without).
+
+    Links, masses, inertias and geometry are untouched. The source was checked by
+    :func:`~humanclaw_gym.body.asset.load_body_asset`; it is read again here and must still
+    parse.
+    """
+    import xml.etree.ElementTree as ET
+
+    source = Path(source_urdf)
+    root = ET.fromstring(source.read_bytes())
+    folder = source.parent
+    for mesh in root.iter("mesh"):
+        name = mesh.get("filename")
+        if name:
+            mesh.set("filename", str((folder / name).resolve()))
+    for joint in root.findall("joint"):
+        child = joint.find("child")
+        if child is not None and child.get("link") in held:
+            joint.set("type", "fixed")
+        elif joint.get("type") == "spherical" and joint.find("axis") is None:
+            ET.SubElement(joint, "axis", {"xyz": "0 0 1"})
+    return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

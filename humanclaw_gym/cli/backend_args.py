@@ -1,7 +1,8 @@
 """The backend options every simulating command shares (run, rollout, serve, view).
 
 One dataclass, flattened into each command's flags (``--physics``, ``--renderer``,
-``--motion``, ``--motion-option KEY=VALUE``, ...), turned into a
+``--motion``, ``--motion-option KEY=VALUE``, ``--motion-weights DIR`` and ``--release DIR``
+for ``--motion paper``, ...), turned into a
 :class:`~humanclaw_gym.backends.config.BackendConfig` by :meth:`BackendArgs.to_config`. The
 choices in the help come from the backend registry.
 """
@@ -66,12 +67,18 @@ class BackendArgs:
     """checkpoint of the flow motion generator"""
     motion_option: tuple[str, ...] = ()
     """motion generator keyword as KEY=VALUE, VALUE read as JSON when it parses (e.g. steps=10 seat_guidance=false)"""
+    motion_weights: Path | None = None
+    """the paper motion's weights as downloaded (--motion paper; its weights_dir)"""
+    release: Path | None = None
+    """a checkout of the reference release: the paper motion reads its weight manifest and seed state (--motion paper; its release_dir)"""
     body_model_dir: Path | None = None
     """your licensed SMPL-X files: draw the skinned body in the images (rendering only)"""
     body_model_gender: Literal["neutral", "male", "female"] = "neutral"
     """SMPL-X model gender"""
     scene_dataset: Path | None = None
     """a Habitat scene dataset (its *.scene_dataset_config.json or folder, e.g. HSSD prepared by the reference release): episodes of its scenes run in them"""
+    body_asset: Path | None = None
+    """a body folder in the reference release's format (URDF, STL meshes, shift.npy, metadata.json), e.g. its resources/agent/neutral_beta0_handmerged: simulated, drawn and scored instead of the built-in body"""
 
     def to_config(self) -> BackendConfig:
         """The :class:`BackendConfig` (types checked; run :meth:`BackendConfig.check` for
@@ -86,11 +93,25 @@ class BackendArgs:
             renderer=self.renderer,
             motion=self.motion,
             motion_checkpoint=self.motion_checkpoint,
-            motion_options=dict(parse_options(self.motion_option)),
+            motion_options=self._motion_options(),
             body_model_dir=self.body_model_dir,
             body_model_gender=self.body_model_gender,
             scene_dataset=self.scene_dataset,
+            body_asset=self.body_asset,
         )
+
+    def _motion_options(self) -> dict[str, object]:
+        options = dict(parse_options(self.motion_option))
+        for flag, key, value in (
+            ("--motion-weights", "weights_dir", self.motion_weights),
+            ("--release", "release_dir", self.release),
+        ):
+            if value is None:
+                continue
+            if key in options:
+                raise ValueError(f"{flag} and --motion-option {key}=... both given: pass one")
+            options[key] = str(value)
+        return options
 
 
 Flattened = tyro.conf.OmitArgPrefixes

@@ -1,7 +1,8 @@
 """``humanclaw doctor``: report installed backends and extras, and whether the defaults run.
 
 Exit status 0 when the default configuration can run (pybullet, some renderer, a working
-ffmpeg binary) and a ``--scene-dataset`` given has all its files, 1 otherwise (the missing pieces are named), 2 for bad arguments. The checks
+ffmpeg binary), a ``--scene-dataset`` given has all its files and paper motion weights
+given (``--motion-weights`` / ``--release``) are present and verified, 1 otherwise (the missing pieces are named), 2 for bad arguments. The checks
 that could crash (loading pybullet, creating an EGL context, running ffmpeg) run in child
 processes, so this command itself imports no simulator, renderer or torch.
 """
@@ -24,6 +25,8 @@ def doctor(
     probe: bool = True,
     timeout_s: float = 30.0,
     scene_dataset: Path | None = None,
+    motion_weights: Path | None = None,
+    release: Path | None = None,
 ) -> int:
     """Report installed backends and optional extras; exit 1 if the defaults cannot run.
 
@@ -36,12 +39,21 @@ def doctor(
         timeout_s: timeout of each subprocess check, in seconds.
         scene_dataset: also check this scene dataset (its *.scene_dataset_config.json or
             folder): scenes found, object configs and mesh assets missing.
+        motion_weights: also check the paper motion's downloaded weights: every file
+            present with the size and SHA-256 its manifest pins.
+        release: a checkout of the reference release (the weight manifest; its
+            weights/paper_fullval_v1 when --motion-weights is not given).
     """
     from humanclaw_gym.doctor import format_report, installation_report
 
     try:
         report = installation_report(
-            hide, probe=probe, timeout_s=timeout_s, scene_dataset=scene_dataset
+            hide,
+            probe=probe,
+            timeout_s=timeout_s,
+            scene_dataset=scene_dataset,
+            motion_weights=motion_weights,
+            release_dir=release,
         )
     except ValueError as exc:
         print(f"humanclaw doctor: {exc}", file=sys.stderr)

@@ -26,9 +26,11 @@ class RunArgs:
     """
 
     episodes: str = "val100"
-    """one | val100 | val | a split directory | a .json.gz shard or split header | a .json list of episode ids or subset file"""
-    agent: str = "oracle"
-    """psv | psv:v1 | oracle | random | module:Class | checkpoint:PATH"""
+    """one | val100 | val | a split directory | a .json.gz shard or split header | a .json list of episode ids or subset file (with --profile paper: val100 or val, the release's)"""
+    agent: str | None = None
+    """psv | psv:v1 | oracle | random | module:Class | checkpoint:PATH (default: oracle; psv with --profile paper)"""
+    profile: Literal["paper"] | None = None
+    """run the configuration of the published table: the release's episodes, body, physics profile, metric rules, the PSV agent and the paper motion (needs --release, the motion weights and --scene-dataset; docs/paper.md)"""
     output: Path = Path("outputs/run")
     """output directory"""
     model_config: Path | None = None
@@ -42,13 +44,17 @@ class RunArgs:
     video: bool = False
     """write ego.mp4 and exo.mp4 per episode"""
     workers: int = 1
-    """worker processes (local executor) or concurrent tasks (ray)"""
+    """worker processes (local executor) or episodes in flight (ray); may exceed the CPU
+    count for agents that wait on a model endpoint (docs/scaling.md)"""
     resume: bool = False
     """skip episodes whose requested artifacts are complete and verified (same settings only)"""
     executor: Literal["local", "ray"] = "local"
     """run episodes in local processes or as Ray tasks"""
     ray_address: str | None = None
-    """address of an existing Ray cluster (default: start a local one)"""
+    """HOST:PORT of an existing Ray cluster (default: start a local one); no shared disk needed"""
+    ray_task_resources: tuple[str, ...] = ()
+    """what each Ray episode task asks for, NAME=AMOUNT (default CPU=1), e.g. CPU=0.25 or a
+    custom resource of the nodes to run on"""
     seed: int = 0
     """seed for stochastic policies (random)"""
     backend: Annotated[BackendArgs, Flattened] = field(default_factory=BackendArgs)
@@ -99,11 +105,26 @@ def parse_motion_options(items: tuple[str, ...]) -> tuple[tuple[str, object], ..
     return parse_options(items)
 
 
-def _config(args: RunArgs | RolloutArgs):
+def _config(args: RunArgs | RolloutArgs, profile=None):
     from humanclaw_gym.evaluation.batch import RunConfig
 
+    if profile is not None:
+        return RunConfig(
+            agent=args.agent or profile.agent,
+            output=str(args.output),
+            model_config=None if args.model_config is None else str(args.model_config),
+            metrics=args.metrics,
+            metric_rules=profile.metric_rules,
+            video=args.video,
+            seed=args.seed,
+            max_steps=args.max_steps,
+            via_server=None,
+            instruction_template=args.instruction_template,
+            backend=profile.backend,
+            profile=profile,
+        )
     return RunConfig(
-        agent=args.agent,
+        agent=args.agent or "oracle",
         output=str(args.output),
         model_config=None if args.model_config is None else str(args.model_config),
         metrics=args.metrics,
@@ -117,13 +138,13 @@ def _config(args: RunArgs | RolloutArgs):
     )
 
 
-def _checked_config(args: RunArgs | RolloutArgs, prog: str):
+def _checked_config(args: RunArgs | RolloutArgs, prog: str, profile=None):
     """The RunConfig of ``args``, or None after printing why it would fail everywhere."""
     from humanclaw_gym.evaluation.batch import check_run_config
 
     try:
         _check_counts(args)
-        config = _config(args)
+        config = _config(args, profile)
         check_run_config(config)
     except (ValueError, FileNotFoundError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
@@ -141,6 +162,42 @@ def _check_counts(args: RunArgs | RolloutArgs) -> None:
             raise ValueError(f"{flag} {value} is invalid: allowed an int >= 1")
 
 
+def _profile(args: RunArgs):
+    """The resolved profile of ``--profile`` (None without), or a one-line error."""
+    from humanclaw_gym.profiles import resolve_profile
+
+    b = args.backend
+    taken = [
+        flag
+        for flag, given in (
+            ("--motion", b.motion != "procedural"),
+            ("--motion-checkpoint", b.motion_checkpoint is not None),
+            ("--motion-option", bool(b.motion_option)),
+            ("--physics-option", bool(b.physics_option)),
+            ("--body-asset", b.body_asset is not None),
+            ("--body-model-dir", b.body_model_dir is not None),
+            ("--metric-rules", args.metric_rules != "paper"),
+            ("--via-server", args.via_server is not None),
+        )
+        if given
+    ]
+    if taken:
+        raise ValueError(
+            f"--profile {args.profile} sets {', '.join(taken)} itself: leave them out "
+            "(--physics, --renderer, --motion-weights, --scene-dataset and --episodes "
+            "val100|val may be given)"
+        )
+    return resolve_profile(
+        args.profile,
+        b.release,
+        episodes=args.episodes,
+        motion_weights=b.motion_weights,
+        scene_dataset=b.scene_dataset,
+        physics=b.physics,
+        renderer=b.renderer,
+    )
+
+
 def run(args: RunArgs, argv: list[str] | None = None) -> int:
     """Run the batch; returns the exit code (0 all completed, 1 some failed, 130 / 143
     stopped by SIGINT / SIGTERM). User errors raise (the ``humanclaw`` entry point prints
@@ -154,7 +211,19 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
     from humanclaw_gym.evaluation.fingerprint import RunFingerprintError, episodes_record
 
     workers = args.workers
-    if args.via_server:
+    profile = None
+    if args.profile is not None:
+        try:
+            profile = _profile(args)
+        except ValueError as exc:  # ProfileError: every missing part in one line
+            print(f"humanclaw run: error: {exc}", file=sys.stderr)
+            return 2
+    if profile is not None:
+        specs = list_episode_specs(profile.episodes)
+        episodes = episodes_record(
+            f"{profile.name}:{profile.split}", ((s.split, s.scene_id, s.episode_id) for s in specs)
+        )
+    elif args.via_server:
         # The server owns the episode plan and runs one episode at a time.
         from humanclaw_gym.evaluation.remote import server_plan_specs
         from humanclaw_gym.server.client import ServerClient
@@ -173,13 +242,25 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
         episodes = episodes_record(
             args.episodes, ((s.split, s.scene_id, s.episode_id) for s in specs)
         )
-    config = _checked_config(args, "humanclaw run")
+    config = _checked_config(args, "humanclaw run", profile)
     if config is None:
         return 2
     if args.limit is not None:
         specs = specs[: args.limit]
+    from humanclaw_gym.evaluation.ray_executor import (
+        RayAddressError,
+        RayClusterError,
+        parse_task_resources,
+    )
+
+    try:
+        ray_resources = parse_task_resources(args.ray_task_resources)
+    except ValueError as exc:
+        print(f"humanclaw run: error: {exc}", file=sys.stderr)
+        return 2
     print(
-        f"humanclaw run: {len(specs)} episode(s), agent={args.agent}, output={args.output}",
+        f"humanclaw run: {len(specs)} episode(s), agent={config.agent}, output={args.output}"
+        + ("" if profile is None else f", profile={profile.name}"),
         flush=True,
     )
     from humanclaw_gym.metrics import MetricsFileError
@@ -195,10 +276,11 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
             ray_address=args.ray_address,
             progress=not args.quiet,
             episodes=episodes,
+            ray_resources=ray_resources,
         )
     except BatchInterrupted as exc:
         summary, interrupted = exc.summary, exc
-    except (RunFingerprintError, OutputInUseError) as exc:
+    except (RunFingerprintError, OutputInUseError, RayAddressError, RayClusterError) as exc:
         print(f"humanclaw run: error: {exc}", file=sys.stderr)
         return 2
     except MetricsFileError as exc:
@@ -227,6 +309,8 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
         print()
         print(format_tables(summary.metrics_summary))
         print(f"\nmetrics summary written to {Path(args.output) / 'metrics_summary.json'}")
+    if summary.mixed_cpus:
+        print(_mixed_cpu_warning(summary.cpu_records), file=sys.stderr)
     if interrupted is not None:
         print(
             f"{summary.not_run} episode(s) did not run and left no files; to finish the run:\n"
@@ -246,6 +330,25 @@ def _resume_command(argv: list[str] | None) -> str:
     if "--resume" not in args:
         args.append("--resume")
     return shlex.join(["humanclaw", "run", *args])
+
+
+def _mixed_cpu_warning(groups: list[dict]) -> str:
+    """The end-of-run warning for a run whose episodes ran on CPUs of different records."""
+    parts = []
+    for group in groups:
+        cpu = group["cpu"]
+        if cpu is None:
+            continue
+        simd = " ".join(cpu.get("numpy_simd") or []) or "none"
+        blas = (cpu.get("blas") or {}).get("architecture")
+        kernels = f"numpy SIMD: {simd}" + (f", BLAS: {blas}" if blas else "")
+        parts.append(f"{group['episodes']} on {cpu.get('model')} ({kernels})")
+    return (
+        f"humanclaw run: warning: the episodes ran on {len(parts)} different CPU records ("
+        + "; ".join(parts)
+        + "); their figures are not bit-comparable (docs/baselines.md, Across machines); "
+        "each episode's node.json names its CPU"
+    )
 
 
 def rollout(args: RolloutArgs) -> int:

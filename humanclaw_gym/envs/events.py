@@ -71,6 +71,8 @@ class ResetEvent:
         body_lowest_y: lowest point of the standing body at spawn (metres) or None.
         exo_rgb: exo view ("frame_exo") or None.
         physics_contract: the physics backend's contract description (for manifests).
+        body_links: the humanoid's link names, the order of contact rows' ``link_a`` (a
+            body asset's links); None for the built-in skeleton body (``JOINT_NAMES``).
     """
 
     episode: Episode
@@ -87,6 +89,7 @@ class ResetEvent:
     exo_rgb: np.ndarray | None = None
     physics_contract: dict[str, Any] | None = None
     physics_state: Any = None
+    body_links: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

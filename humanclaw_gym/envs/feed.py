@@ -81,6 +81,7 @@ class ObserverFeed:
             exo_rgb=sim.render("exo", EXO_SIZE_PX).rgb if "frame_exo" in needs else None,
             physics_contract=sim.physics_contract(),
             physics_state=None,
+            body_links=sim.body_links,
         )
         self._observers.emit("on_reset", event)
 

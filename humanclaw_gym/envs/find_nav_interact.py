@@ -122,12 +122,24 @@ class FindNavInteractEnv(gym.Env):
         obs_mode: str | None = None,
         backend: BackendConfig | None = None,
         instruction_template: str | os.PathLike[str] | InstructionTemplate | None = None,
+        profile: Any = None,
+        release_dir: str | os.PathLike[str] | None = None,
+        motion_weights: str | os.PathLike[str] | None = None,
         **backend_fields: Any,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
+        self.run_profile: Any = None
+        if profile is not None or release_dir is not None or motion_weights is not None:
+            from humanclaw_gym.profiles import profile_for_env
+
+            self.run_profile = profile_for_env(
+                profile, release_dir, motion_weights, split, episodes, backend, backend_fields
+            )
+            split, episodes = self.run_profile.episodes, None
+            backend, backend_fields = self.run_profile.backend, {}
         config = _backend_config(backend, backend_fields)
         template = resolve_instruction_template(instruction_template)
         if sensors is not None and (obs_size is not None or obs_mode is not None):
@@ -192,9 +204,14 @@ class FindNavInteractEnv(gym.Env):
         return self._sim
 
     @property
-    def backend_info(self) -> dict[str, str]:
-        """Names of the backends in use and why this renderer was chosen."""
-        return self._sim.backend_info
+    def backend_info(self) -> dict[str, Any]:
+        """Names of the backends in use and why this renderer was chosen; with a profile
+        (``profile="paper"``) also its record (``"profile"``: release, body, weights,
+        scene dataset), which replay manifests keep."""
+        info = dict(self._sim.backend_info)
+        if self.run_profile is not None:
+            info["profile"] = dict(self.run_profile.record)
+        return info
 
     @property
     def episodes(self) -> tuple[Episode, ...]:

@@ -124,6 +124,11 @@ class Simulation:
             from humanclaw_gym.body.smplx_model import SmplxBody
 
             self.body_model = SmplxBody(config.body_model_dir, gender=config.body_model_gender)
+        self.body_asset: Any = None  # a BodyAsset when config.body_asset is set
+        if config.body_asset is not None:
+            from humanclaw_gym.body.asset import load_body_asset
+
+            self.body_asset = load_body_asset(config.body_asset)
         self.scene_dataset: SceneDataset | None = None
         if config.scene_dataset is not None:
             from humanclaw_gym.scenes.hssd import open_scene_dataset
@@ -138,6 +143,7 @@ class Simulation:
         self._version = 0  # bumped whenever the simulated state changes
         self._synced_version = -1
         self._synced_link_poses: np.ndarray | None = None
+        self._synced_body_poses: np.ndarray | None = None
         self._body_mesh_faces_sent = False
         self._cache: dict[tuple[str, int], tuple[frozenset[str], RenderResult]] = {}
         self._cache_version = -1
@@ -165,7 +171,7 @@ class Simulation:
             need_contacts=contacts,
             need_ray_cast=contacts,
             image_size=max(image_size, EGO_SIZE_PX, EXO_SIZE_PX),
-            need_body_mesh=c.body_model_dir is not None,
+            need_body_mesh=c.body_model_dir is not None or c.body_asset is not None,
             part_shapes=("box", "cylinder", "sphere", "mesh")
             if c.scene_dataset is not None
             else ("box", "cylinder", "sphere"),
@@ -210,14 +216,25 @@ class Simulation:
             )
 
     @property
-    def backend_info(self) -> dict[str, str]:
-        """Names of the backends in use and why this renderer was chosen."""
-        return {
+    def backend_info(self) -> dict[str, Any]:
+        """Names of the backends in use and why this renderer was chosen; with a motion
+        generator that describes its weights (``weights_info``, e.g. the paper motion's
+        manifest SHA-256, device and dtype) also ``motion_weights``; with a body asset its
+        identity (name, path, SHA-256 of its files), with a scene dataset its path."""
+        info: dict[str, Any] = {
             "physics": self.config.physics,
             "renderer": getattr(getattr(self.renderer, "capabilities", None), "name", "not built"),
             "renderer_reason": self.render_reason or "not built yet",
             "motion": self.config.motion,
         }
+        weights = getattr(self.motion, "weights_info", None)
+        if weights is not None:
+            info["motion_weights"] = dict(weights)
+        if self.body_asset is not None:
+            info["body_asset"] = self.body_asset.identity()
+        if self.config.scene_dataset is not None:
+            info["scene_dataset"] = self.config.scene_dataset
+        return info
 
     # ------------------------------------------------------------------------------------
     # building
@@ -247,7 +264,10 @@ class Simulation:
         else:
             scene = episodes_mod.load_scene(scene_id)
         self._release_scene()
-        self.physics = self.resolved.physics.load()(**self.config.physics_options)
+        options = dict(self.config.physics_options)
+        if self.config.body_asset is not None:
+            options["body_asset"] = self.config.body_asset
+        self.physics = self.resolved.physics.load()(**options)
         self.physics.build(scene)
         self.renderer.build(scene)  # renderers accept a new scene without a new context
         self._body_mesh_faces_sent = False  # build() forgets a body mesh, faces included
@@ -279,7 +299,9 @@ class Simulation:
         In scenes made of triangle meshes the body starts on the meshes' contact skin:
         ``start_position`` y plus the physics' collision margin (Bullet collides a
         triangle mesh with its margin outside the triangles, a box with it inside), so
-        the feet do not start a margin deep in the floor.
+        the feet do not start a margin deep in the floor. A body asset whose lowest vertex
+        would start below that height is lifted onto it (the seed pose is the motion
+        model's body, whose proportions differ).
 
         Returns:
             ``float64 (5, 75)``: the motion generator's seed history (world frame).
@@ -288,6 +310,14 @@ class Simulation:
         start[1] += self.surface_skin_m()
         history = np.asarray(self.motion.reset(start, start_yaw_rad, seed=seed), dtype=np.float64)
         self.physics.reset(history[-1])
+        if self.body_asset is not None:
+            # a body of other proportions than the motion's may reach below the floor in
+            # the seed pose: lift it until its lowest vertex rests on the start's floor
+            gap = float(start[1]) - self.body_lowest_y()
+            if gap > 0.0:
+                lifted = history[-1].copy()
+                lifted[1] += gap
+                self.physics.reset(lifted)
         self._version += 1
         return history
 
@@ -373,7 +403,13 @@ class Simulation:
                 return cached[1]
             wanted |= cached[0]  # one new pass with every mode asked for so far
         link_poses = self._sync_renderer()
-        if view == "ego":
+        if view == "ego" and self.body_asset is not None:
+            from humanclaw_gym.render.cameras import body_asset_ego_camera
+
+            camera = body_asset_ego_camera(
+                self.body_asset, self._synced_body_poses, width=size, height=size
+            )
+        elif view == "ego":
             camera = ego_camera(link_poses, width=size, height=size)
         else:  # placed clear of the scene's walls, to the side of a seated body
             camera = exo_camera(link_poses, width=size, height=size, scene=self.scene)
@@ -389,9 +425,19 @@ class Simulation:
         if self._synced_version == self._version and self._synced_link_poses is not None:
             return self._synced_link_poses
         link_poses = self.physics.link_poses()
+        if self.body_asset is not None:  # drawn from its own meshes
+            self._synced_body_poses = link_poses
+            link_poses = self.body_asset.skeleton_link_poses(link_poses)
         self.renderer.set_body_pose(link_poses)
         if self.body_model is not None:
             self._sync_body_mesh()
+        elif self.body_asset is not None:
+            _, faces, _ = self.body_asset.visual_mesh
+            vertices = self.body_asset.posed_vertices(self._synced_body_poses)
+            self.renderer.set_body_mesh(
+                vertices.astype(np.float32), None if self._body_mesh_faces_sent else faces
+            )
+            self._body_mesh_faces_sent = True
         ids = self.physics.dynamic_object_ids
         if ids:
             self.renderer.set_object_poses(ids, self.physics.object_poses())
@@ -413,6 +459,12 @@ class Simulation:
     # state queries (hidden state: for observers and privileged mode, never the policy)
     # ------------------------------------------------------------------------------------
     @property
+    def body_links(self) -> tuple[str, ...] | None:
+        """The body asset's link names (the order of contact rows' ``link_a``), or None
+        for the built-in skeleton body."""
+        return None if self.body_asset is None else self.body_asset.links
+
+    @property
     def state_version(self) -> int:
         """A counter that changes whenever the simulated state changes (reset, every
         executed frame, a new scene)."""
@@ -433,7 +485,12 @@ class Simulation:
         return self.physics.contract()
 
     def body_lowest_y(self) -> float:
-        """Lowest point of the standing body at the current root height (metres)."""
+        """Lowest point of the body (metres): the built-in body standing at the current root
+        height; a body asset's lowest visual vertex in its current pose (the reference
+        release reads its body's lowest point from the posed link geometry)."""
+        if self.body_asset is not None:
+            vertices = self.body_asset.posed_vertices(self.physics.link_poses())
+            return float(vertices[:, 1].min())
         from humanclaw_gym.body import STANDING_PELVIS_HEIGHT_M
 
         return float(self.physics.realized_frame()[1] - STANDING_PELVIS_HEIGHT_M)

@@ -12,7 +12,14 @@ Every ``humanclaw run`` output directory holds ``run_fingerprint.json`` (schema
 * ``episodes``: the selection (``--episodes`` value, or the server's plan) and the SHA-256
   of its episode list before ``--limit``;
 * ``backend``: :meth:`~humanclaw_gym.backends.config.BackendConfig.to_dict` (physics,
-  renderer, motion and their options, body model) and ``motion_checkpoint_sha256``;
+  renderer, motion and their options, body model), ``motion_checkpoint_sha256`` and
+  ``motion_weights`` (what the motion generator says names its weights: for ``"paper"`` the
+  weight manifest's and seed state's SHA-256, device and dtype; None for the others);
+* ``body_asset``: the identity of the ``body_asset`` folder (name, path, one SHA-256 over
+  its files, links, mass), None for the built-in body;
+* ``profile``: the record of a profile (``--profile paper``: the release's commit or
+  file hashes, the body, the physics options, the weight manifest's hash, the scene
+  dataset), None without one;
 * ``metric_rules``: which metric rules score the episodes (``"paper"`` when the run
   config names none);
 * ``instruction_template``: ``None`` (each episode's own instruction) or where the
@@ -61,7 +68,13 @@ FINGERPRINT_SCHEMA = "humanclaw_run_fingerprint_v1"
 DEFAULT_METRIC_RULES = "paper"
 
 # Settings a fingerprint written before the field existed is taken to have had.
-_DEFAULTS: dict[str, Any] = {"metric_rules": DEFAULT_METRIC_RULES, "instruction_template": None}
+_DEFAULTS: dict[str, Any] = {
+    "metric_rules": DEFAULT_METRIC_RULES,
+    "instruction_template": None,
+    "body_asset": None,
+    "profile": None,
+    "motion_weights": None,
+}
 
 # Words of a field name that mark a credential; ``*_env`` fields only name a variable.
 _SECRET_WORDS = frozenset(
@@ -188,6 +201,30 @@ def episodes_record(selection: str | None, keys: Iterable[tuple[str, str, str]])
     return {"selection": selection, "sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
+def _motion_weights_record(backend: Any) -> dict[str, Any] | None:
+    """The motion generator's own description of the weights it would load (its
+    ``weights_record(**motion_options)``, e.g. the paper motion's manifest SHA-256, device
+    and dtype), or None for a generator without one."""
+    from humanclaw_gym.backends import registry
+
+    describe = getattr(registry.entry("motion", backend.motion).load(), "weights_record", None)
+    return None if describe is None else describe(**dict(backend.motion_options))
+
+
+def _body_asset_record(path: str | None) -> dict[str, Any] | None:
+    """The identity of a body folder (name, path, SHA-256 over its files), or None."""
+    if path is None:
+        return None
+    from humanclaw_gym.body.asset import load_body_asset
+
+    return load_body_asset(path).identity()
+
+
+def _profile_record(profile: Any) -> dict[str, Any] | None:
+    """A resolved profile's record (see :class:`humanclaw_gym.profiles.RunProfile`)."""
+    return None if profile is None else dict(profile.record)
+
+
 def run_fingerprint(config: Any, episodes: Mapping[str, Any]) -> dict[str, Any]:
     """The fingerprint record of a run (see the module docstring).
 
@@ -213,6 +250,9 @@ def run_fingerprint(config: Any, episodes: Mapping[str, Any]) -> dict[str, Any]:
         "episodes": dict(episodes),
         "backend": backend.to_dict(),
         "motion_checkpoint_sha256": _file_sha256_or_none(backend.motion_checkpoint),
+        "motion_weights": _motion_weights_record(backend),
+        "body_asset": _body_asset_record(getattr(backend, "body_asset", None)),
+        "profile": _profile_record(getattr(config, "profile", None)),
         "metric_rules": getattr(config, "metric_rules", None) or DEFAULT_METRIC_RULES,
         "instruction_template": instruction_template_record(
             getattr(config, "instruction_template", None)

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from humanclaw_gym.body.skeleton import BODY_GROUPS, JOINT_NAMES, NUM_JOINTS, joint_body_group
+from humanclaw_gym.body.skeleton import BODY_GROUPS, JOINT_NAMES, joint_body_group
 from humanclaw_gym.metrics._checks import (
     as_contacts,
     as_finite_float,
@@ -69,11 +69,21 @@ _PAPER_GROUP_OVERRIDES = {"left_collar": "arm/hand", "right_collar": "arm/hand",
 
 
 def collision_body_group(joint: int | str, rules: str = DEFAULT_METRIC_RULES) -> str:
-    """The collision body group (a key of ``BODY_GROUPS``) of a humanoid joint.
+    """The collision body group (a key of ``BODY_GROUPS``) of a humanoid link, by the
+    skeleton's joint index or by any link's name.
 
-    ``strict`` uses :data:`humanclaw_gym.body.skeleton.BODY_GROUPS` as it is; ``paper``
-    moves the collars to ``arm/hand`` and the neck to ``torso`` as the reference does.
+    A joint of the skeleton: ``strict`` uses :data:`humanclaw_gym.body.skeleton.BODY_GROUPS`
+    as it is; ``paper`` moves the collars to ``arm/hand`` and the neck to ``torso`` as the
+    reference does. Another link of a body asset (an SMPL-X body's jaw, eyes and finger
+    links) takes the reference release's name rule under both rules
+    (:func:`humanclaw_gym.body.asset.release_body_group`: fingers ``arm/hand``, jaw and
+    eyes ``head``, anything else ``torso``).
     """
+    if isinstance(joint, str) and joint not in JOINT_NAMES:
+        from humanclaw_gym.body.asset import release_body_group
+
+        check_rules(rules)
+        return release_body_group(joint)
     group = joint_body_group(joint)
     if check_rules(rules) == "paper":
         name = JOINT_NAMES[int(joint)] if not isinstance(joint, str) else joint
@@ -221,6 +231,9 @@ class CollisionTracker:
         rules: the metric rules (fixed geometry, body groups, rates without motion).
         floor_source: where the floor came from, one of :data:`FLOOR_SOURCES` (see
             :func:`episode_floor`).
+        link_names: the humanoid's link names, the order of the contact rows' ``link_a``
+            (a body asset's links); None: the skeleton's ``JOINT_NAMES``. Each link's body
+            group is :func:`collision_body_group` of its name.
     """
 
     def __init__(
@@ -229,6 +242,7 @@ class CollisionTracker:
         floor_height_m: float,
         rules: str = DEFAULT_METRIC_RULES,
         floor_source: str = "spawn_raycast",
+        link_names: Sequence[str] | None = None,
     ) -> None:
         self.rules = check_rules(rules)
         if floor_source not in FLOOR_SOURCES:
@@ -241,7 +255,14 @@ class CollisionTracker:
         self._motion_steps: set[int] = set()
         self._collision_steps: set[int] = set()
         self._group_steps: dict[str, set[int]] = {group: set() for group in BODY_GROUPS}
-        self._group_of = [collision_body_group(j, self.rules) for j in range(NUM_JOINTS)]
+        names = JOINT_NAMES if link_names is None else tuple(link_names)
+        if not names or not all(isinstance(n, str) and n for n in names):
+            raise ValueError(f"link_names must be non-empty link names, got {link_names!r}")
+        self.link_names = names
+        self._group_of = [
+            collision_body_group(j if link_names is None else n, self.rules)
+            for j, n in enumerate(names)
+        ]
 
     def record_frame(self, step: int, contacts: np.ndarray) -> bool:
         """Record one realized frame of motion decision ``step``.
@@ -251,7 +272,7 @@ class CollisionTracker:
         """
         step = as_int(step, "step", 0)
         rows = as_contacts(contacts)
-        check_human_links(rows, NUM_JOINTS)
+        check_human_links(rows, len(self.link_names))
         self._motion_steps.add(step)
         mask = collision_contact_mask(
             rows, self._dynamic_ids, self.floor_height_m, rules=self.rules
@@ -387,7 +408,11 @@ class CollisionMetric:
 
     def on_reset(self, start: EpisodeStart) -> None:
         self._tracker = CollisionTracker(
-            start.dynamic_ids, start.floor_height_m, start.rules, start.floor_source
+            start.dynamic_ids,
+            start.floor_height_m,
+            start.rules,
+            start.floor_source,
+            link_names=start.link_names,
         )
         self._penetration_m = start.initial_penetration_m
         self._pending: list[np.ndarray] = []

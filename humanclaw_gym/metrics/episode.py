@@ -272,7 +272,8 @@ class EpisodeMetricRecorder:
             )
         rows = as_contacts(contacts)
         # Reject bad input before any tracker changes state.
-        check_human_links(rows, NUM_JOINTS)
+        links = self.start.link_names
+        check_human_links(rows, NUM_JOINTS if links is None else len(links))
         ids = self._checked_ids(object_ids)
         positions = np.asarray(object_positions, dtype=np.float64)
         if positions.shape != (len(ids), 3):

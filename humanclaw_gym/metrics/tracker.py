@@ -78,6 +78,9 @@ class EpisodeStart:
         object_handles: Habitat instance handles of the scene's objects
             (:func:`~humanclaw_gym.metrics.interact.scene_object_handles`), or None; under
             ``paper`` rules Interact also counts objects sharing a target's template.
+        link_names: the humanoid's link names in the order of the contacts' ``link_a`` (a
+            body asset's links, which also name their collision body groups), or None for
+            the built-in skeleton (``JOINT_NAMES``).
     """
 
     episode_id: str
@@ -94,6 +97,7 @@ class EpisodeStart:
     floor_source: str = "spawn_raycast"
     rollout_index: int = 0
     object_handles: Mapping[int, str] | None = None
+    link_names: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -137,6 +141,11 @@ class EpisodeStart:
         put("floor_height_m", as_finite_float(self.floor_height_m, "floor_height_m"))
         if self.object_handles is not None:
             put("object_handles", dict(self.object_handles))
+        if self.link_names is not None:
+            names = tuple(self.link_names)
+            if not names or not all(isinstance(n, str) and n for n in names):
+                raise ValueError(f"link_names must be non-empty link names, got {names[:3]!r}")
+            put("link_names", names)
 
 
 class DecisionRecord(NamedTuple):

@@ -4,6 +4,9 @@
 * :mod:`humanclaw_gym.motion.canonical`: the floor-projected canonical frame and the 219-D
   model state shared by every generator.
 * :mod:`humanclaw_gym.motion.rotations`: alias of the rotation helpers of :mod:`humanclaw_gym.rotations`.
+* :mod:`humanclaw_gym.motion.flow` (``"flow"``) and :mod:`humanclaw_gym.motion.paper`
+  (``"paper"``: the release's own model from the user's weight download): learned
+  generators (torch, imported on first use).
 
 The generator protocol itself lives in :mod:`humanclaw_gym.backends.protocols`.
 """

@@ -113,6 +113,8 @@ def _rotate_inv(qx, qy, qz, qw, vx, vy, vz):
 def begin_frame(
     frame,
     prev_xz,
+    prev_y,
+    src,
     prev_rot,
     real_rot,
     command,
@@ -129,33 +131,50 @@ def begin_frame(
     ff_limit,
     ramp,
     v_root_xz,
+    gmode,
+    g_eff,
+    inherit,
+    h,
 ):
     """Compute and write every drive of one generated frame (before substep 0).
 
     Args:
         frame: the generated ``(75,)`` frame.
         prev_xz: ``(2,)`` previous generated root x/z; overwritten with this frame's.
-        prev_rot: ``(24, 4)`` previous generated rotations (root global, joints local),
+        prev_y: ``(1,)`` previous generated root height; overwritten with this frame's.
+        src: ``(L,)`` the frame joint driving each link, -1 for a link held at rest.
+        prev_rot: ``(L, 4)`` previous generated rotations (root global, joints local),
             overwritten with this frame's.
-        real_rot: ``(24, 4)`` realized rotations at the start of the frame.
-        command: ``(23, 4)`` joint drive commands (PJSC state), updated.
-        gains: ``(23,)`` PJSC gains; ``root_gain``: root correction gain.
+        real_rot: ``(L, 4)`` realized rotations at the start of the frame.
+        command: ``(L - 1, 4)`` joint drive commands (PJSC state), updated.
+        gains: ``(L - 1,)`` PJSC gains; ``root_gain``: root correction gain.
         cap: the per-frame drive cap (rad); ``fps``: generated frame rate.
         qvel, qfrc: MjData ``qvel`` / ``qfrc_applied`` (written: root x/z and angular
             velocity, joint velocities; the feed-forward of the joint damping).
-        ctrl_sched: ``(4, 3 * 23)`` actuator targets per substep (written).
-        dof_adr: ``(24,)`` first dof of the root free joint and of each ball joint.
-        act_adr: ``(23,)`` first of the three actuators of each joint.
-        ff_damping: ``(23,)`` joint damping (N m s/rad) compensated at the drive velocity.
-        ff_limit: ``(23,)`` largest feed-forward torque per axis (N m): the torque cap.
+        ctrl_sched: ``(4, number of actuators)`` actuator targets per substep (written).
+        dof_adr: ``(L,)`` first dof of the root free joint and of each ball joint (-1 for
+            a welded link the frame does not drive: ``src`` -1).
+        act_adr: ``(L - 1,)`` first of the three actuators of each joint (-1 welded).
+        ff_damping: ``(L - 1,)`` joint damping (N m s/rad) compensated at the drive velocity.
+        ff_limit: ``(L - 1,)`` largest feed-forward torque per axis (N m): the torque cap.
         ramp: 1 to move the actuator targets along the frame's path substep by substep,
             0 to hold the command for the whole frame.
         v_root_xz: ``(2,)`` written: the root x/z velocity (also written before substep 2).
+        gmode: 0 engine gravity (the root's vertical velocity is not written); 1, 2, 3 the
+            reference release's root-only gravity ``"pre"``, ``"substep"``, ``"midpoint"``:
+            the root's vertical velocity is set here to the generated one (plus the
+            realized downward one when ``inherit`` is 1, minus ``g_eff / fps`` for ``"pre"``).
+        g_eff: gravity times its scale (m/s^2); ``h``: the substep length (s).
     """
+    links = prev_rot.shape[0]
     # generated rotations of this frame
-    gen = np.empty((24, 4))
-    for j in range(24):
-        gx, gy, gz, gw = _qexp(frame[3 + 3 * j], frame[4 + 3 * j], frame[5 + 3 * j])
+    gen = np.empty((links, 4))
+    for j in range(links):
+        k = src[j]
+        if k < 0:
+            gx, gy, gz, gw = 0.0, 0.0, 0.0, 1.0
+        else:
+            gx, gy, gz, gw = _qexp(frame[3 + 3 * k], frame[4 + 3 * k], frame[5 + 3 * k])
         gen[j, 0] = gx
         gen[j, 1] = gy
         gen[j, 2] = gz
@@ -178,12 +197,21 @@ def begin_frame(
     lx, ly, lz = _rotate_inv(rx, ry, rz, rw, wx * fps, wy * fps, wz * fps)
     qvel[dof_adr[0]] = v_root_xz[0]
     qvel[dof_adr[0] + 2] = v_root_xz[1]
+    if gmode != 0:
+        vy = (frame[1] - prev_y[0]) * fps
+        if inherit == 1:
+            vy += min(0.0, qvel[dof_adr[0] + 1])
+        if gmode == 1:
+            vy -= g_eff / fps
+        qvel[dof_adr[0] + 1] = vy
     qvel[dof_adr[0] + 3] = lx
     qvel[dof_adr[0] + 4] = ly
     qvel[dof_adr[0] + 5] = lz
     # -- joints: PJSC command, capped and kept within the cap of the realized rotation
-    for i in range(23):
+    for i in range(links - 1):
         j = i + 1
+        if src[j] < 0:  # held at rest: welded, no dofs
+            continue
         cx, cy, cz, cw = command[i, 0], command[i, 1], command[i, 2], command[i, 3]
         qx, qy, qz, qw = real_rot[j, 0], real_rot[j, 1], real_rot[j, 2], real_rot[j, 3]
         gx, gy, gz, gw = gen[j, 0], gen[j, 1], gen[j, 2], gen[j, 3]
@@ -223,17 +251,18 @@ def begin_frame(
             ctrl_sched[sub, a0] = tx
             ctrl_sched[sub, a0 + 1] = ty
             ctrl_sched[sub, a0 + 2] = tz
-    for j in range(24):
+    for j in range(links):
         for c in range(4):
             prev_rot[j, c] = gen[j, c]
     prev_xz[0] = frame[0]
     prev_xz[1] = frame[2]
+    prev_y[0] = frame[1]
 
 
 @_maybe_jit
 def read_state(qpos, qpos_adr, out_pos, out_rot):
-    """Read the humanoid's realized root position ``(3,)`` and rotations ``(24, 4)`` xyzw
-    (row 0 the root, rows 1..23 the joints' local rotations) from ``qpos``, normalized.
+    """Read the humanoid's realized root position ``(3,)`` and rotations ``(L, 4)`` xyzw
+    (row 0 the root, rows ``1..`` the joints' local rotations) from ``qpos``, normalized.
 
     Returns:
         False when any value is not finite (the simulation diverged).
@@ -244,7 +273,13 @@ def read_state(qpos, qpos_adr, out_pos, out_rot):
         out_pos[c] = qpos[a + c]
         if not math.isfinite(out_pos[c]):
             ok = False
-    for j in range(24):
+    for j in range(out_rot.shape[0]):
+        if qpos_adr[j] < 0:  # a welded (held) link: at rest
+            out_rot[j, 0] = 0.0
+            out_rot[j, 1] = 0.0
+            out_rot[j, 2] = 0.0
+            out_rot[j, 3] = 1.0
+            continue
         b = qpos_adr[j] + (3 if j == 0 else 0)
         w, x, y, z = qpos[b], qpos[b + 1], qpos[b + 2], qpos[b + 3]
         n = math.sqrt(w * w + x * x + y * y + z * z)
@@ -259,18 +294,25 @@ def read_state(qpos, qpos_adr, out_pos, out_rot):
 
 
 @_maybe_jit
-def set_pose(frame, qpos, qpos_adr, out_rot):
-    """Write a 75-D frame into ``qpos`` (root position and every rotation, wxyz) and its
-    rotations ``(24, 4)`` xyzw into ``out_rot``."""
+def set_pose(frame, qpos, qpos_adr, out_rot, src):
+    """Write a 75-D frame into ``qpos`` (root position and every link's rotation, wxyz;
+    ``src``: the frame joint of each link, -1 for the identity) and the rotations
+    ``(L, 4)`` xyzw into ``out_rot``."""
     a = qpos_adr[0]
     for c in range(3):
         qpos[a + c] = frame[c]
-    for j in range(24):
-        x, y, z, w = _qexp(frame[3 + 3 * j], frame[4 + 3 * j], frame[5 + 3 * j])
+    for j in range(out_rot.shape[0]):
+        k = src[j]
+        if k < 0:
+            x, y, z, w = 0.0, 0.0, 0.0, 1.0
+        else:
+            x, y, z, w = _qexp(frame[3 + 3 * k], frame[4 + 3 * k], frame[5 + 3 * k])
         out_rot[j, 0] = x
         out_rot[j, 1] = y
         out_rot[j, 2] = z
         out_rot[j, 3] = w
+        if qpos_adr[j] < 0:  # a welded (held) link
+            continue
         b = qpos_adr[j] + (3 if j == 0 else 0)
         qpos[b] = w
         qpos[b + 1] = x
@@ -315,6 +357,8 @@ def run_frames(
     warning_count,
     warning_kinds,
     prev_xz,
+    prev_y,
+    src,
     prev_rot,
     real_rot,
     command,
@@ -331,6 +375,10 @@ def run_frames(
     ff_limit,
     ramp,
     v_root_xz,
+    gmode,
+    g_eff,
+    inherit,
+    h,
 ):
     """Execute ``frames (n, 75)`` in order: per frame :func:`begin_frame`, the four
     substeps (actuator targets, the root x/z velocity again before substep 2, ``mj_step``)
@@ -358,6 +406,8 @@ def run_frames(
         begin_frame(
             frames[i],
             prev_xz,
+            prev_y,
+            src,
             prev_rot,
             real_rot,
             command,
@@ -374,8 +424,28 @@ def run_frames(
             ff_limit,
             ramp,
             v_root_xz,
+            gmode,
+            g_eff,
+            inherit,
+            h,
         )
-        if ramp == 1:
+        if gmode != 0:  # the reference release's root-only gravity: a bias per substep
+            for sub in range(4):
+                if sub == 2:
+                    qvel[root] = v_root_xz[0]
+                    qvel[root + 2] = v_root_xz[1]
+                if ramp == 1:
+                    ctrl[:] = ctrl_sched[sub]
+                else:
+                    ctrl[:] = ctrl_sched[0]
+                if gmode == 3:
+                    qvel[root + 1] -= 0.5 * g_eff * h
+                elif gmode == 2:
+                    qvel[root + 1] -= g_eff * h
+                mj_step(model_addr, data_addr)
+                if gmode == 3:
+                    qvel[root + 1] -= 0.5 * g_eff * h
+        elif ramp == 1:
             for sub in range(4):
                 if sub == 2:
                     qvel[root] = v_root_xz[0]

@@ -40,6 +40,7 @@ relative to its parent). No simulator is imported here.
 from __future__ import annotations
 
 import math
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -65,7 +66,7 @@ from humanclaw_gym.physics.contract import (
     check_ray_down,
     validate_frame,
 )
-from humanclaw_gym.rotations import quat_log
+from humanclaw_gym.rotations import quat_exp, quat_log
 
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.backends.protocols import PhysicsCapabilities
@@ -75,10 +76,14 @@ __all__ = [
     "CYLINDER_Z_TO_Y",
     "IDENTITY_QUAT",
     "PARK_POSITION",
+    "ROOT_GRAVITY_MODES",
     "HalfPhysicsBase",
     "PhysicsSnapshot",
     "part_volume",
 ]
+
+#: The reference release's root-only gravity modes (``root_gravity_mode``).
+ROOT_GRAVITY_MODES: tuple[str, ...] = ("pre", "substep", "midpoint")
 
 #: Where the humanoid waits between ``build`` and the first ``reset`` (far below any scene).
 PARK_POSITION: tuple[float, float, float] = (0.0, -1000.0, 0.0)
@@ -101,6 +106,29 @@ def part_volume(shape: str, size: tuple[float, float, float]) -> float:
     return 4.0 / 3.0 * math.pi * size[0] ** 3
 
 
+def _positive(value: float, name: str) -> float:
+    number = float(value)
+    if not (math.isfinite(number) and number > 0.0):
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    return number
+
+
+def _torque_caps(body: BodyModel) -> list[float]:
+    """Each joint's torque cap (N m per axis) by name from
+    :data:`~.contract.MOTOR_MAX_TORQUE_NM`; a link the table does not name (jaw, eyes,
+    fingers of an SMPL-X body) takes its nearest named ancestor's cap."""
+    caps: list[float] = [0.0] * body.num_links
+    for j in range(1, body.num_links):
+        cap = MOTOR_MAX_TORQUE_NM.get(body.names[j])
+        caps[j] = caps[body.parents[j]] if cap is None else cap
+        if caps[j] <= 0.0:
+            raise ValueError(
+                f"body link {body.names[j]!r} has no torque cap: neither it nor an ancestor "
+                f"is one of {tuple(MOTOR_MAX_TORQUE_NM)}"
+            )
+    return caps[1:]
+
+
 @dataclass(frozen=True)
 class PhysicsSnapshot:
     """What every backend's :meth:`HalfPhysicsBase.get_state` snapshot holds besides its
@@ -118,15 +146,35 @@ class HalfPhysicsBase(ABC):
         solver_iterations: the engine's constraint-solver iterations per substep, [1, 1000].
         root_correction_gain: weight of the realized-to-generated correction in the root
             angular drive, [0, 1].
-        pjsc_gains: per-joint PJSC gain overrides by joint name, each in [0, 1].
+        pjsc_gains: per-link PJSC gain overrides by link name, each in [0, 1].
         motor_torque_scale: factor on every joint's torque cap
             (:data:`~.contract.MOTOR_MAX_TORQUE_NM`), > 0.
         body: the humanoid to build (default :func:`~humanclaw_gym.body.model.skeleton_body`).
-            Its links and joint tree must be the skeleton's (one link per joint of the 75-D
-            frame, ``JOINT_NAMES`` order); offsets, shapes and masses are free.
+            Without ``frame_joints`` its links must be the skeleton's (one link per joint of
+            the 75-D frame, ``JOINT_NAMES`` order); offsets, shapes and masses are free.
+        body_asset: a body folder in the reference release's format
+            (:func:`humanclaw_gym.body.asset.load_body_asset`) to build instead; not
+            together with ``body``.
+        human_friction: lateral friction of the humanoid's links, > 0 (default
+            :data:`~.contract.HUMAN_FRICTION`).
+        root_friction: lateral friction of the root link (the pelvis), > 0; None: the same
+            as ``human_friction``.
+        root_gravity_mode: None (default): the engine's gravity acts on every humanoid link
+            and the root's vertical velocity is left to gravity and contacts. ``"pre"``,
+            ``"substep"`` or ``"midpoint"``: the reference release's root-only gravity: the
+            humanoid's links feel no gravity; before substep 0 the root's vertical velocity
+            is set to the generated one plus, with ``inherit_downward_root_y_velocity``, the
+            realized downward velocity; gravity (times ``root_gravity_scale``) is added to
+            the root's vertical velocity once for the whole frame before substep 0
+            (``"pre"``), before every substep (``"substep"``), or half before and half after
+            every substep (``"midpoint"``). Dynamic objects keep their weight either way.
+        root_gravity_scale: factor on gravity in the root-only modes, >= 0.
+        inherit_downward_root_y_velocity: in the root-only modes, carry the realized
+            downward root velocity into the next frame's vertical command.
 
     Raises:
         TypeError / ValueError: an option out of range, or a body of other links.
+        BodyAssetError: ``body_asset`` cannot be read (one line naming the file).
     """
 
     capabilities: ClassVar[PhysicsCapabilities]
@@ -141,25 +189,67 @@ class HalfPhysicsBase(ABC):
         pjsc_gains: dict[str, float] | None,
         motor_torque_scale: float,
         body: BodyModel | None = None,
+        *,
+        body_asset: str | None = None,
+        human_friction: float = HUMAN_FRICTION,
+        root_friction: float | None = None,
+        root_gravity_mode: str | None = None,
+        root_gravity_scale: float = 1.0,
+        inherit_downward_root_y_velocity: bool = True,
     ) -> None:
+        self.human_friction = _positive(human_friction, "human_friction")
+        self.root_friction = (
+            None if root_friction is None else _positive(root_friction, "root_friction")
+        )
+        if root_gravity_mode is not None and root_gravity_mode not in ROOT_GRAVITY_MODES:
+            raise ValueError(
+                f"root_gravity_mode must be None or one of {ROOT_GRAVITY_MODES}, got "
+                f"{root_gravity_mode!r}"
+            )
+        self.root_gravity_mode = root_gravity_mode
+        scale = float(root_gravity_scale)
+        if not (math.isfinite(scale) and scale >= 0.0):
+            raise ValueError(
+                f"root_gravity_scale must be finite and >= 0, got {root_gravity_scale}"
+            )
+        self.root_gravity_scale = scale
+        if not isinstance(inherit_downward_root_y_velocity, bool):
+            raise TypeError(
+                "inherit_downward_root_y_velocity must be a bool, got "
+                f"{inherit_downward_root_y_velocity!r}"
+            )
+        self.inherit_downward_root_y_velocity = inherit_downward_root_y_velocity
+        self.body_asset: str | None = None
+        self._body_identity: dict[str, Any] | None = None
+        if body_asset is not None:
+            if body is not None:
+                raise ValueError("give body or body_asset, not both")
+            if not isinstance(body_asset, (str, os.PathLike)):
+                raise TypeError(f"body_asset must be a path, got {body_asset!r}")
+            from humanclaw_gym.body.asset import load_body_asset
+
+            asset = load_body_asset(body_asset)
+            body = asset.body_model()
+            self.body_asset = os.fspath(body_asset)
+            self._body_identity = asset.identity()
         body = skeleton_body() if body is None else body
         pjsc = check_drive_tuning(
             solver_iterations, root_correction_gain, motor_torque_scale, pjsc_gains, body.names[1:]
         )
-        if body.names != JOINT_NAMES or body.parents != PARENTS:
+        if body.frame_joints is None and body.names != JOINT_NAMES:
             raise ValueError(
                 f"{type(self).__name__}: body links must be the 75-D frame's joints "
                 f"{JOINT_NAMES} with parents {PARENTS}; got {body.names} with {body.parents}"
             )
         self.body = body
+        #: ``int64 (L,)``: per link, the frame joint driving it, -1 held at rest.
+        self._drive_map = body.drive_map
         self.solver_iterations = solver_iterations
         self.root_correction_gain = float(root_correction_gain)
         self.pjsc_gains = pjsc
         self.motor_torque_scale = float(motor_torque_scale)
         #: ``float64 (L - 1,)``: each joint's torque cap per axis, N m (scale applied).
-        self.max_torque_nm = np.array(
-            [MOTOR_MAX_TORQUE_NM[name] * self.motor_torque_scale for name in body.names[1:]]
-        )
+        self.max_torque_nm = np.array([cap * self.motor_torque_scale for cap in _torque_caps(body)])
         n = body.num_links
         self._scene: SceneSpec | None = None
         self._episode = 0
@@ -171,6 +261,21 @@ class HalfPhysicsBase(ABC):
         self._command = np.tile(IDENTITY_QUAT, (n - 1, 1))
         self._real_pos = np.zeros(3)
         self._real_rot = np.tile(IDENTITY_QUAT, (n, 1))
+
+    @property
+    def link_root_friction(self) -> float:
+        """The root link's lateral friction in use."""
+        return self.human_friction if self.root_friction is None else self.root_friction
+
+    def frame_link_rotations(self, frame: np.ndarray) -> np.ndarray:
+        """``float64 (L, 4)`` xyzw rotations of every link for a 75-D frame: row 0 the root
+        (body -> world), rows ``1..`` each link's rotation relative to its parent; a link
+        the frame does not drive gets the identity."""
+        joints = quat_exp(np.asarray(frame[3:], dtype=np.float64).reshape(-1, 3))
+        out = np.tile(IDENTITY_QUAT, (self.body.num_links, 1))
+        driven = self._drive_map >= 0
+        out[driven] = joints[self._drive_map[driven]]
+        return out
 
     # ================================================================== engine hooks
     @abstractmethod
@@ -252,7 +357,11 @@ class HalfPhysicsBase(ABC):
             "root_angular_substep": ROOT_ANGULAR_SUBSTEP,
             "gravity_m_s2": GRAVITY_M_S2,
             "max_drive_per_frame_rad": MAX_DRIVE_PER_FRAME_RAD,
-            "human_friction": HUMAN_FRICTION,
+            "human_friction": self.human_friction,
+            "root_friction": self.root_friction,
+            "root_gravity_mode": self.root_gravity_mode,
+            "root_gravity_scale": self.root_gravity_scale,
+            "inherit_downward_root_y_velocity": self.inherit_downward_root_y_velocity,
             "scene_friction": SCENE_FRICTION,
             "restitution": RESTITUTION,
             "joint_velocity_drive": _JOINT_VELOCITY_DRIVE,
@@ -266,6 +375,9 @@ class HalfPhysicsBase(ABC):
         out["motor_max_torque_nm"] = {
             name: float(f) for name, f in zip(names, self.max_torque_nm, strict=True)
         }
+        out["body_asset"] = self.body_asset
+        if self._body_identity is not None:
+            out["body"] = dict(self._body_identity)
         for option in self._contract_options:
             out[option] = getattr(self, option)
         return out
@@ -299,11 +411,17 @@ class HalfPhysicsBase(ABC):
     # ================================================================== readouts
     def realized_frame(self) -> np.ndarray:
         """The humanoid's realized pose as a 75-D frame (root position, root axis-angle and
-        each joint's local axis-angle, angles in ``[0, pi]``), ``float64 (75,)``."""
+        each joint's local axis-angle, angles in ``[0, pi]``), ``float64 (75,)``. A frame
+        joint the body does not have (the release's bodies lack the two hand joints) reads
+        zero."""
         self._require_episode("realized_frame")
-        out = np.empty(FRAME_DIM)
+        out = np.zeros(FRAME_DIM)
         out[0:3] = self._real_pos
-        out[3:] = quat_log(self._real_rot).reshape(-1)
+        logs = quat_log(self._real_rot)
+        driven = self._drive_map >= 0
+        rows = np.zeros((FRAME_DIM // 3 - 1, 3))
+        rows[self._drive_map[driven]] = logs[driven]
+        out[3:] = rows.reshape(-1)
         return out
 
     def link_origins(self) -> np.ndarray:

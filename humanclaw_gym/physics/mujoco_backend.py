@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from humanclaw_gym.backends.protocols import PhysicsCapabilities
-from humanclaw_gym.body.model import BodyModel
+from humanclaw_gym.body.model import BodyModel, LinkMesh
 from humanclaw_gym.body.skeleton import FRAME_DIM
 from humanclaw_gym.body.urdf import shape_principal_inertia
 from humanclaw_gym.physics import _mujoco_drive as drive
@@ -95,6 +95,8 @@ _STIFFNESS_CAP_ERROR_RAD = 0.3
 # Rotor inertia added to every ball-joint dof (kg m^2): keeps the lightest links stable.
 _ARMATURE = 2e-3
 _HUMAN_GROUP = 1  # geom group of the humanoid (rays see only group 0)
+# root_gravity_mode -> the code the compiled drive takes
+_GRAVITY_MODE_CODES = {None: 0, "pre": 1, "substep": 2, "midpoint": 3}
 
 
 def _fmt(values: Any) -> str:
@@ -121,16 +123,51 @@ def _quat_matrix(q_xyzw: Any) -> np.ndarray:
 _CYLINDER_Z_TO_Y = _wxyz(CYLINDER_Z_TO_Y)
 
 
-def _human_mjcf(body: BodyModel) -> str:
-    """The humanoid's bodies (nested after ``body.parents``), its joints and geoms."""
+def _human_mjcf(
+    body: BodyModel,
+    root_friction: float | None = None,
+    gravcomp: bool = False,
+    geoms: list[tuple[str, int]] | None = None,
+    meshes: list[str] | None = None,
+) -> str:
+    """The humanoid's bodies (nested after ``body.parents``), its joints and geoms.
+
+    Primitive links get one geom named ``h_<link>``; mesh links (:class:`LinkMesh`) one
+    geom ``h_<link>_<k>`` per mesh (MuJoCo collides each as its convex hull), whose
+    ``<mesh>`` asset is appended to ``meshes``; ``geoms`` collects ``(geom name, link)``.
+    ``root_friction`` sets the root link's friction; ``gravcomp`` cancels gravity on every
+    humanoid body (the reference release's root-only gravity).
+    """
     shapes = body.shapes
     children = body.children()
+    geoms = [] if geoms is None else geoms
+    meshes = [] if meshes is None else meshes
+
+    def friction(j: int) -> str:
+        if j == 0 and root_friction is not None:
+            return f' friction="{root_friction:.17g} 0.005 0.0001"'
+        return ""
 
     def geom(j: int) -> str:
         s = shapes[j]
+        name = body.names[j]
+        if isinstance(s, LinkMesh):
+            out = []
+            for k, (vertices, faces) in enumerate(s.parts):
+                mesh = f"m_{name}_{k}"
+                meshes.append(
+                    f'    <mesh name="{mesh}" vertex="{_fmt(vertices)}" face="{_fmt_int(faces)}"/>\n'
+                )
+                geoms.append((f"h_{name}_{k}", j))
+                out.append(
+                    f'<geom name="h_{name}_{k}" type="mesh" mesh="{mesh}" class="human"'
+                    f"{friction(j)}/>"
+                )
+            return "".join(out)
+        geoms.append((f"h_{name}", j))
         common = (
-            f'name="h_{body.names[j]}" pos="{_fmt(s.offset_m)}" '
-            f'quat="{_fmt(_wxyz(s.quat_xyzw))}" class="human"'
+            f'name="h_{name}" pos="{_fmt(s.offset_m)}" '
+            f'quat="{_fmt(_wxyz(s.quat_xyzw))}" class="human"{friction(j)}'
         )
         if s.kind == "capsule":
             return f'<geom type="capsule" size="{s.radius:.17g} {s.half_length:.17g}" {common}/>'
@@ -140,6 +177,12 @@ def _human_mjcf(body: BodyModel) -> str:
 
     def inertial(j: int) -> str:
         s = shapes[j]
+        if isinstance(s, LinkMesh):
+            ixx, iyy, izz, ixy, ixz, iyz = s.inertia
+            return (
+                f'<inertial pos="{_fmt(s.com_m)}" mass="{s.mass_kg:.17g}" '
+                f'fullinertia="{_fmt((ixx, iyy, izz, ixy, ixz, iyz))}"/>'
+            )
         rot = _quat_matrix(s.quat_xyzw)
         t = rot @ np.diag(shape_principal_inertia(s)) @ rot.T
         full = (t[0, 0], t[1, 1], t[2, 2], t[0, 1], t[0, 2], t[1, 2])
@@ -148,19 +191,31 @@ def _human_mjcf(body: BodyModel) -> str:
             f'fullinertia="{_fmt(full)}"/>'
         )
 
+    comp = ' gravcomp="1"' if gravcomp else ""
+
+    drive = body.drive_map
+
     def nested(j: int, depth: int) -> str:
         pad = "  " * depth
         name = body.names[j]
         if j == 0:
-            head = f'{pad}<body name="{name}" pos="{_fmt(PARK_POSITION)}">\n'
+            head = f'{pad}<body name="{name}" pos="{_fmt(PARK_POSITION)}"{comp}>\n'
             joint = f'{pad}  <freejoint name="root"/>\n'
+        elif drive[j] < 0:  # held at rest: welded to its parent
+            head = f'{pad}<body name="{name}" pos="{_fmt(body.joint_offsets_m[j])}"{comp}>\n'
+            joint = ""
         else:
-            head = f'{pad}<body name="{name}" pos="{_fmt(body.joint_offsets_m[j])}">\n'
+            head = f'{pad}<body name="{name}" pos="{_fmt(body.joint_offsets_m[j])}"{comp}>\n'
             joint = f'{pad}  <joint name="{name}" type="ball" class="human"/>\n'
+        shape = geom(j)
         inner = "".join(nested(c, depth + 1) for c in children[j])
-        return f"{head}{joint}{pad}  {inertial(j)}\n{pad}  {geom(j)}\n{inner}{pad}</body>\n"
+        return f"{head}{joint}{pad}  {inertial(j)}\n{pad}  {shape}\n{inner}{pad}</body>\n"
 
     return nested(0, 2)
+
+
+def _fmt_int(values: Any) -> str:
+    return " ".join(str(int(v)) for v in np.ravel(values))
 
 
 def _object_mjcf(obj: SceneObject, geom_names: list[tuple[int, int]]) -> str:
@@ -229,6 +284,7 @@ class _Snapshot(PhysicsSnapshot):
 
     physics: np.ndarray
     prev_xz: np.ndarray
+    prev_y: np.ndarray
     prev_rot: np.ndarray
     command: np.ndarray
 
@@ -258,6 +314,12 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         motor_torque_scale: multiplies every joint's maximum actuator torque (> 0).
         target_ramp: move each joint's actuator target along the frame's path substep by
             substep (True, default), or hold the frame's command for all four substeps.
+        body_asset, human_friction, root_friction, root_gravity_mode, root_gravity_scale,
+            inherit_downward_root_y_velocity: the body to build and the reference release's
+            physics profile options, see :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`.
+            A body asset's meshes, masses and inertias are written into the generated model
+            as the asset holds them; its root-only gravity cancels gravity on every humanoid
+            body (``gravcomp``).
     """
 
     # no triangle meshes: MuJoCo collides a mesh as its convex hull, which would fill the
@@ -278,8 +340,25 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         pjsc_gains: dict[str, float] | None = None,
         motor_torque_scale: float = 1.0,
         target_ramp: bool = True,
+        body_asset: str | None = None,
+        human_friction: float = HUMAN_FRICTION,
+        root_friction: float | None = None,
+        root_gravity_mode: str | None = None,
+        root_gravity_scale: float = 1.0,
+        inherit_downward_root_y_velocity: bool = True,
     ) -> None:
-        super().__init__(solver_iterations, root_correction_gain, pjsc_gains, motor_torque_scale)
+        super().__init__(
+            solver_iterations,
+            root_correction_gain,
+            pjsc_gains,
+            motor_torque_scale,
+            body_asset=body_asset,
+            human_friction=human_friction,
+            root_friction=root_friction,
+            root_gravity_mode=root_gravity_mode,
+            root_gravity_scale=root_gravity_scale,
+            inherit_downward_root_y_velocity=inherit_downward_root_y_velocity,
+        )
         if not isinstance(target_ramp, bool):
             raise TypeError(f"target_ramp must be a bool, got {target_ramp!r}")
         self.target_ramp = target_ramp
@@ -304,6 +383,7 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         self._ray_groups = np.array([1, 0, 0, 0, 0, 0], dtype=np.uint8)
         # the root's x/z drive state and the substep schedule of the actuator targets
         self._prev_xz = np.zeros(2)
+        self._prev_y = np.zeros(1)
         self._ctrl_sched = np.zeros((SUBSTEPS_PER_FRAME, 3 * (links - 1)))
         self._v_root = np.zeros(2)
         self._resets_seen = 0  # MuJoCo's data resets (bad qpos/qvel/qacc) so far
@@ -340,7 +420,7 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             raise ImportError(
                 "physics='mujoco' needs the mujoco package: pip install 'humanclaw-gym[mujoco]'"
             ) from exc
-        xml, geom_map, dynamic = self._mjcf(scene)
+        xml, geom_map, dynamic, human_geoms = self._mjcf(scene)
         model = mujoco.MjModel.from_xml_string(xml)
         data = mujoco.MjData(model)
         self._mj = mujoco
@@ -352,10 +432,13 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             dtype=np.int64,
         )
         self._scene = scene
-        self._index(geom_map, dynamic)
+        self._ctrl_sched = np.zeros((SUBSTEPS_PER_FRAME, model.nu))
+        self._index(geom_map, dynamic, human_geoms)
         self._tune_drives()
 
-    def _mjcf(self, scene: SceneSpec) -> tuple[str, list[tuple[int, int]], list[SceneObject]]:
+    def _mjcf(
+        self, scene: SceneSpec
+    ) -> tuple[str, list[tuple[int, int]], list[SceneObject], list[tuple[str, int]]]:
         geom_map: list[tuple[int, int]] = []
         statics: list[str] = []
         dynamics: list[str] = []
@@ -371,6 +454,8 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         solimp = _fmt(CONTACT_SOLIMP)
         actuators = []
         for j in range(1, self.body.num_links):
+            if self._drive_map[j] < 0:  # held at rest: welded to its parent, no joint
+                continue
             name = self.body.names[j]
             limit = self.max_torque_nm[j - 1]
             for axis, gear in (("x", "1 0 0"), ("y", "0 1 0"), ("z", "0 0 1")):
@@ -378,6 +463,16 @@ class MujocoHalfPhysics(HalfPhysicsBase):
                     f'    <position name="{name}_{axis}" joint="{name}" gear="{gear}" kp="1" '
                     f'forcelimited="true" forcerange="{-limit:.17g} {limit:.17g}"/>\n'
                 )
+        human_geoms: list[tuple[str, int]] = []
+        mesh_assets: list[str] = []
+        human = _human_mjcf(
+            self.body,
+            self.root_friction,
+            self.root_gravity_mode is not None,
+            human_geoms,
+            mesh_assets,
+        )
+        assets = f"  <asset>\n{''.join(mesh_assets)}  </asset>\n" if mesh_assets else ""
         xml = (
             '<mujoco model="humanclaw_half_physics">\n'
             '  <compiler angle="radian" autolimits="true"/>\n'
@@ -387,7 +482,7 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             f'    <geom solref="{solref}" solimp="{solimp}"/>\n'
             '    <default class="human">\n'
             f'      <geom contype="2" conaffinity="1" group="{_HUMAN_GROUP}" priority="1" '
-            f'friction="{HUMAN_FRICTION} 0.005 0.0001"/>\n'
+            f'friction="{self.human_friction:.17g} 0.005 0.0001"/>\n'
             f'      <joint armature="{_ARMATURE}"/>\n'
             "    </default>\n"
             '    <default class="scene">\n'
@@ -397,8 +492,9 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             f'      <geom contype="1" conaffinity="3" group="0" friction="{SCENE_FRICTION} 0.005 0.0001"/>\n'
             "    </default>\n"
             "  </default>\n"
+            f"{assets}"
             "  <worldbody>\n"
-            f"{_human_mjcf(self.body)}"
+            f"{human}"
             f"{''.join(statics)}"
             f"{''.join(dynamics)}"
             "  </worldbody>\n"
@@ -407,20 +503,23 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             "  </actuator>\n"
             "</mujoco>\n"
         )
-        # the humanoid's geoms come first in the model (its bodies are written first)
-        human_geoms = [(HUMAN_ID, -1)] * self.body.num_links
-        return xml, human_geoms + geom_map, dynamic_objects
+        return xml, geom_map, dynamic_objects, human_geoms
 
-    def _index(self, geom_map: list[tuple[int, int]], dynamic: list[SceneObject]) -> None:
+    def _index(
+        self,
+        geom_map: list[tuple[int, int]],
+        dynamic: list[SceneObject],
+        human_geoms: list[tuple[str, int]],
+    ) -> None:
         mj, m = self._mj, self._model
         owner = np.zeros(m.ngeom, dtype=np.int32)
         part = np.zeros(m.ngeom, dtype=np.int32)
         names = self.body.names
-        for j, name in enumerate(names):
-            g = mj.mj_name2id(m, mj.mjtObj.mjOBJ_GEOM, f"h_{name}")
+        for geom_name, j in human_geoms:
+            g = mj.mj_name2id(m, mj.mjtObj.mjOBJ_GEOM, geom_name)
             owner[g], part[g] = HUMAN_ID, j
         static_i = 0
-        for object_id, index in geom_map[len(names) :]:
+        for object_id, index in geom_map:
             g = mj.mj_name2id(m, mj.mjtObj.mjOBJ_GEOM, f"o{object_id}_{index}")
             if g < 0:  # pragma: no cover - names are generated above
                 raise RuntimeError(f"geom of object {object_id} part {index} is missing")
@@ -430,6 +529,9 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         for j, name in enumerate(names):
             b = mj.mj_name2id(m, mj.mjtObj.mjOBJ_BODY, name)
             self._body_ids[j] = b
+            if self._drive_map[j] < 0:  # welded: no joint, no actuator
+                self._qpos_adr[j] = self._dof_adr[j] = self._act_adr[j - 1] = -1
+                continue
             jnt = mj.mj_name2id(m, mj.mjtObj.mjOBJ_JOINT, "root" if j == 0 else name)
             self._qpos_adr[j] = m.jnt_qposadr[jnt]
             self._dof_adr[j] = m.jnt_dofadr[jnt]
@@ -465,6 +567,8 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         h = SUBSTEP_S
         for i in range(self.body.num_links - 1):
             d0 = int(self._dof_adr[i + 1])
+            if d0 < 0:  # a welded (held) link
+                continue
             inertia = float(np.min(np.diag(full)[d0 : d0 + 3]))
             cap = float(self.max_torque_nm[i])
             damping = cap / _DAMPING_CAP_VELOCITY_RAD_S
@@ -523,8 +627,9 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         self._resets_seen = 0
         for row, adr in enumerate(self._dynamic_qpos_adr):
             d.qpos[adr : adr + 7] = self._dynamic_init[row]
-        drive.set_pose(frame, d.qpos, self._qpos_adr, self._prev_rot)
+        drive.set_pose(frame, d.qpos, self._qpos_adr, self._prev_rot, self._drive_map)
         self._prev_xz[:] = frame[[0, 2]]
+        self._prev_y[0] = frame[1]
         self._command[:] = self._prev_rot[1:]
         self._kinematics_current = False
         self._read_state()
@@ -591,6 +696,8 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         d = self._data
         return (
             self._prev_xz,
+            self._prev_y,
+            self._drive_map,
             self._prev_rot,
             self._real_rot,
             self._command,
@@ -607,6 +714,10 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             self.max_torque_nm,
             1 if self.target_ramp else 0,
             self._v_root,
+            _GRAVITY_MODE_CODES[self.root_gravity_mode],
+            GRAVITY_M_S2 * self.root_gravity_scale,
+            1 if self.inherit_downward_root_y_velocity else 0,
+            SUBSTEP_S,
         )
 
     def _python_frame(self, frame: np.ndarray) -> None:
@@ -616,7 +727,22 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         drive.begin_frame(frame, *self._drive_args())
         root = int(self._dof_adr[0])
         sched = self._ctrl_sched
-        if self.target_ramp:
+        if self.root_gravity_mode is not None:
+            mode = self.root_gravity_mode
+            bias = GRAVITY_M_S2 * self.root_gravity_scale * SUBSTEP_S
+            for sub in range(SUBSTEPS_PER_FRAME):
+                if sub in ROOT_VELOCITY_SUBSTEPS and sub != 0:
+                    d.qvel[root] = self._v_root[0]
+                    d.qvel[root + 2] = self._v_root[1]
+                d.ctrl[:] = sched[sub] if self.target_ramp else sched[0]
+                if mode == "midpoint":
+                    d.qvel[root + 1] -= 0.5 * bias
+                elif mode == "substep":
+                    d.qvel[root + 1] -= bias
+                mj.mj_step(m, d)
+                if mode == "midpoint":
+                    d.qvel[root + 1] -= 0.5 * bias
+        elif self.target_ramp:
             for sub in range(SUBSTEPS_PER_FRAME):
                 if sub in ROOT_VELOCITY_SUBSTEPS and sub != 0:
                     d.qvel[root] = self._v_root[0]
@@ -741,6 +867,7 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             episode=self._episode,
             physics=state,
             prev_xz=self._prev_xz.copy(),
+            prev_y=self._prev_y.copy(),
             prev_rot=self._prev_rot.copy(),
             command=self._command.copy(),
         )
@@ -752,6 +879,7 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         mj, m, d = self._mj, self._model, self._data
         mj.mj_setState(m, d, state.physics, mj.mjtState.mjSTATE_INTEGRATION)
         self._prev_xz[:] = state.prev_xz
+        self._prev_y[:] = state.prev_y
         self._prev_rot[:] = state.prev_rot
         self._command[:] = state.command
         self._kinematics_current = False

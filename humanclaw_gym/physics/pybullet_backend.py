@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from humanclaw_gym.backends.protocols import PhysicsCapabilities
-from humanclaw_gym.body.skeleton import FRAME_DIM, NUM_JOINTS
+from humanclaw_gym.body.skeleton import FRAME_DIM
 from humanclaw_gym.physics.base import (
     CYLINDER_Z_TO_Y,
     IDENTITY_QUAT,
@@ -111,12 +111,6 @@ _MOTOR_POSITION_GAIN = 5.0
 _CONTACT_ERP = 0.4
 
 
-def _frame_rotations(frame: np.ndarray) -> np.ndarray:
-    """Quaternions ``(24, 4)`` of a frame: row 0 the root (body -> world), rows 1..23 the
-    joints' local rotations."""
-    return quat_exp(frame[3:].reshape(NUM_JOINTS, 3))
-
-
 @dataclass(frozen=True)
 class _Snapshot(PhysicsSnapshot):
     """Opaque snapshot of :meth:`PybulletHalfPhysics.get_state` (valid until the next reset)."""
@@ -157,6 +151,10 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             (default :data:`PJSC_GAINS`: 1.0 for every joint; the reference contract's
             values are :data:`REFERENCE_PJSC_GAINS`).
         motor_torque_scale: multiplies every joint motor's maximum torque (> 0).
+        body_asset, human_friction, root_friction, root_gravity_mode, root_gravity_scale,
+            inherit_downward_root_y_velocity: the body to build and the reference release's
+            physics profile options, see :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`.
+            A body asset's URDF is loaded by pybullet itself.
     """
 
     capabilities = PhysicsCapabilities(
@@ -170,14 +168,37 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         root_correction_gain: float = 1.0,
         pjsc_gains: dict[str, float] | None = None,
         motor_torque_scale: float = 1.0,
+        body_asset: str | None = None,
+        human_friction: float = HUMAN_FRICTION,
+        root_friction: float | None = None,
+        root_gravity_mode: str | None = None,
+        root_gravity_scale: float = 1.0,
+        inherit_downward_root_y_velocity: bool = True,
     ) -> None:
-        super().__init__(solver_iterations, root_correction_gain, pjsc_gains, motor_torque_scale)
+        super().__init__(
+            solver_iterations,
+            root_correction_gain,
+            pjsc_gains,
+            motor_torque_scale,
+            body_asset=body_asset,
+            human_friction=human_friction,
+            root_friction=root_friction,
+            root_gravity_mode=root_gravity_mode,
+            root_gravity_scale=root_gravity_scale,
+            inherit_downward_root_y_velocity=inherit_downward_root_y_velocity,
+        )
         num_joints = self.body.num_links - 1
         self._pjsc_col = self.pjsc_gains[:, None]
-        self._motor_forces = [[float(cap)] * 3 for cap in self.max_torque_nm]
-        self._motor_gains = [_MOTOR_POSITION_GAIN] * num_joints
         self._links = list(range(num_joints))  # pybullet link i = body link i + 1
-        self._zero_vel = [[0.0, 0.0, 0.0]] * num_joints
+        # Joints the frame drives get motors and the velocity drive; the others (jaw, eyes,
+        # fingers of a body asset) are held at rest: their joints are fixed in the URDF
+        # pybullet loads (pybullet's joint-state and motor calls reach only the first 128
+        # position coordinates of a body, fewer than 54 ball joints need).
+        self._drive_idx = np.flatnonzero(self._drive_map[1:] >= 0)
+        self._drive_links = self._drive_idx.tolist()
+        self._drive_zero_vel = [[0.0, 0.0, 0.0]] * len(self._drive_links)
+        self._motor_forces = [[float(cap)] * 3 for cap in self.max_torque_nm[self._drive_idx]]
+        self._motor_gains = [_MOTOR_POSITION_GAIN] * len(self._drive_links)
 
         self._p: Any = None
         self._client: int | None = None
@@ -194,6 +215,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         self._parts: _PartIndex | None = None  # the nearest-part query, made on first use
         self._dynamic_bodies: list[int] = []
         self._dynamic_com_local = np.zeros((0, 3))
+        self._dynamic_weight = np.zeros(0)  # m * g of each dynamic body (root gravity modes)
         self._dynamic_body_set: frozenset[int] = frozenset()
         self._base_com_local = np.zeros(3)
         self._link_to_joint = np.arange(1, num_joints + 1)
@@ -227,7 +249,17 @@ class PybulletHalfPhysics(HalfPhysicsBase):
                 raise RuntimeError("pybullet.connect(DIRECT) failed")
             self._client = client
             self._tmpdir = Path(tempfile.mkdtemp(prefix="humanclaw_pybullet_"))
-            self._urdf_path = build_humanoid_urdf(self._tmpdir, self.body)
+            if self.body.source_urdf is not None:  # a body asset: pybullet reads its URDF
+                from humanclaw_gym.body.urdf import held_links_fixed_urdf_text
+                from humanclaw_gym.fileio import write_text_atomic
+
+                held = {n for n, k in zip(self.body.names, self._drive_map, strict=True) if k < 0}
+                self._urdf_path = write_text_atomic(
+                    self._tmpdir / Path(self.body.source_urdf).name,
+                    held_links_fixed_urdf_text(self.body.source_urdf, held),
+                )
+            else:
+                self._urdf_path = build_humanoid_urdf(self._tmpdir, self.body)
             self._scene = scene
             self._populate()
         except BaseException:
@@ -272,7 +304,11 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         # on every substep (contract: "movable objects get mass * gravity before every
         # substep" -- Bullet applies exactly m * g to each awake body before each internal
         # step, and dynamic objects are never allowed to sleep, see _create_objects).
-        self._call("setGravity", 0.0, -GRAVITY_M_S2, 0.0)
+        # With the reference release's root-only gravity the world has none: dynamic objects
+        # get their weight as a force before every substep (_apply_object_weights), the
+        # humanoid's links none, its root a vertical velocity bias (_step_engine).
+        gravity = 0.0 if self.root_gravity_mode is not None else -GRAVITY_M_S2
+        self._call("setGravity", 0.0, gravity, 0.0)
         # Contract: one substep = 1/120 s, stepped manually (4 per generated frame).
         self._call(
             "setPhysicsEngineParameter",
@@ -379,6 +415,8 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         self._dynamic_bodies = dyn_bodies
         self._dynamic_body_set = frozenset(dyn_bodies)
         self._dynamic_com_local = np.array(dyn_com, dtype=np.float64).reshape(-1, 3)
+        weights = {obj.object_id: float(obj.mass_kg) * GRAVITY_M_S2 for obj in scene.objects}
+        self._dynamic_weight = np.array([weights[i] for i in dyn_ids], dtype=np.float64)
 
     def _create_mesh_object(self, obj: SceneObject, com_local: np.ndarray) -> int:
         """Bodies of an object made of mesh parts; returns its (first) body.
@@ -477,7 +515,9 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             "loadURDF",
             str(self._urdf_path),
             basePosition=list(PARK_POSITION),
-            flags=p.URDF_USE_INERTIA_FROM_FILE | p.URDF_MAINTAIN_LINK_ORDER,
+            flags=p.URDF_USE_INERTIA_FROM_FILE
+            | p.URDF_MAINTAIN_LINK_ORDER
+            | p.URDF_IGNORE_VISUAL_SHAPES,
         )
         if human < 0:
             raise RuntimeError(
@@ -494,12 +534,28 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         for link in range(n):
             info = self._call("getJointInfo", human, link)
             name = info[12].decode("utf-8")
-            if info[2] != p.JOINT_SPHERICAL:
-                raise RuntimeError(f"humanoid joint {name!r} is not spherical")
+            want = p.JOINT_SPHERICAL if self._drive_map[link + 1] >= 0 else p.JOINT_FIXED
+            if info[2] != want:
+                raise RuntimeError(
+                    f"humanoid joint {name!r} has pybullet type {info[2]}, expected {want}"
+                )
             link_to_joint[link] = self.body.names.index(name)
+        if not np.array_equal(link_to_joint, np.arange(1, n + 1)):
+            raise RuntimeError(
+                f"humanoid URDF {str(self._urdf_path)!r}: pybullet ordered its links "
+                "differently from the body record"
+            )
         self._link_to_joint = link_to_joint
+        masses = [self._call("getDynamicsInfo", human, link)[0] for link in range(-1, n)]
+        want = [shape.mass_kg for shape in self.body.shapes]
+        if not np.allclose(masses, want, rtol=1e-6, atol=1e-9):
+            raise RuntimeError(
+                f"humanoid URDF {str(self._urdf_path)!r}: pybullet read link masses "
+                f"{masses[:4]}... that differ from the body record {want[:4]}..."
+            )
         for link in range(-1, n):
-            self._call("changeDynamics", human, link, lateralFriction=HUMAN_FRICTION)
+            friction = self.link_root_friction if link < 0 else self.human_friction
+            self._call("changeDynamics", human, link, lateralFriction=friction)
             self._call("changeDynamics", human, link, restitution=RESTITUTION)
             self._call("changeDynamics", human, link, collisionMargin=COLLISION_MARGIN_M)
             self._call("setCollisionFilterGroupMask", human, link, _HUMAN_FILTER_GROUP, _ALL_FILTER)
@@ -516,7 +572,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             self._call("resetSimulation")
             self._populate()
         self._pristine = False
-        rot = _frame_rotations(frame)
+        rot = self.frame_link_rotations(frame)
         root_pos = frame[0:3]
         com = root_pos + quat_rotate(rot[0], self._base_com_local)
         self._call("resetBasePositionAndOrientation", self._human, com.tolist(), rot[0].tolist())
@@ -524,9 +580,9 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         self._call(
             "resetJointStatesMultiDof",
             self._human,
-            self._links,
-            rot[1:].tolist(),
-            targetVelocities=self._zero_vel,
+            self._drive_links,
+            rot[1 + self._drive_idx].tolist(),
+            targetVelocities=self._drive_zero_vel,
         )
         self._prev_gen = frame.copy()
         self._prev_rot = rot
@@ -539,18 +595,22 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         self._call(
             "setJointMotorControlMultiDofArray",
             self._human,
-            self._links,
+            self._drive_links,
             self._p.POSITION_CONTROL,
-            targetPositions=self._command.tolist(),
+            targetPositions=self._command[self._drive_idx].tolist(),
             positionGains=self._motor_gains,
             forces=self._motor_forces,
         )
 
+    def _substep(self) -> None:
+        self._call("stepSimulation")
+
     def _read_state(self) -> None:
         com, quat = self._call("getBasePositionAndOrientation", self._human)
-        rot = np.empty((self.body.num_links, 4))
+        rot = np.tile(IDENTITY_QUAT, (self.body.num_links, 1))  # held links: at rest
         rot[0] = quat
-        rot[1:] = [s[0] for s in self._call("getJointStatesMultiDof", self._human, self._links)]
+        states = self._call("getJointStatesMultiDof", self._human, self._drive_links)
+        rot[1 + self._drive_idx] = [s[0] for s in states]
         pos = np.asarray(com, dtype=np.float64) - quat_rotate(rot[0], self._base_com_local)
         if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(rot))):
             raise RuntimeError("pybullet simulation diverged: the humanoid state is not finite")
@@ -577,7 +637,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
 
     def _step_engine(self, frame: np.ndarray) -> None:
         """One generated 30 Hz frame: drives, then 4 substeps of 1/120 s."""
-        gen_rot = _frame_rotations(frame)
+        gen_rot = self.frame_link_rotations(frame)
         prev_rot = self._prev_rot
 
         # -- Root x/z velocity: difference of consecutive generated root positions * 30 Hz.
@@ -618,27 +678,88 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         # velocity). The motors then only correct what gravity and contacts change within
         # the frame; without this the 23 coupled motor rows are left to converge in the
         # solver's iterations and every joint lags (docs/physics.md, "Joint velocity drive").
+        drive = self._drive_idx
         self._call(
             "resetJointStatesMultiDof",
             self._human,
-            self._links,
-            real_joint.tolist(),
-            targetVelocities=(lead * FRAME_RATE_HZ).tolist(),
+            self._drive_links,
+            real_joint[drive].tolist(),
+            targetVelocities=(lead[drive] * FRAME_RATE_HZ).tolist(),
         )
 
         # -- Four substeps. x/z velocity before substeps 0 and 2 (contacts may change it in
         # substeps 1 and 3), angular velocity before substep 0 only.
         self._pristine = False
         self._stepped = True
-        for sub in range(SUBSTEPS_PER_FRAME):
-            if sub in ROOT_VELOCITY_SUBSTEPS:
-                self._write_root_velocity(
-                    v_root_xz, omega_world if sub == ROOT_ANGULAR_SUBSTEP else None
-                )
-            self._call("stepSimulation")
+        if self.root_gravity_mode is not None:
+            self._root_gravity_substeps(frame, v_root_xz, omega_world)
+        else:
+            for sub in range(SUBSTEPS_PER_FRAME):
+                if sub in ROOT_VELOCITY_SUBSTEPS:
+                    self._write_root_velocity(
+                        v_root_xz, omega_world if sub == ROOT_ANGULAR_SUBSTEP else None
+                    )
+                self._substep()
         self._prev_gen = frame.copy()
         self._prev_rot = gen_rot
         self._read_state()
+
+    def _root_joint_velocity(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(v_joint, omega, com_to_joint)``: the pelvis joint's world velocity, the base's
+        angular velocity and the lever from the base's centre of mass to the joint."""
+        lin, ang = self._call("getBaseVelocity", self._human)
+        _, quat = self._call("getBasePositionAndOrientation", self._human)
+        lever = -quat_rotate(np.asarray(quat, dtype=np.float64), self._base_com_local)
+        omega = np.asarray(ang, dtype=np.float64)
+        return np.asarray(lin, dtype=np.float64) + np.cross(omega, lever), omega, lever
+
+    def _set_root_joint_velocity(
+        self, v_joint: np.ndarray, omega: np.ndarray, lever: np.ndarray
+    ) -> None:
+        v_com = v_joint - np.cross(omega, lever)
+        self._call("resetBaseVelocity", self._human, v_com.tolist(), omega.tolist())
+
+    def _apply_object_weights(self) -> None:
+        """Each dynamic object's weight at its centre of mass, for the next substep
+        (pybullet clears external forces after every step)."""
+        for body, weight in zip(self._dynamic_bodies, self._dynamic_weight, strict=True):
+            com, _ = self._call("getBasePositionAndOrientation", body)
+            self._call(
+                "applyExternalForce", body, -1, [0.0, -float(weight), 0.0], com, self._p.WORLD_FRAME
+            )
+
+    def _root_gravity_substeps(
+        self, frame: np.ndarray, v_root_xz: np.ndarray, omega_world: np.ndarray
+    ) -> None:
+        """The four substeps with the reference release's root-only gravity (see
+        :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`): the vertical root command
+        before substep 0, the gravity bias per ``root_gravity_mode``, the objects' weight."""
+        g = GRAVITY_M_S2 * self.root_gravity_scale
+        mode = self.root_gravity_mode
+        v_joint, _, _ = self._root_joint_velocity()
+        v_y = (frame[1] - self._prev_gen[1]) * FRAME_RATE_HZ
+        if self.inherit_downward_root_y_velocity:
+            v_y += min(0.0, float(v_joint[1]))
+        if mode == "pre":
+            v_y -= g / FRAME_RATE_HZ
+        for sub in range(SUBSTEPS_PER_FRAME):
+            v_joint, omega, lever = self._root_joint_velocity()
+            if sub in ROOT_VELOCITY_SUBSTEPS:
+                v_joint[0], v_joint[2] = v_root_xz
+            if sub == ROOT_ANGULAR_SUBSTEP:
+                omega = omega_world
+                v_joint[1] = v_y
+            if mode == "midpoint":
+                v_joint[1] -= 0.5 * g * SUBSTEP_S
+            elif mode == "substep":
+                v_joint[1] -= g * SUBSTEP_S
+            self._set_root_joint_velocity(v_joint, omega, lever)
+            self._apply_object_weights()
+            self._substep()
+            if mode == "midpoint":
+                v_joint, omega, lever = self._root_joint_velocity()
+                v_joint[1] -= 0.5 * g * SUBSTEP_S
+                self._set_root_joint_velocity(v_joint, omega, lever)
 
     # ================================================================== readouts
     def link_poses(self) -> np.ndarray:

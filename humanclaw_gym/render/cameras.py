@@ -46,6 +46,8 @@ from humanclaw_gym.render.transforms import check_link_poses
 from humanclaw_gym.rotations import quat_xyzw_to_matrix
 
 __all__ = [
+    "BODY_ASSET_EGO_FORWARD_M",
+    "BODY_ASSET_EGO_PITCH_MIX",
     "CUT_THROUGH_CATEGORIES",
     "EGO_FAR_M",
     "EGO_FOV_Y_DEG",
@@ -60,6 +62,7 @@ __all__ = [
     "EXO_SIDE_HIP_FLEX_DEG",
     "UNCUT_CATEGORIES",
     "CutawayCamera",
+    "body_asset_ego_camera",
     "cut_away_whole",
     "ego_camera",
     "exo_camera",
@@ -83,6 +86,11 @@ _EXO_TARGET_ABOVE_PELVIS_M = 0.3
 #: The exo cutaway plane is this far from the pelvis towards the camera (clear of the back
 #: and the arms).
 EXO_CUTAWAY_BEHIND_M = 0.45
+#: A body asset's ego camera sits this far ahead of the eyes along the head's forward axis
+#: (the reference release's head placement).
+BODY_ASSET_EGO_FORWARD_M = 0.02
+#: ...and looks along ``(1 - m) * forward + m * down`` of the head (about 33.7 degrees down).
+BODY_ASSET_EGO_PITCH_MIX = 0.4
 #: Scene categories a cutaway never removes (what the body stands on).
 UNCUT_CATEGORIES: frozenset[str] = frozenset({"floor", "rug", "stairs", "platform"})
 #: Scene categories a cutaway cuts through (long walls; an imported home's stage); every
@@ -250,6 +258,62 @@ def _free_distance(solids, pelvis: np.ndarray, start: np.ndarray, direction: np.
         return float(longest)
     k = int(np.argmax(blocked))
     return float(steps[k - 1]) if k > 0 else 0.0
+
+
+def body_asset_ego_camera(
+    body: object,
+    link_poses: np.ndarray,
+    width: int = EGO_SIZE_PX,
+    height: int = EGO_SIZE_PX,
+    fov_y_deg: float = EGO_FOV_Y_DEG,
+    near_m: float = EGO_NEAR_M,
+    far_m: float = EGO_FAR_M,
+) -> Camera:
+    """The egocentric camera of a body asset, placed as the reference release places it on
+    its SMPL-X body: at the midpoint of the ``left_eye_smplhf`` and ``right_eye_smplhf`` link
+    origins (the ``head`` link origin when the body has no eyes) moved
+    :data:`BODY_ASSET_EGO_FORWARD_M` along the head's forward (+Z) axis, looking along
+    ``0.6 * forward + 0.4 * down`` of the head (:data:`BODY_ASSET_EGO_PITCH_MIX`), its up
+    the head's +Y, 90 degrees field of view.
+
+    Args:
+        body: the :class:`~humanclaw_gym.body.asset.BodyAsset` (its link names).
+        link_poses: ``(L, 7)`` world poses of the body's link frames.
+        width, height, fov_y_deg, near_m, far_m: as :func:`ego_camera`.
+
+    Raises:
+        ValueError: the body has no ``head`` link, or the poses do not fit it.
+    """
+    poses = np.asarray(link_poses, dtype=np.float64)
+    index = body.link_index  # type: ignore[attr-defined]
+    head = index("head")
+    if head is None or poses.ndim != 2 or poses.shape[1] != 7 or head >= len(poses):
+        raise ValueError(
+            f"body asset ego camera: needs a 'head' link and (L, 7) poses, got {poses.shape}"
+        )
+    if not np.all(np.isfinite(poses)):
+        raise ValueError("body asset ego camera: link poses must be finite")
+    rot = quat_xyzw_to_matrix(poses[head, 3:7])
+    eyes = [index(n) for n in ("left_eye_smplhf", "right_eye_smplhf")]
+    if all(e is not None for e in eyes):
+        centre = 0.5 * (poses[eyes[0], :3] + poses[eyes[1], :3])
+    else:
+        centre = poses[head, :3]
+    forward, up = rot[:, 2], rot[:, 1]
+    mix = BODY_ASSET_EGO_PITCH_MIX
+    look = (1.0 - mix) * forward - mix * up
+    look = look / np.linalg.norm(look)
+    cam_up = up - float(up @ look) * look
+    return Camera(
+        position=_tuple3(centre + BODY_ASSET_EGO_FORWARD_M * forward),
+        forward=_tuple3(look),
+        up=_tuple3(cam_up / np.linalg.norm(cam_up)),
+        fov_y_deg=float(fov_y_deg),
+        width=int(width),
+        height=int(height),
+        near_m=float(near_m),
+        far_m=float(far_m),
+    )
 
 
 def exo_camera(

@@ -104,6 +104,27 @@ def link_poses_from_frames(frames: np.ndarray) -> np.ndarray:
     return np.concatenate([positions, quats], axis=-1)
 
 
+def _bundle_body_asset(bundle: ReplayBundle, override: str | os.PathLike[str] | None) -> Any:
+    """The body asset a rollout was made with (its physics contract's ``body_asset`` and
+    ``body``), its files checked against the recorded SHA-256; None for the built-in body."""
+    physics = bundle.manifest.get("physics") or {}
+    recorded = physics.get("body") if isinstance(physics, dict) else None
+    if not isinstance(recorded, dict):
+        if override is not None:
+            raise ValueError("body_asset: this rollout was made with the built-in body")
+        return None
+    from humanclaw_gym.body.asset import load_body_asset
+
+    path = override if override is not None else physics.get("body_asset")
+    asset = load_body_asset(path)
+    if asset.sha256 != recorded.get("sha256"):
+        raise ReplayBundleError(
+            f"body asset {asset.path} has SHA-256 {asset.sha256} but the rollout in "
+            f"{bundle.directory} was made with {recorded.get('sha256')}: its files changed"
+        )
+    return asset
+
+
 def make_renderer(name: str = "auto") -> tuple[Any, str, str]:
     """Build a render backend from the registry (``"auto"``: the first that can start).
 
@@ -151,8 +172,13 @@ def render_saved_trajectory(
     scene: Any = None,
     body_model_dir: str | os.PathLike[str] | None = None,
     body_model_gender: str = "neutral",
+    body_asset: str | os.PathLike[str] | None = None,
 ) -> RenderReport:
     """Render the saved poses of a rollout into ``ego.mp4`` / ``exo.mp4`` (no physics).
+
+    A rollout of a body asset (its physics contract names one) is drawn from that body's
+    meshes, with its ego camera, after checking that the folder still holds the files the
+    rollout was made with (SHA-256).
 
     Args:
         rollout_dir: directory of a replay bundle.
@@ -167,11 +193,16 @@ def render_saved_trajectory(
             saved frame instead of the capsule links (as the env's ``body_model_dir``);
             needs the ``smplx`` and ``torch`` extras and a renderer with ``body_mesh``.
         body_model_gender: ``"neutral"``, ``"male"`` or ``"female"``.
+        body_asset: where the rollout's body asset lies now (default: the path its
+            manifest recorded).
 
     Returns:
         The render report.
+
+    Raises:
+        ReplayBundleError: the body asset's files differ from the rollout's.
     """
-    from humanclaw_gym.render.cameras import ego_camera, exo_camera
+    from humanclaw_gym.render.cameras import body_asset_ego_camera, ego_camera, exo_camera
 
     if not (ego or exo):
         raise ValueError("render_saved_trajectory needs ego=True or exo=True (both are False)")
@@ -190,13 +221,18 @@ def render_saved_trajectory(
     ids = [int(i) for i in bundle.object_ids]
     fps = bundle.fps
 
+    asset = _bundle_body_asset(bundle, body_asset)
+    if asset is not None and body_model_dir is not None:
+        raise ValueError("this rollout was made with a body asset: body_model_dir cannot draw it")
     body = None
     if body_model_dir is not None:
         from humanclaw_gym.body.smplx_model import SmplxBody, smplx_vertices
 
         body = SmplxBody(body_model_dir, gender=body_model_gender)
     backend, backend_name, reason = make_renderer(renderer)
-    if body is not None and not getattr(backend.capabilities, "body_mesh", False):
+    if (body is not None or asset is not None) and not getattr(
+        backend.capabilities, "body_mesh", False
+    ):
         backend.close()
         raise ValueError(f"renderer {backend_name!r} cannot draw a body mesh (body_mesh=False)")
     out.mkdir(parents=True, exist_ok=True)  # only once every input has been read
@@ -210,14 +246,26 @@ def render_saved_trajectory(
             streams["exo"] = Mp4Stream(out / "exo.mp4", fps=fps, crf=crf, preset=preset)
         t1 = time.perf_counter()
         for i in range(frames.shape[0]):
-            link_poses = link_poses_from_frames(frames[i])
+            if asset is not None:
+                asset_poses = asset.link_poses_from_frame(frames[i])
+                link_poses = asset.skeleton_link_poses(asset_poses)
+            else:
+                link_poses = link_poses_from_frames(frames[i])
             backend.set_body_pose(link_poses)
             if body is not None:
                 vertices, faces = smplx_vertices(frames[i], body)
                 backend.set_body_mesh(vertices.astype(np.float32), faces if i == 0 else None)
+            elif asset is not None:
+                vertices = asset.posed_vertices(asset_poses).astype(np.float32)
+                backend.set_body_mesh(vertices, asset.visual_mesh[1] if i == 0 else None)
             if ids:
                 backend.set_object_poses(ids, object_poses[i])
-            if ego:
+            if ego and asset is not None:
+                cam = body_asset_ego_camera(
+                    asset, asset_poses, width=EGO_SIZE_PX, height=EGO_SIZE_PX
+                )
+                streams["ego"].write(backend.render(cam).rgb)
+            elif ego:
                 cam = ego_camera(link_poses, width=EGO_SIZE_PX, height=EGO_SIZE_PX)
                 streams["ego"].write(backend.render(cam).rgb)
             if exo:

@@ -178,6 +178,7 @@ class MetricsWrapper(gym.Wrapper):
             floor_source=floor_source,
             rollout_index=self._rollouts.get(episode.episode_id, 0),
             object_handles=scene_object_handles(getattr(scene, "objects", ())),
+            link_names=event.body_links,
         )
         self._recorder = EpisodeMetricRecorder(start)
 

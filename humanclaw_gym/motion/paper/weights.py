@@ -1,0 +1,273 @@
+"""Loading the paper's weights into networks (torch): verified, strict, shared.
+
+:func:`load_models` turns a validated :class:`~.manifest.WeightManifest` and its weights
+directory into :class:`PaperModels`, in this order, so that a fault is found before anything
+is used:
+
+1. every pinned file's size and SHA-256 (:func:`~.manifest.verify_files`), before any file
+   is unpickled;
+2. each payload, read with ``torch.load(..., weights_only=True)``: a mapping with the
+   expected ``schema`` (``humanclaw_motion_dit_state_v1`` / ``humanclaw_control_state_v1``)
+   and a ``state_dict`` of named tensors;
+3. strict key sets (the base holds exactly the MotionDiT's tensors; a control state exactly
+   its branch's own, no ``base_dit.`` copy), shapes, dtypes (float32, or bfloat16 where the
+   release stored values that lie on the bfloat16 grid) and finiteness of every tensor;
+4. the base variants the skills use, each built once (``identity``: the stored values in
+   float32; ``bf16_roundtrip``: every float tensor rounded to bfloat16 and back) and shared
+   by the branches of its group: two bases in memory, never eight.
+
+Loaded models are kept per process (keyed by the weights directory, the manifest's SHA-256,
+the files' sizes and modification times, and the device), so envs of one process share
+one copy; a failed load leaves nothing in that cache.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from humanclaw_gym.motion.paper.manifest import (
+    BASE_PAYLOAD_SCHEMA,
+    CONTROL_PAYLOAD_SCHEMA,
+    PaperWeightsError,
+    SkillEntry,
+    WeightManifest,
+    verify_files,
+)
+from humanclaw_gym.motion.paper.networks import (
+    ControlBranch,
+    ModulationTable,
+    MotionDiT,
+    new_base,
+    new_branch,
+)
+
+__all__ = ["LoadedSkill", "PaperModels", "clear_model_cache", "load_models"]
+
+_STORED_DTYPES = (torch.float32, torch.bfloat16)
+_CACHE: dict[tuple, PaperModels] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+@dataclass
+class LoadedSkill:
+    """One skill ready to run: its branch (attached to its base variant) and settings."""
+
+    name: str
+    branch: ControlBranch
+    base: MotionDiT
+    variant: str
+    kind: str
+    nfe_steps: int
+    file: Path
+    _tables: dict[int, ModulationTable] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class PaperModels:
+    """The loaded weights of one manifest on one device.
+
+    Attributes:
+        manifest: the validated manifest.
+        weights_dir: where the files were read.
+        device: the torch device the networks live on.
+        bases: base variant name -> its one :class:`MotionDiT`.
+        skills: skill name -> :class:`LoadedSkill`.
+    """
+
+    manifest: WeightManifest
+    weights_dir: Path
+    device: torch.device
+    bases: dict[str, MotionDiT]
+    skills: dict[str, LoadedSkill]
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _base_tables: dict[tuple[str, int], ModulationTable] = field(default_factory=dict, repr=False)
+
+    def base_table(self, variant: str, nfe_steps: int) -> ModulationTable:
+        """The base variant's block and final-layer modulations at every solver time."""
+        key = (variant, nfe_steps)
+        with self._lock:
+            if key not in self._base_tables:
+                base = self.bases[variant]
+                self._base_tables[key] = ModulationTable(base, base.blocks, nfe_steps, final=True)
+            return self._base_tables[key]
+
+    def skill_table(self, skill: LoadedSkill) -> ModulationTable:
+        """The skill's control-block modulations at every solver time."""
+        with self._lock:
+            if skill.nfe_steps not in skill._tables:
+                skill._tables[skill.nfe_steps] = ModulationTable(
+                    skill.base, skill.branch.ctrl_blocks, skill.nfe_steps, final=False
+                )
+            return skill._tables[skill.nfe_steps]
+
+
+def _payload(path: Path, schema: str, skill: str) -> dict[str, torch.Tensor]:
+    """The ``state_dict`` of one verified payload file (weights only, on CPU)."""
+    what = "the shared base MotionDiT" if skill == "base" else f"skill {skill!r}"
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # an unreadable or non-weights pickle
+        raise PaperWeightsError(
+            f"paper motion: {what}: {path} cannot be read as a weights-only torch file: "
+            f"{type(exc).__name__}: {exc}",
+            path,
+            skill,
+        ) from None
+    found = data.get("schema") if isinstance(data, dict) else None
+    if found != schema:
+        raise PaperWeightsError(
+            f"paper motion: {what}: {path} has payload schema {found!r}: allowed {schema!r}",
+            path,
+            skill,
+        )
+    state = data.get("state_dict")
+    if not isinstance(state, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
+    ):
+        raise PaperWeightsError(
+            f"paper motion: {what}: {path} has no state_dict of named tensors", path, skill
+        )
+    return state
+
+
+def _check_state(
+    state: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], path: Path, skill: str
+) -> None:
+    """Exact key set, shapes, stored dtypes and finiteness of one payload."""
+    what = "the shared base MotionDiT" if skill == "base" else f"skill {skill!r}"
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        parts = []
+        if missing:
+            parts.append(f"missing tensors {missing[:5]}" + (" ..." if len(missing) > 5 else ""))
+        if unexpected:
+            parts.append(
+                f"unexpected tensors {unexpected[:5]}" + (" ..." if len(unexpected) > 5 else "")
+            )
+        raise PaperWeightsError(
+            f"paper motion: {what}: {path} does not hold the network the manifest names: "
+            + "; ".join(parts),
+            path,
+            skill,
+        )
+    for name, ref in expected.items():
+        tensor = state[name]
+        if tuple(tensor.shape) != tuple(ref.shape):
+            raise PaperWeightsError(
+                f"paper motion: {what}: {path}: tensor {name!r} has shape {tuple(tensor.shape)}, "
+                f"the manifest's architecture needs {tuple(ref.shape)}",
+                path,
+                skill,
+            )
+        if tensor.dtype not in _STORED_DTYPES:
+            raise PaperWeightsError(
+                f"paper motion: {what}: {path}: tensor {name!r} is stored as {tensor.dtype}: "
+                "allowed torch.float32 or torch.bfloat16",
+                path,
+                skill,
+            )
+        if not bool(torch.isfinite(tensor).all()):
+            raise PaperWeightsError(
+                f"paper motion: {what}: {path}: tensor {name!r} holds NaN or infinite values",
+                path,
+                skill,
+            )
+
+
+def _expected(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return dict(module.state_dict())
+
+
+def _variant_state(state: dict[str, torch.Tensor], transform: str) -> dict[str, torch.Tensor]:
+    if transform == "identity":
+        return {k: v.to(torch.float32) for k, v in state.items()}
+    # bf16_roundtrip: exactly the base tensors four of the evaluated skills ran with
+    return {k: v.to(torch.bfloat16).to(torch.float32) for k, v in state.items()}
+
+
+def _materialise(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    module.load_state_dict(state, strict=True, assign=True)
+    module.requires_grad_(False)
+    module.eval()
+
+
+def _build(manifest: WeightManifest, weights_dir: Path, device: torch.device) -> PaperModels:
+    paths = verify_files(manifest, weights_dir)  # every file, before anything is unpickled
+    arch = manifest.architecture
+    with torch.device("meta"):
+        template = new_base(arch)
+    base_state = _payload(paths[0], BASE_PAYLOAD_SCHEMA, "base")
+    _check_state(base_state, _expected(template), paths[0], "base")
+
+    used = {entry.base_variant for entry in manifest.skills.values()}
+    bases: dict[str, MotionDiT] = {}
+    for name in sorted(used):
+        with torch.device("meta"):
+            base = new_base(arch)
+        _materialise(base, _variant_state(base_state, manifest.variants[name]))
+        bases[name] = base.to(device)
+    del base_state
+
+    skills: dict[str, LoadedSkill] = {}
+    for (name, entry), path in zip(manifest.skills.items(), paths[1:], strict=True):
+        skills[name] = _load_skill(entry, path, bases[entry.base_variant], arch, device)
+    return PaperModels(manifest, weights_dir, device, bases, skills)
+
+
+def _load_skill(entry: SkillEntry, path: Path, base: MotionDiT, arch, device) -> LoadedSkill:
+    with torch.device("meta"):
+        branch = new_branch(arch, entry.name, entry.n_freqs)
+    state = _payload(path, CONTROL_PAYLOAD_SCHEMA, entry.name)
+    _check_state(state, _expected(branch), path, entry.name)
+    _materialise(branch, {k: v.to(torch.float32) for k, v in state.items()})
+    branch = branch.to(device).attach(base)
+    return LoadedSkill(
+        name=entry.name,
+        branch=branch,
+        base=base,
+        variant=entry.base_variant,
+        kind=entry.kind,
+        nfe_steps=entry.nfe_steps,
+        file=path,
+    )
+
+
+def _cache_key(manifest: WeightManifest, weights_dir: Path, device: torch.device) -> tuple:
+    stats = []
+    for pinned in manifest.files():
+        path = weights_dir / pinned.path
+        try:
+            st = path.stat()
+            stats.append((pinned.path, st.st_size, st.st_mtime_ns))
+        except OSError:
+            stats.append((pinned.path, None, None))
+    return (str(weights_dir), manifest.sha256, str(device), tuple(stats))
+
+
+def load_models(manifest: WeightManifest, weights_dir: Path, device: Any = "cpu") -> PaperModels:
+    """Load (once per process) and check the weights of ``manifest`` (see the module
+    docstring); later calls with the same files and device share the models.
+
+    Raises:
+        PaperWeightsError: naming the file and the skill at fault; nothing is cached.
+    """
+    dev = torch.device(device)
+    key = _cache_key(manifest, Path(weights_dir), dev)
+    with _CACHE_LOCK:
+        models = _CACHE.get(key)
+        if models is None:
+            models = _build(manifest, Path(weights_dir), dev)
+            _CACHE[key] = models
+        return models
+
+
+def clear_model_cache() -> None:
+    """Forget every loaded model (the next generator verifies and loads again)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
