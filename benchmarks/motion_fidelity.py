@@ -31,7 +31,9 @@ frames, per skill (the frames of each skill's steps) and over all frames:
 
 * **foot skate ratio**: the share of frame pairs (consecutive frames) in which a foot
   joint (ankle or toe joint, each side) in contact with its support (the joint under 5 cm
-  above the support in both frames) slides more than 2.5 cm horizontally;
+  above the support in both frames) slides more than 2.5 cm horizontally; the same on the
+  generated frames beside it, and the share of the skating frames that lie within a frame
+  of where a motion step (one chunk) begins;
 * **floating** and **ground penetration**: the lowest point of the two feet against the
   support under it (the highest scene surface under the foot that is not above it: floor,
   rug, stair, platform), per frame: the share of frames over 5 cm above it and the mean and
@@ -308,9 +310,15 @@ def field_frames(b: Bundle, solids) -> dict[str, np.ndarray]:
     gen_slide = np.linalg.norm(np.diff(gen_pos[:, joints][..., [0, 2]], axis=0), axis=-1)
     gen_skate = np.zeros(len(real), dtype=bool)
     gen_skate[1:] = np.any(gen_contact[1:] & gen_contact[:-1] & (gen_slide > SKATE_SLIDE_M), axis=1)
+    starts = np.asarray(b.step_start, dtype=np.int64)
+    edge = np.zeros(len(real), dtype=bool)  # within a frame of where a motion step begins
+    for d in (-1, 0, 1):
+        k = starts + d
+        edge[k[(k >= 0) & (k < len(real))]] = True
     return {
         "skate": skate,
         "skate_generated": gen_skate,
+        "skate_at_step_edge": skate & edge,
         "contact_pair": pair,
         "lowest_above": above.min(axis=1),
         "bone_dev": _bone_deviation(pos),
@@ -378,6 +386,11 @@ def field_report(bundles: list[Bundle]) -> dict:
             "foot_skate_ratio": float(cat["skate"][mask].sum() / pairs) if pairs else None,
             "foot_skate_ratio_generated": (
                 float(cat["skate_generated"][mask].sum() / pairs) if pairs else None
+            ),
+            "skate_at_step_edge_share": (
+                float(cat["skate_at_step_edge"][mask].sum() / cat["skate"][mask].sum())
+                if cat["skate"][mask].any()
+                else None
             ),
             "frame_pairs": pairs,
             "floating_share": float((above > FLOAT_HEIGHT_M).mean()) if len(above) else None,
