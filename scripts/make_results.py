@@ -223,7 +223,8 @@ TABLES = {
 _VALUE_RE = re.compile(
     r"<!--r:(?P<name>\w+):(?P<path>[\w.@/-]+):(?P<spec>[^>]*?)-->(?P<old>.*?)<!--/r-->"
 )
-_TABLE_RE = re.compile(r"(<!--table:(?P<name>[\w-]+)-->\n)(?P<old>.*?)(\n<!--/table-->)", re.S)
+#: A table between its markers; an empty one (the two markers on consecutive lines) as well.
+_TABLE_RE = re.compile(r"(<!--table:(?P<name>[\w-]+)-->\n)(?P<old>.*?)(\n?<!--/table-->)", re.S)
 
 
 def render(text: str) -> str:
@@ -236,7 +237,7 @@ def render(text: str) -> str:
     def table(m: re.Match[str]) -> str:
         if m["name"] not in TABLES:
             raise KeyError(f"unknown table {m['name']!r}: known {sorted(TABLES)}")
-        return m.group(1) + TABLES[m["name"]]() + m.group(4)
+        return m.group(1) + TABLES[m["name"]]() + "\n<!--/table-->"
 
     return _VALUE_RE.sub(value, _TABLE_RE.sub(table, text))
 
