@@ -19,6 +19,14 @@ does not depend on the values. Measured:
 * ``batch``: 8 generators' chunks of mixed skills in one batched call
   (:func:`~humanclaw_gym.motion.paper.generate_many`) against one decision, on the same
   thread count, alternately;
+* ``gemm_rows`` (always; alone with ``--gemm-only``, a few seconds): the floor a CPU puts
+  under the batch target. Every layer of an evaluation is a matrix product of the
+  decision's 20 tokens with one of the architecture's weight matrices (512 x 1536,
+  512 x 512, 512 x 1024, 1024 x 512); a batch of 8 multiplies 8 times the rows, so it can
+  only be cheaper than 8 decisions by what the larger products gain in speed per row. The
+  harness times the four products at 20 and at 8 x 20 rows on one thread and reports that
+  gain and ``batch_over_one_floor`` = 8 / gain: no implementation on this CPU can make a
+  batch of 8 cost less than that many decisions, even with every row on one network;
 * ``release_runner`` (``--release DIR``, a checkout of the reference release): the
   release's own ``MotionSkillRunner`` on the same weights and machine, run in a child
   process with the release's ``src`` on its path (its eight chunks, then ours, on every
@@ -253,6 +261,53 @@ def bench_release(root: Path, weights: Path, release: Path, threads: int) -> dic
     }
 
 
+def gemm_rows(*, batch: int = 8, tokens: int = 20, width: int = 512, mlp: int = 1024,
+              repeats: int = 5) -> dict:  # fmt: skip
+    """Per-row speed of the architecture's matrix products at one decision's rows and a batch's.
+
+    Times ``(rows x k) @ (k x n)`` on one torch thread for each weight shape of a layer
+    (best of ``repeats`` timings of a loop, so that another process's bursts count less),
+    at ``tokens`` rows and ``batch * tokens`` rows.
+    """
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        generator = torch.Generator().manual_seed(0)
+        shapes = ((width, 3 * width), (width, width), (width, mlp), (mlp, width))
+        seconds = {tokens: 0.0, batch * tokens: 0.0}
+        per_shape = {}
+        for k, n in shapes:
+            weight = torch.randn(k, n, generator=generator)
+            row = {}
+            for rows in seconds:
+                x = torch.randn(rows, k, generator=generator)
+                loops = max(1, 4000 // rows)
+                for _ in range(10):
+                    x @ weight
+                best = float("inf")
+                for _ in range(repeats):
+                    t = time.perf_counter()
+                    for _ in range(loops):
+                        x @ weight
+                    best = min(best, (time.perf_counter() - t) / loops)
+                seconds[rows] += best
+                row[f"rows_{rows}_gflops"] = 2.0 * rows * k * n / best / 1e9
+            per_shape[f"{k}x{n}"] = row
+    finally:
+        torch.set_num_threads(threads)
+    gain = batch * seconds[tokens] / seconds[batch * tokens]
+    return {
+        "threads": 1,
+        "rows_one_decision": tokens,
+        "rows_batch": batch * tokens,
+        "per_shape": per_shape,
+        "per_row_gain_of_batch": gain,
+        "batch_over_one_floor": batch / gain,
+    }
+
+
 def bench(
     *, weights: Path | None = None, release: Path | None = None, repeats: int = 5, batch: int = 8,
     tmp: Path | None = None,
@@ -280,6 +335,7 @@ def bench(
         out.update(bench_ours(root, weights_dir, repeats, batch))
         if release is not None:
             out["release_runner"] = bench_release(root, weights_dir, release, _cpus())
+    out["gemm_rows"] = gemm_rows(batch=batch)
     out["load_average_end"] = list(os.getloadavg())
     same = out[f"threads_{_cpus()}"]
     targets = {f"batch{batch}_le_3x_one": same[f"batch_{batch}_over_one"] <= 3.0}
@@ -304,17 +360,34 @@ def main() -> int:
     parser.add_argument(
         "--tmp", type=Path, default=None, help="where the random weights go (1.1 GB)"
     )
+    parser.add_argument(
+        "--gemm-only",
+        action="store_true",
+        help="measure only the per-row speed of the matrix products (gemm_rows), seconds",
+    )
     args = parser.parse_args()
+    if args.gemm_only:
+        try:
+            import torch  # noqa: F401
+        except ImportError as exc:
+            print(f"torch is needed for --gemm-only: {exc}", file=sys.stderr)
+            return 2
+        section = {
+            "load_average_start": list(os.getloadavg()),
+            "gemm_rows": gemm_rows(),
+            "load_average_end": list(os.getloadavg()),
+        }
     report = {
         "schema": "humanclaw_paper_motion_benchmark_v1",
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"python": sys.version.split()[0], "cpus": _cpus()},
-        "paper_motion": bench(
-            weights=args.weights, release=args.release, repeats=args.repeats, tmp=args.tmp
-        ),
+        "paper_motion": section
+        if args.gemm_only
+        else bench(weights=args.weights, release=args.release, repeats=args.repeats, tmp=args.tmp),
     }
     write_json_atomic(args.out, report, sort_keys=True, default=json_default)
-    print(json.dumps(report["paper_motion"].get("targets", report["paper_motion"]), indent=2))
+    shown = report["paper_motion"].get("targets", report["paper_motion"])
+    print(json.dumps(shown, indent=2, default=json_default))
     print(f"report written to {args.out}")
     return 0
 
