@@ -53,7 +53,9 @@ Measured side by side in one run, on one scene of val100:
   plus 12 textured 81,920-triangle assets: about 1 M triangles, HSSD-like).
 
 Targets (see docs/performance.md) are reported as pass/fail flags, never asserted. The
-machine may be shared: the report records the load average before and after.
+machine may be shared: the report records the load average before and after. The
+``vlm_throughput`` section is written by ``benchmarks/vlm_throughput.py``; a run of this
+harness keeps it.
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ import numpy as np  # noqa: E402
 import humanclaw_gym  # noqa: E402,F401
 from humanclaw_gym import SkillCall  # noqa: E402
 from humanclaw_gym.envs import ENV_ID  # noqa: E402
+
+_OTHER_SECTIONS = ("vlm_throughput",)
+"""Report sections written by other harnesses (``benchmarks/vlm_throughput.py``): kept."""
 
 ACTIONS = [
     SkillCall.walk("normal"),
@@ -890,6 +895,9 @@ def main() -> int:
         targets[f"paper_motion_{name}"] = passed
     report["targets"] = targets
     report["machine"]["load_average_end"] = list(os.getloadavg())
+    if args.out.is_file():  # sections other harnesses write into the same report stay
+        previous = json.loads(args.out.read_text())
+        report.update({k: previous[k] for k in _OTHER_SECTIONS if k in previous})
     write_json_atomic(args.out, report, sort_keys=True)
     print(
         json.dumps(

@@ -10,17 +10,37 @@ kernels by instruction set (AVX-512 machines use other kernels, with other last 
 AVX2 machines), OpenBLAS picks its matrix-product kernels by processor (``SkylakeX``,
 ``Haswell``, ...), and half-physics rollouts amplify a last-bit difference into a different
 trajectory. Same record, same bits; see ``docs/baselines.md`` ("Across machines").
+A batch run therefore records, in every episode folder, the CPU of the node that ran the
+episode (``node.json``, :func:`write_node_record`), and its summary says when one run's
+episodes ran on CPUs with different records (:func:`episode_cpu_groups`).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
+import os
 import platform
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REPORTED_PACKAGES", "cpu_record", "git_revision", "run_environment"]
+__all__ = [
+    "NODE_FILE",
+    "NODE_SCHEMA",
+    "REPORTED_PACKAGES",
+    "cpu_record",
+    "episode_cpu_groups",
+    "git_revision",
+    "read_node_record",
+    "run_environment",
+    "write_node_record",
+]
+
+NODE_FILE = "node.json"
+"""The file in an episode folder that records the CPU of the node that ran the episode."""
+NODE_SCHEMA = "humanclaw_node_v1"
 
 REPORTED_PACKAGES: tuple[str, ...] = (
     "humanclaw-gym",
@@ -140,3 +160,49 @@ def run_environment() -> dict[str, Any]:
         "packages": {name: _version(name) for name in REPORTED_PACKAGES},
         "git": git_revision(),
     }
+
+
+def write_node_record(directory: str | os.PathLike[str]) -> None:
+    """Write ``node.json`` into an episode folder: ``{"schema": "humanclaw_node_v1",
+    "cpu": cpu_record()}`` of this process (the node that runs the episode). Only the CPU
+    is recorded, no host name, so that a folder is the same on any node of one CPU record."""
+    from humanclaw_gym.fileio import write_json_record
+
+    write_json_record(Path(directory) / NODE_FILE, {"schema": NODE_SCHEMA, "cpu": cpu_record()})
+
+
+def read_node_record(directory: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``cpu`` record of an episode folder's ``node.json``; None when the file is
+    missing or not a ``humanclaw_node_v1`` record (folders of older versions)."""
+    try:
+        data = json.loads((Path(directory) / NODE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("schema") != NODE_SCHEMA:
+        return None
+    cpu = data.get("cpu")
+    return cpu if isinstance(cpu, dict) else None
+
+
+def episode_cpu_groups(directories: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """The episodes of ``directories`` grouped by the CPU record of the node that ran them.
+
+    Folders that do not exist (episodes that never ran) are not counted; folders without a
+    record form the group ``"cpu": None``.
+
+    Returns:
+        ``[{"cpu": record or None, "episodes": n}, ...]``, largest group first; more than
+        one group with a record means the run mixed CPUs whose figures can differ in the
+        last bits (and then in whole trajectories).
+    """
+    counts: dict[str, int] = {}
+    records: dict[str, dict[str, Any] | None] = {}
+    for directory in directories:
+        if not Path(directory).is_dir():
+            continue
+        cpu = read_node_record(directory)
+        key = json.dumps(cpu, sort_keys=True)
+        records[key] = cpu
+        counts[key] = counts.get(key, 0) + 1
+    order = sorted(counts, key=lambda key: (-counts[key], key))
+    return [{"cpu": records[key], "episodes": counts[key]} for key in order]

@@ -8,7 +8,14 @@ import subprocess
 import sys
 
 from humanclaw_gym.evaluation.batch import RunConfig, list_episode_specs, run_batch
-from humanclaw_gym.provenance import REPORTED_PACKAGES, git_revision, run_environment
+from humanclaw_gym.provenance import (
+    REPORTED_PACKAGES,
+    cpu_record,
+    episode_cpu_groups,
+    git_revision,
+    run_environment,
+    write_node_record,
+)
 
 
 def test_run_environment_reports_versions_without_importing():
@@ -59,3 +66,47 @@ def test_metrics_summary_records_the_environment(tmp_path):
     assert (
         summary["environment"]["packages"]["pybullet"] == run_environment()["packages"]["pybullet"]
     )
+
+
+def test_each_episode_records_its_cpu_and_a_mixed_run_says_so(tmp_path):
+    """node.json per episode; a run whose episodes ran on two CPU records warns at the end
+    and says so in its summary (here the second record is planted, as a node whose numpy
+    runs other SIMD targets would write it; tests/test_ray_cluster.py does it for real)."""
+    out = tmp_path / "run"
+    args = ["run", "--episodes", "val100", "--limit", "2", "--agent", "random"]
+    args += ["--max-steps", "1", "--metrics", "--quiet", "--output", str(out)]
+    first = subprocess.run(
+        [sys.executable, "-m", "humanclaw_gym", *args], capture_output=True, text=True
+    )
+    assert first.returncode == 0, first.stderr
+    assert "warning" not in first.stderr
+    folders = sorted(out.glob("*/rollout_00"))
+    records = [json.loads((f / "node.json").read_text()) for f in folders]
+    assert records[0] == records[1] == {"schema": "humanclaw_node_v1", "cpu": cpu_record()}
+    summary = json.loads((out / "metrics_summary.json").read_text())["environment"]
+    assert summary["mixed_cpus"] is False
+    assert summary["episode_cpus"] == [{"cpu": cpu_record(), "episodes": 2}]
+
+    other = {**cpu_record(), "numpy_simd": ["X86_V2"]}
+    (folders[1] / "node.json").write_text(json.dumps({"schema": "humanclaw_node_v1", "cpu": other}))
+    again = subprocess.run(
+        [sys.executable, "-m", "humanclaw_gym", *args, "--resume"], capture_output=True, text=True
+    )
+    assert again.returncode == 0, again.stderr
+    assert "skipped 2" in again.stdout
+    warning = [line for line in again.stderr.splitlines() if "warning" in line]
+    assert len(warning) == 1 and "2 different CPU records" in warning[0], again.stderr
+    assert "numpy SIMD: X86_V2" in warning[0]
+    summary = json.loads((out / "metrics_summary.json").read_text())["environment"]
+    assert summary["mixed_cpus"] is True
+    assert sorted(g["episodes"] for g in summary["episode_cpus"]) == [1, 1]
+
+
+def test_cpu_groups_count_folders_without_a_record_apart(tmp_path):
+    a, b, c = (tmp_path / n for n in "abc")
+    for folder in (a, b, c):
+        folder.mkdir()
+    write_node_record(a)
+    write_node_record(b)
+    groups = episode_cpu_groups([a, b, c, tmp_path / "never_ran"])
+    assert groups == [{"cpu": cpu_record(), "episodes": 2}, {"cpu": None, "episodes": 1}]

@@ -44,13 +44,17 @@ class RunArgs:
     video: bool = False
     """write ego.mp4 and exo.mp4 per episode"""
     workers: int = 1
-    """worker processes (local executor) or concurrent tasks (ray)"""
+    """worker processes (local executor) or episodes in flight (ray); may exceed the CPU
+    count for agents that wait on a model endpoint (docs/scaling.md)"""
     resume: bool = False
     """skip episodes whose requested artifacts are complete and verified (same settings only)"""
     executor: Literal["local", "ray"] = "local"
     """run episodes in local processes or as Ray tasks"""
     ray_address: str | None = None
-    """address of an existing Ray cluster (default: start a local one)"""
+    """HOST:PORT of an existing Ray cluster (default: start a local one); no shared disk needed"""
+    ray_task_resources: tuple[str, ...] = ()
+    """what each Ray episode task asks for, NAME=AMOUNT (default CPU=1), e.g. CPU=0.25 or a
+    custom resource of the nodes to run on"""
     seed: int = 0
     """seed for stochastic policies (random)"""
     backend: Annotated[BackendArgs, Flattened] = field(default_factory=BackendArgs)
@@ -243,6 +247,17 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
         return 2
     if args.limit is not None:
         specs = specs[: args.limit]
+    from humanclaw_gym.evaluation.ray_executor import (
+        RayAddressError,
+        RayClusterError,
+        parse_task_resources,
+    )
+
+    try:
+        ray_resources = parse_task_resources(args.ray_task_resources)
+    except ValueError as exc:
+        print(f"humanclaw run: error: {exc}", file=sys.stderr)
+        return 2
     print(
         f"humanclaw run: {len(specs)} episode(s), agent={config.agent}, output={args.output}"
         + ("" if profile is None else f", profile={profile.name}"),
@@ -261,10 +276,11 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
             ray_address=args.ray_address,
             progress=not args.quiet,
             episodes=episodes,
+            ray_resources=ray_resources,
         )
     except BatchInterrupted as exc:
         summary, interrupted = exc.summary, exc
-    except (RunFingerprintError, OutputInUseError) as exc:
+    except (RunFingerprintError, OutputInUseError, RayAddressError, RayClusterError) as exc:
         print(f"humanclaw run: error: {exc}", file=sys.stderr)
         return 2
     except MetricsFileError as exc:
@@ -293,6 +309,8 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
         print()
         print(format_tables(summary.metrics_summary))
         print(f"\nmetrics summary written to {Path(args.output) / 'metrics_summary.json'}")
+    if summary.mixed_cpus:
+        print(_mixed_cpu_warning(summary.cpu_records), file=sys.stderr)
     if interrupted is not None:
         print(
             f"{summary.not_run} episode(s) did not run and left no files; to finish the run:\n"
@@ -312,6 +330,25 @@ def _resume_command(argv: list[str] | None) -> str:
     if "--resume" not in args:
         args.append("--resume")
     return shlex.join(["humanclaw", "run", *args])
+
+
+def _mixed_cpu_warning(groups: list[dict]) -> str:
+    """The end-of-run warning for a run whose episodes ran on CPUs of different records."""
+    parts = []
+    for group in groups:
+        cpu = group["cpu"]
+        if cpu is None:
+            continue
+        simd = " ".join(cpu.get("numpy_simd") or []) or "none"
+        blas = (cpu.get("blas") or {}).get("architecture")
+        kernels = f"numpy SIMD: {simd}" + (f", BLAS: {blas}" if blas else "")
+        parts.append(f"{group['episodes']} on {cpu.get('model')} ({kernels})")
+    return (
+        f"humanclaw run: warning: the episodes ran on {len(parts)} different CPU records ("
+        + "; ".join(parts)
+        + "); their figures are not bit-comparable (docs/baselines.md, Across machines); "
+        "each episode's node.json names its CPU"
+    )
 
 
 def rollout(args: RolloutArgs) -> int:

@@ -3,8 +3,11 @@
 Every episode runs through :func:`run_one_episode`, which calls the single episode loop
 (:func:`humanclaw_gym.evaluation.run_episode`) with the requested wrappers. The local
 executor runs it in ``workers`` processes (each builds its env once and reuses a scene
-across that scene's episodes); the Ray executor runs the very same function as Ray tasks.
-Outputs go to a deterministic directory per episode::
+across that scene's episodes) that write into ``output`` directly; the Ray executor
+(:mod:`.ray_executor`) runs the very same function as Ray tasks in node-local scratch and
+sends each episode folder back to the driver, which writes it into ``output`` atomically
+(:mod:`.artifacts`), so a cluster needs no shared disk. Outputs go to a deterministic
+directory per episode::
 
     <output>/<scene_id>_ep<episode_id>_<category>/rollout_00/
         stepNNN_*.json            (VLM agents)
@@ -12,6 +15,7 @@ Outputs go to a deterministic directory per episode::
         metrics.json              (--metrics)
         ego.mp4, exo.mp4          (--video)
         final_ego.png             (the last ego image)
+        node.json                 (the CPU record of the node that ran it)
         episode_result.json       (written last)
 
 ``--resume`` skips an episode only when every artifact the current flags require exists
@@ -20,6 +24,12 @@ and verifies (replay hashes, metrics schema); anything else is run again from sc
 without secrets, seed, max steps, episodes, backends, metric rules, package version; see
 :mod:`humanclaw_gym.evaluation.fingerprint`): a run whose settings differ from the
 recorded ones is refused before any episode runs, naming the differing fields.
+
+Whatever the executor, an episode counts as completed only when the driver finds its
+folder complete and verified in ``output`` (a run whose artifacts did not reach the driver
+fails; it never exits 0). The summary groups the episodes by the CPU record in their
+``node.json`` (``cpu_records``); ``mixed_cpus`` is True when one run's episodes ran on CPUs
+with different records, whose figures are not bit-comparable (``docs/baselines.md``).
 
 One run at a time writes to an output directory: ``<output>/.humanclaw_run.lock`` is held
 (``filelock``, an OS lock that dies with its process, so a lock left by a killed run is
@@ -124,6 +134,9 @@ _WATCHDOG_PERIOD_S = 0.5
 class BatchSummary:
     """Counts and per-episode outcomes of a batch.
 
+    ``cpu_records`` groups the run's episodes by the CPU record of the node that ran them
+    (:func:`~humanclaw_gym.provenance.episode_cpu_groups`); ``mixed_cpus`` says that more
+    than one record occurs.
     ``not_run`` counts the episodes an interrupt stopped before they finished (their
     results have ``status == "not_run"``); ``interrupted`` names the signal, else None.
     """
@@ -134,6 +147,8 @@ class BatchSummary:
     results: list[dict[str, Any]] = field(default_factory=list)
     wall_time_s: float = 0.0
     metrics_summary: dict[str, Any] | None = None
+    cpu_records: list[dict[str, Any]] = field(default_factory=list)
+    mixed_cpus: bool = False
     not_run: int = 0
     interrupted: str | None = None
 
@@ -278,10 +293,12 @@ def run_one_episode(spec: EpisodeSpec, config: RunConfig) -> dict[str, Any]:
     episode failure (the error is recorded in the returned dict and episode_result.json)."""
     from humanclaw_gym.evaluation.episode import run_episode, write_json_atomic
     from humanclaw_gym.evaluation.policies import load_policy
+    from humanclaw_gym.provenance import write_node_record
 
     out = rollout_dir(config.output, spec)
     _clear_rollout(out)
     out.mkdir(parents=True, exist_ok=True)
+    write_node_record(out)
     t0 = time.perf_counter()
     summary: dict[str, Any] = {
         "episode_id": spec.episode_id,
@@ -380,6 +397,7 @@ _KNOWN_OUTPUTS = (
     "metrics.json",
     "ego.mp4",
     "exo.mp4",
+    "node.json",
     "episode_result.json",
 )
 
@@ -562,49 +580,40 @@ def _run_ray(
     ray_address: str | None,
     workers: int,
     on_result: Callable[[dict[str, Any]], None],
+    resources: Mapping[str, float] | None = None,
     stop: _Stop | None = None,
 ) -> None:
+    from humanclaw_gym.evaluation.ray_executor import EpisodeRunner, run_ray
+
     stop = stop or _Stop()
-    try:
-        import ray
-    except ImportError as exc:
-        raise RuntimeError(
-            "--executor ray needs the 'ray' extra: pip install 'humanclaw-gym[ray]'"
-        ) from exc
-    started_here = False
-    if not ray.is_initialized():
-        if ray_address:
-            ray.init(address=ray_address, ignore_reinit_error=True, log_to_driver=False)
-        else:
-            ray.init(
-                num_cpus=max(1, workers),
-                ignore_reinit_error=True,
-                log_to_driver=False,
-                include_dashboard=False,
-            )
-        started_here = True
-    remaining: list[Any] = []
-    try:
-        task = ray.remote(num_cpus=1)(_ray_task)
-        refs = [task.remote(spec, config) for spec in specs]
-        remaining = list(refs)
-        while remaining and not stop.requested:
-            done, remaining = ray.wait(remaining, num_returns=1, timeout=0.2)
-            if done:
-                on_result(ray.get(done[0]))
-    finally:
-        if stop.requested:
-            for ref in remaining:
-                ray.cancel(ref, force=True)
-            if remaining:  # wait until the cancelled tasks' workers are gone
-                ray.wait(remaining, num_returns=len(remaining), timeout=10.0)
-        if started_here:
-            ray.shutdown()
+    run_ray(
+        specs,
+        config,
+        on_result,
+        EpisodeRunner(run_one_episode, rollout_dir, _clear_rollout, _worker_init),
+        address=ray_address,
+        workers=workers,
+        resources=resources,
+        should_stop=lambda: stop.requested,
+    )
 
 
-def _ray_task(spec: EpisodeSpec, config: RunConfig) -> dict[str, Any]:
-    _worker_init()
-    return run_one_episode(spec, config)
+def _checked_delivery(res: dict[str, Any], config: RunConfig) -> dict[str, Any]:
+    """A completed episode whose folder the driver cannot find complete and verified in
+    ``config.output`` is a failure (artifacts written where the driver cannot see them
+    must never make a run exit 0)."""
+    if res.get("status") != "completed":
+        return res
+    spec = EpisodeSpec("", res["scene_id"], res["episode_id"], res["category"])
+    directory = rollout_dir(config.output, spec)
+    if rollout_complete(directory, config):
+        return res
+    return {
+        **res,
+        "status": "failed",
+        "error": f"the episode's artifacts did not reach the driver: {directory} is "
+        "missing or incomplete",
+    }
 
 
 def check_run_config(config: RunConfig) -> None:
@@ -728,6 +737,7 @@ def run_batch(
     ray_address: str | None = None,
     progress: bool = True,
     episodes: Mapping[str, Any] | None = None,
+    ray_resources: Mapping[str, float] | None = None,
     notice: Callable[[str], None] | None = None,
 ) -> BatchSummary:
     """Run many episodes; see the module docstring.
@@ -743,11 +753,15 @@ def run_batch(
         workers: worker processes (local) or concurrent tasks (Ray).
         resume: skip episodes whose requested artifacts are complete and verified.
         executor: ``"local"`` or ``"ray"``.
-        ray_address: an existing Ray cluster (default: start a local one).
+        ray_address: an existing Ray cluster (default: start a local one); checked to
+            answer before anything is written.
         progress: show a progress bar.
         episodes: the fingerprint's ``episodes`` setting
             (:func:`~humanclaw_gym.evaluation.fingerprint.episodes_record` of the selection
             before any limit); default: the list ``specs`` itself.
+        ray_resources: what each Ray task asks for (see
+            :func:`~humanclaw_gym.evaluation.ray_executor.run_ray`); default one CPU.
+
         notice: called with one line for the user (e.g. what a rerun overwrites); default:
             printed to stderr.
 
@@ -755,6 +769,8 @@ def run_batch(
         ValueError: bad arguments or config, an episode listed twice.
         SceneNotInstalledError: an episode's scene cannot be found.
         OutputInUseError: another run is writing to ``config.output``.
+        RayAddressError: ``ray_address`` does not answer (nothing was written).
+        RayClusterError: no node of the Ray cluster offers ``ray_resources``.
         RunFingerprintError: the output directory holds results of other settings (the
             message lists the differing fields); nothing has run.
         BatchInterrupted: SIGINT or SIGTERM (see the module docstring); it carries the
@@ -787,6 +803,10 @@ def run_batch(
         rollout_dir(config.output, spec)  # every output folder stays inside the output
     check_run_config(config)
     check_episode_scenes(specs, config)
+    if executor == "ray":
+        from humanclaw_gym.evaluation.ray_executor import check_ray_address
+
+        check_ray_address(ray_address)
     if episodes is None:
         episodes = episodes_record(None, ((s.split, s.scene_id, s.episode_id) for s in specs))
     fingerprint = run_fingerprint(config, episodes)
@@ -795,7 +815,9 @@ def run_batch(
         check_policy(config)
     with output_lock(config.output):  # the first write: the output directory and its lock
         check_fingerprint(config.output, fingerprint, resume=resume)
-        return _run_locked(specs, config, workers, resume, executor, ray_address, progress, notice)
+        return _run_locked(
+            specs, config, workers, resume, executor, ray_address, progress, notice, ray_resources
+        )
 
 
 def _run_locked(
@@ -807,6 +829,7 @@ def _run_locked(
     ray_address: str | None,
     progress: bool,
     notice: Callable[[str], None],
+    ray_resources: Mapping[str, float] | None = None,
 ) -> BatchSummary:
     summary = BatchSummary()
     t0 = time.perf_counter()
@@ -845,6 +868,7 @@ def _run_locked(
 
     def on_result(res: dict[str, Any]) -> None:
         nonlocal successes
+        res = _checked_delivery(res, config)
         summary.results.append(res)
         finished.add((res["scene_id"], res["episode_id"]))
         if res.get("status") == "completed":
@@ -868,7 +892,7 @@ def _run_locked(
             if executor == "local":
                 _run_local(todo, config, workers, on_result, stop)
             else:
-                _run_ray(todo, config, ray_address, workers, on_result, stop)
+                _run_ray(todo, config, ray_address, workers, on_result, ray_resources, stop)
         finally:
             if bar is not None:
                 bar.close()
@@ -889,6 +913,7 @@ def _run_locked(
             summary.interrupted = signal.Signals(stop.signum).name
     summary.results.sort(key=lambda r: (r["scene_id"], r["episode_id"]))
     summary.wall_time_s = time.perf_counter() - t0
+    _record_cpus(summary, specs, config)
     if config.metrics:
         from humanclaw_gym.metrics import aggregate_metric_files
 
@@ -902,8 +927,20 @@ def _run_locked(
             from humanclaw_gym.evaluation.episode import write_json_atomic
             from humanclaw_gym.provenance import run_environment
 
-            summary.metrics_summary["environment"] = run_environment()
+            summary.metrics_summary["environment"] = {
+                **run_environment(),
+                "episode_cpus": summary.cpu_records,
+                "mixed_cpus": summary.mixed_cpus,
+            }
             write_json_atomic(Path(config.output) / "metrics_summary.json", summary.metrics_summary)
     if stop.requested:
         raise BatchInterrupted(summary, stop.signum)
     return summary
+
+
+def _record_cpus(summary: BatchSummary, specs: Sequence[EpisodeSpec], config: RunConfig) -> None:
+    """Group the run's episodes by the CPU record of the node that ran them."""
+    from humanclaw_gym.provenance import episode_cpu_groups
+
+    summary.cpu_records = episode_cpu_groups(rollout_dir(config.output, s) for s in specs)
+    summary.mixed_cpus = sum(g["cpu"] is not None for g in summary.cpu_records) > 1
