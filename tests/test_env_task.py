@@ -210,6 +210,35 @@ def test_recorded_chunks_give_the_frame_by_frame_events_bit_for_bit(episodes, ph
     assert len(seen["recorded"]) == 45 and seen["recorded"] == seen["live"]
 
 
+@pytest.mark.parametrize("physics", ["pybullet", "mujoco"])
+def test_the_metrics_wrapper_leaves_the_trajectory_bit_for_bit(episodes, physics):
+    """The wrapper's observers (contacts of every frame, the chunk recorded at once) change
+    nothing of what the simulation does: observations, realized frames and object poses
+    after every decision are the bare env's, byte for byte."""
+    from humanclaw_gym.wrappers import MetricsWrapper
+
+    if physics == "mujoco":
+        pytest.importorskip("mujoco")
+    runs = {}
+    for name in ("bare", "metrics"):
+        env = gym.make(ENV_ID, split="val100", max_steps=8, physics=physics, privileged=True)
+        env = MetricsWrapper(env) if name == "metrics" else env
+        seen = []
+        try:
+            env.reset(options={"episode_id": episodes[2].episode_id})
+            for call in ("Walk<forward><fast>", "Turn<left><60>", "Walk<forward><normal>"):
+                obs, *_ = env.step(call)
+                state = env.unwrapped.privileged_state()
+                seen.append(
+                    (obs["rgb"].tobytes() if isinstance(obs, dict) else obs.tobytes(),
+                     state.realized_frame.tobytes(), state.object_poses.tobytes())
+                )  # fmt: skip
+        finally:
+            env.close()
+        runs[name] = seen
+    assert len(runs["bare"]) == 3 and runs["bare"] == runs["metrics"]
+
+
 def test_the_decision_instance_image_comes_from_the_observation_pass(episodes):
     from humanclaw_gym.wrappers import MetricsWrapper
 
