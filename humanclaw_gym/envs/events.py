@@ -24,9 +24,10 @@ from the env.
 
 Events are plain frozen dataclasses holding numpy arrays that the observer may keep (the env
 never mutates an array after handing it out; the state arrays are the simulation
-snapshot's or the frame states physics read, shared by all observers and read-only). ``on_chunk``, ``on_frame`` and ``on_step`` events
-are built only when some observer defines that method. Observer callbacks run synchronously
-inside ``reset``/``step``; an exception in an observer propagates to the caller.
+snapshot's or the frame states physics read, shared by all observers and read-only).
+``on_chunk``, ``on_frame`` and ``on_step`` events are built only when some observer defines
+that method. Observer callbacks run synchronously inside ``reset``/``step``; an exception
+in an observer propagates to the caller.
 
 Events carry hidden simulator state (target ids, object poses, contacts). Observers are
 trusted in-process code; none of this reaches the observation or ``info`` the policy sees.
