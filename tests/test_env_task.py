@@ -67,9 +67,9 @@ def test_snapshot_reads_each_part_once_per_state_and_is_read_only(episodes):
         calls = {"contacts": 0}
         query = sim.physics.contacts
 
-        def counted():
+        def counted(parts=True):
             calls["contacts"] += 1
-            return query()
+            return query(parts)
 
         sim.physics.contacts = counted
         snap = sim.snapshot()
@@ -111,14 +111,132 @@ def test_two_observers_share_one_contact_query_per_frame(episodes):
     base.add_observer(b, needs=("contacts",))
     try:
         env.reset(options={"episode_id": episodes[0].episode_id})
-        calls = []
-        query = base.simulation.physics.contacts
-        base.simulation.physics.contacts = lambda: calls.append(1) or query()
+        physics = base.simulation.physics
+        chunks, queries = [], []
+        record, query = physics.record_frames, physics._frame_contacts
+        physics.record_frames = lambda frames, **kw: chunks.append(kw) or record(frames, **kw)
+        physics._frame_contacts = lambda parts: queries.append(parts) or query(parts)
         env.step(SkillCall.walk("normal"))
-        assert len(calls) == 15 == len(a.contacts)
+        # no image of each frame asked for: the chunk is recorded at once, one query a frame
+        assert chunks == [{"contacts": True, "contact_parts": False}]
+        assert queries == [False] * 15 and len(a.contacts) == 15
         assert all(x is y for x, y in zip(a.contacts, b.contacts, strict=True))
     finally:
         env.close()
+
+
+def test_frame_images_run_the_chunk_frame_by_frame_with_one_query_each(episodes):
+    env = gym.make(ENV_ID, split="val100", max_steps=4)
+    a = _Counting()
+    base = env.unwrapped
+    base.add_observer(a, needs=("contacts", "frame_ego"))
+    try:
+        env.reset(options={"episode_id": episodes[0].episode_id})
+        physics = base.simulation.physics
+        calls = []
+        query = physics.contacts
+        physics.contacts = lambda parts=True: calls.append(parts) or query(parts)
+        physics.record_frames = None  # never used on this path
+        env.step(SkillCall.walk("normal"))
+        assert calls == [False] * 15 and len(a.contacts) == 15
+    finally:
+        env.close()
+
+
+def test_a_failing_frame_of_a_recorded_chunk_ends_the_step_after_the_frames_before_it(episodes):
+    env = gym.make(ENV_ID, split="val100", max_steps=4)
+    a = _Counting()
+    base = env.unwrapped
+    base.add_observer(a, needs=("contacts",))
+    try:
+        env.reset(options={"episode_id": episodes[0].episode_id})
+        physics = base.simulation.physics
+        step, ran = physics._step_engine, []
+
+        def failing(frame):
+            if len(ran) == 6:
+                raise RuntimeError("simulated divergence")
+            step(frame)
+            ran.append(frame)
+
+        physics._step_engine = failing
+        with pytest.raises(RuntimeError, match="simulated divergence"):
+            env.step(SkillCall.walk("normal"))
+        assert len(a.contacts) == 6 and a.events == ["reset", "error"]
+    finally:
+        env.close()
+
+
+class _Frames:
+    def __init__(self) -> None:
+        self.frames: list[tuple[bytes, ...]] = []
+
+    def on_frame(self, event):
+        self.frames.append(
+            (
+                event.generated.tobytes(),
+                event.realized.tobytes(),
+                event.object_poses.tobytes(),
+                event.contacts.tobytes(),
+                bytes([event.frame_index, event.last_in_chunk]),
+            )
+        )
+
+
+@pytest.mark.parametrize("physics", ["pybullet", "mujoco"])
+@pytest.mark.parametrize("parts", [False, True])
+def test_recorded_chunks_give_the_frame_by_frame_events_bit_for_bit(episodes, physics, parts):
+    """A chunk recorded at once (no image of each frame asked for) hands observers the very
+    bytes of running it frame by frame (a "frame_ego" observer forces that path)."""
+    if physics == "mujoco":
+        pytest.importorskip("mujoco")
+    need = "contact_parts" if parts else "contacts"
+    seen = {}
+    for path, needs in (("recorded", (need,)), ("live", (need, "frame_ego"))):
+        env = gym.make(ENV_ID, split="val100", max_steps=6, physics=physics)
+        spy = _Frames()
+        env.unwrapped.add_observer(spy, needs=needs)
+        try:
+            env.reset(options={"episode_id": episodes[1].episode_id})
+            for call in (
+                SkillCall.walk("fast"),
+                SkillCall.turn("left", 45),
+                SkillCall.walk("slow"),
+            ):
+                env.step(call)
+        finally:
+            env.close()
+        seen[path] = spy.frames
+    assert len(seen["recorded"]) == 45 and seen["recorded"] == seen["live"]
+
+
+@pytest.mark.parametrize("physics", ["pybullet", "mujoco"])
+def test_the_metrics_wrapper_leaves_the_trajectory_bit_for_bit(episodes, physics):
+    """The wrapper's observers (contacts of every frame, the chunk recorded at once) change
+    nothing of what the simulation does: observations, realized frames and object poses
+    after every decision are the bare env's, byte for byte."""
+    from humanclaw_gym.wrappers import MetricsWrapper
+
+    if physics == "mujoco":
+        pytest.importorskip("mujoco")
+    runs = {}
+    for name in ("bare", "metrics"):
+        env = gym.make(ENV_ID, split="val100", max_steps=8, physics=physics, privileged=True)
+        env = MetricsWrapper(env) if name == "metrics" else env
+        seen = []
+        try:
+            env.reset(options={"episode_id": episodes[2].episode_id})
+            for call in ("Walk<forward><fast>", "Turn<left><60>", "Walk<forward><normal>"):
+                obs, *_ = env.step(call)
+                state = env.unwrapped.privileged_state()
+                seen.append(
+                    (obs["rgb"].tobytes() if isinstance(obs, dict) else obs.tobytes(),
+                     state.realized_frame.tobytes(), state.object_poses.tobytes())
+                )  # fmt: skip
+        finally:
+            env.close()
+        runs[name] = seen
+    assert len(runs["bare"]) == 3 and runs["bare"] == runs["metrics"]
 
 
 def test_the_decision_instance_image_comes_from_the_observation_pass(episodes):

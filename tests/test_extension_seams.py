@@ -422,7 +422,7 @@ class KinematicPhysics(HalfPhysicsBase):
         objs = self._scene.dynamic_objects
         return np.array([[*o.position, *o.quat_xyzw()] for o in objs]).reshape(-1, 7)
 
-    def contacts(self) -> np.ndarray:
+    def contacts(self, parts: bool = True) -> np.ndarray:
         self._require_episode("contacts")
         return empty_contacts()
 
@@ -438,6 +438,13 @@ def test_a_physics_backend_on_the_shared_base_runs_the_env():
         gym.make(ENV_ID, split="val100", physics="kinematic", physics_options={"stiffness": 1})
     env = gym.make(ENV_ID, split="val100", physics="kinematic", privileged=True, obs_size=32,
                    max_steps=3)  # fmt: skip
+    realized: list[np.ndarray] = []  # an observer of every frame: the base's record_frames
+
+    class _Frames:
+        def on_frame(self, event):
+            realized.append(event.realized)
+
+    env.unwrapped.add_observer(_Frames())
     try:
         env.reset(seed=0)
         physics = env.unwrapped.simulation.physics
@@ -446,6 +453,8 @@ def test_a_physics_backend_on_the_shared_base_runs_the_env():
         after = env.unwrapped.privileged_state()
         assert np.linalg.norm(after.realized_frame[[0, 2]] - start[[0, 2]]) > 0.2
         assert after.link_origins.shape == (25, 3) and after.object_poses.shape[1] == 7
+        assert len(realized) == 15
+        assert realized[-1].tobytes() == after.realized_frame.tobytes()
         contract = physics.contract()
         assert contract["backend"] == "kinematic" and contract["lag"] == 0.0
         assert contract["substeps_per_frame"] == 4 and "dynamics" in contract

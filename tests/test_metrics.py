@@ -746,3 +746,78 @@ def test_recorder_constructor_checks():
         make_recorder(initial_penetration_m=-0.1)
     with pytest.raises(ValueError, match="dynamic_ids"):
         make_recorder(dynamic_ids=[0])
+
+
+def _chunk_inputs(seed: int, n: int = 15):
+    """One decision's varied frame inputs: contacts (hand on the table, a box pushed, a
+    foot on the floor), moving object positions and realized frames off the generated."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        contacts(
+            *([(HUMAN_ID, LEFT_HAND, TABLE, 1.0 + 0.01 * i)] if i % 3 else []),
+            *([(HUMAN_ID, HEAD, BOX_A, 1.6, -0.002 * i)] if i > 7 else []),
+            (HUMAN_ID, LEFT_FOOT, 1, FLOOR),
+        )
+        for i in range(n)
+    ]
+    positions = np.cumsum(rng.normal(0.0, 0.01, (n, len(DYNAMIC), 3)), axis=0)
+    realized = np.zeros((n, 75))
+    realized[:, 1] = 0.9
+    realized[:, 3:] = rng.normal(0.0, 0.05, (n, 72))
+    return rows, positions, realized
+
+
+def test_record_frames_gives_the_metrics_of_frame_by_frame():
+    """Frames handed over in groups (record_frames) give the trackers the very inputs of
+    record_frame on each in order: the metrics JSON is byte-identical."""
+    out = []
+    for groups in ([1] * 15, [15], [4, 11], [1, 13, 1]):
+        rec = make_recorder()
+        for step, skill in enumerate((Skill.WALK, Skill.TURN, Skill.WALK)):
+            rows, positions, realized = _chunk_inputs(step)
+            rec.record_decision(step, 10 * step, None, skill)
+            generated = np.zeros((15, 75))
+            generated[:, 1] = 0.9
+            rec.record_generated_chunk(step, generated)
+            start = 0
+            for size in groups:
+                end = start + size
+                if size == 1:
+                    rec.record_frame(
+                        step, skill, start, end == 15, rows[start], DYNAMIC, positions[start],
+                        realized[start],
+                    )  # fmt: skip
+                else:
+                    rec.record_frames(
+                        step, skill, start, end == 15, rows[start:end], DYNAMIC,
+                        positions[start:end], realized[start:end],
+                    )  # fmt: skip
+                start = end
+        rec.record_decision(3, 0, "I see the couch.", Skill.STOP)
+        out.append(json.dumps(rec.finalize(body_at(1.1), "stop"), sort_keys=True))
+    assert all(text == out[0] for text in out[1:])
+    assert json.loads(out[0])["steps"] == 4
+
+
+def test_record_frames_checks_every_frame_before_any_tracker_sees_one():
+    rec = make_recorder()
+    rows, positions, realized = _chunk_inputs(0)
+    rec.record_decision(0, 0, None, Skill.WALK)
+    rec.record_generated_chunk(0, np.zeros((15, 75)))
+    bad = realized.copy()
+    bad[9, 5] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        rec.record_frames(0, Skill.WALK, 0, True, rows, DYNAMIC, positions, bad)
+    with pytest.raises(ValueError, match=r"object_positions must have shape \(15, 4, 3\)"):
+        rec.record_frames(0, Skill.WALK, 0, True, rows, DYNAMIC, positions[:, :2], realized)
+    with pytest.raises(ValueError, match=r"frame_index must be 0 \(frames arrive in order\)"):
+        rec.record_frames(0, Skill.WALK, 1, True, rows, DYNAMIC, positions, realized)
+    # nothing was recorded: the chunk is still expected from frame 0
+    rec.record_frames(0, Skill.WALK, 0, False, rows[:4], DYNAMIC, positions[:4], realized[:4])
+    more = np.r_[realized[4:], realized[:1]]  # 12 frames from index 4: past the chunk
+    with pytest.raises(ValueError, match="frame_index must be < 15"):
+        rec.record_frames(0, Skill.WALK, 4, True, rows[4:] + rows[:1], DYNAMIC,
+                          np.r_[positions[4:], positions[:1]], more)  # fmt: skip
+    rec.record_frames(0, Skill.WALK, 4, True, rows[4:], DYNAMIC, positions[4:], realized[4:])
+    with pytest.raises(ValueError, match="already received its last_in_chunk frame"):
+        rec.record_frames(0, Skill.WALK, 15, True, rows[:1], DYNAMIC, positions[:1], realized[:1])

@@ -804,6 +804,69 @@ def test_contact_part_index_is_the_nearest_part(make_backend) -> None:
     assert np.all(cup_table["link_a"] == 0) and np.all(cup_table["link_b"] == 0)
 
 
+def _no_parts(rows: np.ndarray) -> np.ndarray:
+    """``rows`` as a query without part indices gives them: objects' link fields -1."""
+    out = rows.copy()
+    out["link_a"] = np.where(out["a"] == HUMAN_ID, out["link_a"], -1)
+    out["link_b"] = -1
+    return out
+
+
+def test_record_frames_reads_what_each_frame_leaves(make_backend) -> None:
+    """record_frames (a chunk at once, the state after each frame read as it goes) equals
+    step_frame followed by the readouts, frame by frame, bit for bit; a query without part
+    indices is the same rows with the objects' link fields -1."""
+    scene = _scene(_table(0.3, 0.6), _cup(0.1, 0.6))
+    start = _standing()
+    frames = np.array(_gait_frames(start, 45, 0.5))
+    live, recorded = make_backend(scene), make_backend(scene)
+    live.reset(start)
+    recorded.reset(start)
+    seen = []
+    for k, parts in ((0, True), (15, False), (30, True)):
+        states = recorded.record_frames(frames[k : k + 15], contacts=True, contact_parts=parts)
+        assert states.error is None and len(states) == 15
+        assert not states.realized.flags.writeable and not states.object_poses.flags.writeable
+        for i, frame in enumerate(frames[k : k + 15]):
+            live.step_frame(frame)
+            assert states.realized[i].tobytes() == live.realized_frame().tobytes()
+            assert states.object_poses[i].tobytes() == live.object_poses().tobytes()
+            rows = live.contacts(parts=True)
+            want = rows if parts else _no_parts(rows)
+            assert states.contacts[i].tobytes() == want.tobytes()
+            assert live.contacts(parts=False).tobytes() == _no_parts(rows).tobytes()
+            seen.append(rows)
+    rows = np.concatenate(seen)
+    assert np.any(rows["a"] == HUMAN_ID) and np.any((rows["a"] == TABLE_ID) & (rows["b"] == CUP_ID))
+    assert recorded.record_frames(frames[:0]).realized.shape == (0, 75)
+    with pytest.raises(ValueError, match=r"record_frames\[2\]"):
+        recorded.record_frames(np.r_[frames[:2], np.full((1, 75), np.nan)])
+
+
+def test_record_frames_stops_at_a_failing_frame(make_backend, physics_name, monkeypatch) -> None:
+    backend = make_backend(_scene(_table(0.3, 0.6)))
+    start = _standing()
+    backend.reset(start)
+    if physics_name == "mujoco":  # the frame-by-frame path through the bindings
+        backend._compiled_frames = False
+        hook, step = "_python_frame", backend._python_frame
+    else:
+        hook, step = "_step_engine", backend._step_engine
+    ran = []
+
+    def failing(frame):
+        if len(ran) == 5:
+            raise RuntimeError("simulated divergence")
+        step(frame)
+        ran.append(frame)
+
+    monkeypatch.setattr(backend, hook, failing)
+    states = backend.record_frames(np.array(_gait_frames(start, 15, 0.5)), contacts=True)
+    assert len(states) == 5 and len(states.contacts) == 5 and states.object_poses.shape[0] == 5
+    assert isinstance(states.error, RuntimeError) and "simulated" in str(states.error)
+    assert states.realized[-1].tobytes() == backend.realized_frame().tobytes()
+
+
 def test_ray_cast_down_hits_the_table_and_ignores_the_humanoid(make_backend) -> None:
     backend = make_backend(_scene(_table(0.6, 0.0)))
     # T-pose: the left arm (at +x, y ~ 1.39) is right above the table top

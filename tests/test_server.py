@@ -1102,7 +1102,8 @@ def test_native_step_failure_is_not_disguised_as_a_refusal(
         def explode(frame: Any) -> None:
             raise RuntimeError(f"solver exploded in {tmp_path}")
 
-        monkeypatch.setattr(physics, "step_frame", explode)
+        # the engine call under every path (frame by frame, or a chunk recorded at once)
+        monkeypatch.setattr(physics, "_step_engine", explode)
         walk = {"episode_handle": h, "sequence": 1, "action": "Walk<forward><normal>", "usage": []}
         error = _call(service, "step", walk)["error"]
         assert error["data"]["error"] == "execution_error" and error["data"]["executed"] is None

@@ -80,7 +80,11 @@ class PhysicsBackend(Protocol):
     Optional: ``step_frames(frames)`` with ``float64 (n, 75)`` frames, equal to
     ``step_frame`` on each row in order (the MuJoCo backend runs it in one call without the
     GIL). The simulation uses it for a whole chunk when no observer needs the state after
-    every frame.
+    every frame. ``record_frames(frames, *, contacts, contact_parts)`` returns a
+    :class:`~humanclaw_gym.physics.types.FrameStates` with the state after each frame
+    (realized pose, object poses, contact rows), the same as those readouts after each
+    ``step_frame``; the simulation uses it when observers need those states but no image
+    of each frame (:class:`~humanclaw_gym.physics.base.HalfPhysicsBase` implements it).
     """
 
     capabilities: PhysicsCapabilities
@@ -113,9 +117,10 @@ class PhysicsBackend(Protocol):
     def object_poses(self) -> np.ndarray:
         """World pose of every dynamic object, ``float64 (M, 7)``."""
 
-    def contacts(self) -> np.ndarray:
+    def contacts(self, parts: bool = True) -> np.ndarray:
         """All current contacts involving the humanoid or a dynamic object (rows with
-        :data:`~humanclaw_gym.physics.types.CONTACT_DTYPE`). Computed only when called."""
+        :data:`~humanclaw_gym.physics.types.CONTACT_DTYPE`). Computed only when called; the
+        objects' part indices (their ``link`` fields) only with ``parts``, else -1."""
 
     def ray_cast_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
         """Height of the first scene surface (humanoid excluded) hit by a vertical ray from

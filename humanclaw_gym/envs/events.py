@@ -4,20 +4,30 @@ Wrappers (metrics, video, trajectory, recorders) register an :class:`EnvObserver
 ``env.unwrapped`` *before* ``reset`` and declare what they need. The env computes an
 optional quantity only when at least one registered observer asked for it:
 
-=================  ====================================================================
-need               what the env then computes
-=================  ====================================================================
-``"instance"``     instance-id render of the decision's ego view (metrics: Find)
-``"contacts"``     one shared contact query per physics frame + at reset; spawn floor ray
-``"frame_ego"``    an ego RGB render of every physics frame (video)
-``"frame_exo"``    an exo (third-person) RGB render at reset and every frame (video)
-=================  ====================================================================
+=====================  ================================================================
+need                   what the env then computes
+=====================  ================================================================
+``"instance"``         instance-id render of the decision's ego view (metrics: Find)
+``"contacts"``         one shared contact query per physics frame + at reset; spawn floor
+                       ray (the object ``link`` fields of the rows read -1)
+``"contact_parts"``    ``"contacts"`` with the objects' part indices filled in (costly in
+                       pybullet: a nearest-part search per row); implies ``"contacts"``
+``"frame_ego"``        an ego RGB render of every physics frame (video)
+``"frame_exo"``        an exo (third-person) RGB render at reset and every frame (video)
+=====================  ================================================================
+
+The frame events of a motion decision are emitted in frame order. Without a
+``"frame_ego"`` / ``"frame_exo"`` need they may come after physics ran the whole chunk
+(the backend reads each frame's state as it goes, which is cheaper than stopping after
+every frame), so an ``on_frame`` observer reads the frame's state from its event, never
+from the env.
 
 Events are plain frozen dataclasses holding numpy arrays that the observer may keep (the env
-never mutates an array after handing it out; the state arrays are the simulation snapshot's,
-shared by all observers and read-only). ``on_chunk``, ``on_frame`` and ``on_step`` events
-are built only when some observer defines that method. Observer callbacks run synchronously
-inside ``reset``/``step``; an exception in an observer propagates to the caller.
+never mutates an array after handing it out; the state arrays are the simulation
+snapshot's or the frame states physics read, shared by all observers and read-only).
+``on_chunk``, ``on_frame`` and ``on_step`` events are built only when some observer defines
+that method. Observer callbacks run synchronously inside ``reset``/``step``; an exception
+in an observer propagates to the caller.
 
 Events carry hidden simulator state (target ids, object poses, contacts). Observers are
 trusted in-process code; none of this reaches the observation or ``info`` the policy sees.
@@ -50,7 +60,7 @@ __all__ = [
     "check_needs",
 ]
 
-NEEDS = frozenset({"instance", "contacts", "frame_ego", "frame_exo"})
+NEEDS = frozenset({"instance", "contacts", "contact_parts", "frame_ego", "frame_exo"})
 
 
 @dataclass(frozen=True)
@@ -172,7 +182,8 @@ class EnvObserver(Protocol):
 
 
 def check_needs(needs: Iterable[str]) -> frozenset[str]:
-    """``needs`` as a set, checked against :data:`NEEDS`.
+    """``needs`` as a set, checked against :data:`NEEDS` (``"contact_parts"`` adds
+    ``"contacts"``).
 
     Raises:
         ValueError: naming the unknown needs and the allowed ones.
@@ -181,7 +192,7 @@ def check_needs(needs: Iterable[str]) -> frozenset[str]:
     unknown = out - NEEDS
     if unknown:
         raise ValueError(f"unknown observer needs {sorted(unknown)}; allowed {sorted(NEEDS)}")
-    return out
+    return out | {"contacts"} if "contact_parts" in out else out
 
 
 class ObserverSet:

@@ -3,9 +3,11 @@
 :class:`ObserverFeed` turns the env's progress into the events of :mod:`humanclaw_gym.envs.
 events` and emits them to the registered observers, computing an optional quantity
 (contacts, the decision's instance image, per-frame ego/exo images) only when some
-observer asked for it. Every piece of simulator state it hands out is read from
-:meth:`Simulation.snapshot <humanclaw_gym.envs.simulation.Simulation.snapshot>`, so a
-frame's contacts are queried once however many observers read them.
+observer asked for it. Every piece of simulator state it hands out is read once and shared
+by every observer: from :meth:`Simulation.snapshot <humanclaw_gym.envs.simulation.
+Simulation.snapshot>`, or, for the frames of a chunk when no observer asked for an image
+of each frame, from the states the physics backend read after each frame while it ran the
+chunk at once (``record_frames``; the frame events then follow the chunk, in order).
 """
 
 from __future__ import annotations
@@ -28,10 +30,14 @@ from humanclaw_gym.image_sizes import EGO_SIZE_PX, EXO_SIZE_PX
 
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.episodes import Episode
+    from humanclaw_gym.physics.types import FrameStates
     from humanclaw_gym.policy import Decision
     from humanclaw_gym.skills import SkillCall
 
 __all__ = ["ObserverFeed", "copy_observation"]
+
+#: Needs that render an image of every physics frame (the chunk then runs frame by frame).
+_FRAME_IMAGES = frozenset({"frame_ego", "frame_exo"})
 
 
 def copy_observation(obs: Any) -> Any:
@@ -100,6 +106,34 @@ class ObserverFeed:
             emit("on_chunk", ChunkEvent(step, call, frames.copy()))
 
         wants_frames = self._observers.wants("on_frame")
+        wants_chunk = self._observers.wants("on_chunk")
+        if wants_frames and not needs & _FRAME_IMAGES and sim.records_frames:
+            # no image of each frame is asked for: physics runs the chunk at once and reads
+            # the state after each frame itself; the frame events follow in order
+
+            def on_frames(generated: np.ndarray, states: FrameStates) -> None:
+                generated = generated.copy()
+                contacts = states.contacts if "contacts" in needs else None
+                for i in range(len(states)):
+                    event = FrameEvent(
+                        step=step,
+                        frame_index=i,
+                        last_in_chunk=i == FRAMES_PER_CHUNK - 1,
+                        call=call,
+                        generated=generated[i],
+                        realized=states.realized[i],
+                        object_poses=states.object_poses[i],
+                        contacts=None if contacts is None else contacts[i],
+                    )
+                    emit("on_frame", event)
+
+            sim.execute(
+                call,
+                on_chunk=on_chunk if wants_chunk else None,
+                on_frames=on_frames,
+                contacts="contacts" in needs,
+            )
+            return
 
         def on_frame(i: int, generated: np.ndarray) -> None:
             snap = sim.snapshot()
@@ -119,7 +153,6 @@ class ObserverFeed:
             )
             emit("on_frame", event)
 
-        wants_chunk = self._observers.wants("on_chunk")
         sim.execute(
             call,
             on_chunk=on_chunk if wants_chunk else None,

@@ -168,7 +168,12 @@ class FindNavInteractEnv(gym.Env):
         modes = {m for s in self._sensors for m in s.modes}
         if "instance" in needs:
             modes.add("instance")
-        self._sim.resolve(modes, "contacts" in needs, max(s.size for s in self._sensors))
+        self._sim.resolve(
+            modes,
+            "contacts" in needs,
+            max(s.size for s in self._sensors),
+            contact_parts="contact_parts" in needs,
+        )
 
     def add_observer(self, observer: EnvObserver, needs: Sequence[str] = ()) -> int:
         """Register an :class:`~humanclaw_gym.envs.events.EnvObserver`; returns a handle.

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from humanclaw_gym.body.smplx_model import SmplxBody
     from humanclaw_gym.episodes import Episode
+    from humanclaw_gym.physics.types import FrameStates
     from humanclaw_gym.scenes.hssd.dataset import SceneDataset
     from humanclaw_gym.scenes.spec import SceneSpec
     from humanclaw_gym.skills import SkillCall
@@ -68,7 +69,8 @@ class Snapshot:
         object_poses: ``float64 (M, 7)`` world poses of the dynamic objects.
         link_origins: ``float64 (P, 3)`` pelvis, articulated root and link origins (the
             final-distance metric's point set).
-        contacts: the contact rows of this state (``CONTACT_DTYPE``).
+        contacts: the contact rows of this state (``CONTACT_DTYPE``); the objects' part
+            indices only when the simulation's :attr:`~Simulation.contact_parts` is set.
     """
 
     def __init__(self, simulation: Simulation, version: int) -> None:
@@ -103,7 +105,8 @@ class Snapshot:
 
     @cached_property
     def contacts(self) -> np.ndarray:
-        return _frozen(self._physics("contacts").contacts())
+        parts = self._simulation.contact_parts
+        return _frozen(self._physics("contacts").contacts(parts))
 
 
 class Simulation:
@@ -118,6 +121,9 @@ class Simulation:
 
     def __init__(self, config: BackendConfig) -> None:
         self.config = config
+        #: Whether contact queries compute the objects' part indices (the observers'
+        #: ``"contact_parts"`` need; set by :meth:`resolve`).
+        self.contact_parts = False
         self.resolved: registry.ResolvedBackends = self.resolve(frozenset({"rgb"}), False, 0)
         self.body_model: SmplxBody | None = None
         if config.body_model_dir is not None:
@@ -154,10 +160,15 @@ class Simulation:
     # configuration
     # ------------------------------------------------------------------------------------
     def resolve(
-        self, render_modes: Iterable[str], contacts: bool, image_size: int
+        self,
+        render_modes: Iterable[str],
+        contacts: bool,
+        image_size: int,
+        contact_parts: bool = False,
     ) -> registry.ResolvedBackends:
         """Check the config against the backends' capabilities for what the env needs
         (render modes, contact/ray queries, the largest image side); nothing is built.
+        ``contact_parts``: contact queries from now on compute the objects' part indices.
 
         Raises:
             BackendCapabilityError: naming the backend and the missing capability.
@@ -176,6 +187,7 @@ class Simulation:
             if c.scene_dataset is not None
             else ("box", "cylinder", "sphere"),
         )
+        self.contact_parts = bool(contact_parts)
         return self.resolved
 
     def check_scenes(self, episodes: Iterable[Episode]) -> None:
@@ -321,11 +333,19 @@ class Simulation:
         self._version += 1
         return history
 
+    @property
+    def records_frames(self) -> bool:
+        """Whether the physics backend reads the state after each frame of a chunk itself
+        (``record_frames``; see :meth:`execute`'s ``on_frames``)."""
+        return callable(getattr(self.physics, "record_frames", None))
+
     def execute(
         self,
         call: SkillCall,
         on_chunk: Callable[[np.ndarray], None] | None = None,
         on_frame: Callable[[int, np.ndarray], None] | None = None,
+        on_frames: Callable[[np.ndarray, FrameStates], None] | None = None,
+        contacts: bool = False,
     ) -> np.ndarray:
         """Generate the chunk of a motion skill and execute it frame by frame.
 
@@ -335,6 +355,13 @@ class Simulation:
             on_chunk: called with the generated frames before physics runs them.
             on_frame: called as ``on_frame(i, generated_frame)`` after physics executed
                 frame ``i`` (the simulation then holds that frame's realized state).
+            on_frames: instead of ``on_frame`` (only where :attr:`records_frames`), called
+                once after physics executed the chunk, as ``on_frames(generated, states)``
+                with the :class:`~humanclaw_gym.physics.types.FrameStates` read after each
+                frame (with ``contacts``: their contact rows, the objects' part indices as
+                :attr:`contact_parts` says); the simulation then holds the last frame's
+                state. A frame that failed ends the chunk: ``on_frames`` gets the states of
+                the frames before it, then its exception is raised.
 
         Returns:
             The generated ``float64 (15, 75)`` frames.
@@ -345,6 +372,17 @@ class Simulation:
         frames = self.generate(call)
         if on_chunk is not None:
             on_chunk(frames)
+        if on_frames is not None:
+            try:
+                states = self.physics.record_frames(
+                    frames, contacts=contacts, contact_parts=self.contact_parts
+                )
+            finally:  # a frame that raised may have changed the state as well
+                self._version += 1
+            on_frames(frames, states)
+            if states.error is not None:
+                raise states.error
+            return frames
         step_frames = getattr(self.physics, "step_frames", None)
         if on_frame is None and step_frames is not None:
             # the whole chunk in one call (the MuJoCo backend runs it without the GIL)

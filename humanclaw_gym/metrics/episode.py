@@ -11,6 +11,8 @@ runs and produces one JSON-ready dict at the end. Event order for one episode::
             for i in range(15):                           # the realized frames, in order
                 rec.record_frame(s, skill, i, i == 14, contacts, object_ids, object_positions,
                                  realized_75)
+            # or several frames at once: rec.record_frames(s, skill, 0, True, contacts_15,
+            #                                 object_ids, positions_15, realized_15)
     metrics = rec.finalize(final_body_points, ended_by)   # "stop" | "truncated" | "error"
     write_metrics_json(run_dir / "metrics.json", metrics)
 
@@ -59,6 +61,7 @@ from humanclaw_gym.metrics.trackers import (
     schema_version,
 )
 from humanclaw_gym.metrics.usage import check_usage
+from humanclaw_gym.physics.types import CONTACT_DTYPE
 from humanclaw_gym.skills import Skill
 
 if TYPE_CHECKING:
@@ -80,6 +83,12 @@ __all__ = [
 class MetricsFileError(ValueError):
     """A metrics dict or file does not follow the ``humanclaw_metrics_v2`` schema (or a
     layout that is read, see :mod:`humanclaw_gym.metrics.formats`)."""
+
+
+def _finite(values: np.ndarray) -> bool:
+    """Whether every entry is finite (a finite sum says so in one reduction; an infinite
+    one may come from finite entries that overflow, so then each entry is checked)."""
+    return math.isfinite(values.sum()) or bool(np.all(np.isfinite(values)))
 
 
 def write_metrics_json(path: str | os.PathLike[str], metrics: Mapping[str, Any]) -> Path:
@@ -256,52 +265,146 @@ class EpisodeMetricRecorder:
                 ``frame_index`` of the step's generated chunk for ``motion_anomaly`` (so
                 :meth:`record_generated_chunk` must come first).
         """
+        step, skill, index = self._check_frames_at(step, skill, frame_index, "record_frame")
+        rows = as_contacts(contacts)
+        # Reject bad input before any tracker changes state.
+        self._check_links([rows])
+        ids = self._checked_ids(object_ids)
+        positions = np.asarray(object_positions, dtype=np.float64)
+        if positions.shape != (len(ids), 3):
+            check_object_positions(ids, positions)  # raises, naming the shapes
+        chunk = self._chunk_of(step, index, 1, "record_frame")
+        realized = np.asarray(realized_75, dtype=np.float64)
+        if realized.shape != (FRAME_DIM,) or not _finite(realized):
+            raise ValueError(
+                f"realized_75 must be a finite ({FRAME_DIM},) frame, got shape {realized.shape}"
+            )
+        self._feed(step, skill, index, last_in_chunk, chunk, [rows], ids, [positions], [realized])
+
+    def record_frames(
+        self,
+        step: int,
+        skill: Skill | int,
+        first_index: int,
+        last_in_chunk: bool,
+        contacts: Sequence[np.ndarray],
+        object_ids: Sequence[int],
+        object_positions: np.ndarray,
+        realized: np.ndarray,
+    ) -> None:
+        """Record ``k`` consecutive realized frames of the current motion decision at once:
+        the same as :meth:`record_frame` on each in order (frame indices ``first_index``
+        on, ``last_in_chunk`` for the last of them), the input checked for all of them
+        before any tracker sees one.
+
+        Args:
+            step, skill: as for :meth:`record_frame`.
+            first_index: the chunk index of the first of the frames.
+            last_in_chunk: whether the last of the frames is the chunk's final frame.
+            contacts: ``k >= 1`` arrays of ``CONTACT_DTYPE`` rows, one per frame.
+            object_ids: ids of the dynamic objects whose positions follow.
+            object_positions: ``(k, M, 3)`` their world positions after each frame, metres.
+            realized: ``(k, 75)`` the realized pose after each frame.
+        """
+        step, skill, index = self._check_frames_at(step, skill, first_index, "record_frames")
+        rows = [as_contacts(c, f"contacts[{i}]") for i, c in enumerate(contacts)]
+        k = len(rows)
+        if k < 1:
+            raise ValueError("record_frames: contacts must hold one array per frame, got none")
+        self._check_links(rows)
+        ids = self._checked_ids(object_ids)
+        positions = np.asarray(object_positions, dtype=np.float64)
+        if positions.shape != (k, len(ids), 3):
+            raise ValueError(
+                f"object_positions must have shape ({k}, {len(ids)}, 3) (frames, object_ids, "
+                f"xyz), got {positions.shape}"
+            )
+        chunk = self._chunk_of(step, index, k, "record_frames")
+        poses = np.asarray(realized, dtype=np.float64)
+        if poses.shape != (k, FRAME_DIM) or not _finite(poses):
+            raise ValueError(
+                f"realized must be finite ({k}, {FRAME_DIM}) frames, got shape {poses.shape}"
+            )
+        self._feed(step, skill, index, last_in_chunk, chunk, rows, ids, positions, poses)
+
+    def _check_frames_at(
+        self, step: int, skill: Skill | int, frame_index: int, what: str
+    ) -> tuple[int, Skill, int]:
+        """The step, skill and first frame index of frames to record, checked against the
+        events so far."""
         self._check_open()
-        step = self._check_motion_step(step, "record_frame")
+        step = self._check_motion_step(step, what)
         skill = as_skill(skill)
         if skill != self._last_skill:
             raise ValueError(
-                f"record_frame: skill {skill.name} differs from the decision's {self._last_skill.name}"
+                f"{what}: skill {skill.name} differs from the decision's {self._last_skill.name}"
             )
         if self._chunk_closed:
-            raise ValueError(f"record_frame: step {step} already received its last_in_chunk frame")
+            raise ValueError(f"{what}: step {step} already received its last_in_chunk frame")
         index = as_int(frame_index, "frame_index", 0)
         if index != self._next_frame_index:
             raise ValueError(
                 f"frame_index must be {self._next_frame_index} (frames arrive in order), got {index}"
             )
-        rows = as_contacts(contacts)
-        # Reject bad input before any tracker changes state.
+        return step, skill, index
+
+    def _check_links(self, rows: list[np.ndarray]) -> None:
+        """Every humanoid row of the frames' contacts names one of the body's links."""
         links = self.start.link_names
-        check_human_links(rows, NUM_JOINTS if links is None else len(links))
-        ids = self._checked_ids(object_ids)
-        positions = np.asarray(object_positions, dtype=np.float64)
-        if positions.shape != (len(ids), 3):
-            check_object_positions(ids, positions)  # raises, naming the shapes
+        num_links = NUM_JOINTS if links is None else len(links)
+        if len(rows) > 1 and all(r.dtype == CONTACT_DTYPE for r in rows):
+            # joined as bytes: np.concatenate is slow for structured dtypes
+            rows = [np.frombuffer(b"".join(r.tobytes() for r in rows), CONTACT_DTYPE)]
+        for r in rows:
+            check_human_links(r, num_links)
+
+    def _chunk_of(self, step: int, index: int, count: int, what: str) -> np.ndarray:
+        """The step's generated chunk, which must hold frames ``index .. index+count-1``."""
         if step not in self._chunk_steps or self._chunk is None:
             raise ValueError(
-                f"record_frame: step {step} has no generated chunk (call record_generated_chunk "
+                f"{what}: step {step} has no generated chunk (call record_generated_chunk "
                 "before its frames)"
             )
         chunk = self._chunk
-        if index >= len(chunk):
+        if index + count > len(chunk):
             raise ValueError(
-                f"frame_index must be < {len(chunk)} (the generated chunk's length), got {index}"
+                f"frame_index must be < {len(chunk)} (the generated chunk's length), got "
+                f"{index + count - 1}"
             )
-        realized = np.asarray(realized_75, dtype=np.float64)
-        # a finite sum means every entry is finite (one reduction instead of two passes)
-        if realized.shape != (FRAME_DIM,) or not (
-            math.isfinite(realized.sum()) or np.all(np.isfinite(realized))
-        ):
-            raise ValueError(
-                f"realized_75 must be a finite ({FRAME_DIM},) frame, got shape {realized.shape}"
+        return chunk
+
+    def _feed(
+        self,
+        step: int,
+        skill: Skill,
+        index: int,
+        last_in_chunk: bool,
+        chunk: np.ndarray,
+        rows: list[np.ndarray],
+        ids: tuple[int, ...],
+        positions: Sequence[np.ndarray],
+        realized: Sequence[np.ndarray],
+    ) -> None:
+        """Hand checked frames to every tracker, one :class:`FrameRecord` at a time."""
+        last = len(rows) - 1
+        trackers = self._trackers
+        for i, contacts in enumerate(rows):
+            final = bool(last_in_chunk) and i == last
+            frame = FrameRecord(
+                step,
+                skill,
+                index + i,
+                final,
+                chunk[index + i],
+                realized[i],
+                contacts,
+                ids,
+                positions[i],
             )
-        last = bool(last_in_chunk)
-        frame = FrameRecord(step, skill, index, last, chunk[index], realized, rows, ids, positions)
-        for tracker in self._trackers:
-            tracker.on_frame(frame)
-        self._next_frame_index += 1
-        self._chunk_closed = last
+            for tracker in trackers:
+                tracker.on_frame(frame)
+        self._next_frame_index = index + len(rows)
+        self._chunk_closed = bool(last_in_chunk)
 
     # -- result ---------------------------------------------------------------------------
 

@@ -356,6 +356,9 @@ def run_frames(
     real_pos,
     warning_count,
     warning_kinds,
+    rec_qpos,
+    rec_pos,
+    rec_rot,
     prev_xz,
     prev_y,
     src,
@@ -391,6 +394,9 @@ def run_frames(
             for :func:`read_state` (``real_rot`` is begin_frame's, updated in place).
         warning_count: MjData ``warning.number``; ``warning_kinds``: the indices of the
             warnings after which MuJoCo resets the data (bad qpos, qvel, qacc).
+        rec_qpos, rec_pos, rec_rot: ``(n, nq)``, ``(n, 3)``, ``(n, L, 4)``: row ``i``
+            receives ``qpos``, ``real_pos`` and ``real_rot`` after frame ``i`` (the state
+            the frame left); empty (0 rows) to record nothing.
         The rest: :func:`begin_frame`'s arguments after ``frame``, in its order.
 
     Returns:
@@ -466,6 +472,10 @@ def run_frames(
             warnings += warning_count[k]
         if not ok or warnings != start_warnings:
             return i
+        if rec_qpos.shape[0] > 0:
+            rec_qpos[i, :] = qpos
+            rec_pos[i, :] = real_pos
+            rec_rot[i, :, :] = real_rot
     return frames.shape[0]
 
 

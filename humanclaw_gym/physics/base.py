@@ -28,7 +28,11 @@ hook / method                what the backend does
 ``_snapshot_live(state)``    (optional) whether the engine still holds that snapshot
 ``_restore(state)``          restore a checked snapshot, realized state read
 ``_contract_engine()``       the engine's own contract entries (mechanics and constants)
-``link_poses`` ...           ``object_poses``, ``contacts``: engine readouts
+``link_poses`` ...           ``object_poses``, ``contacts(parts)``: engine readouts
+``record_frames``            (optional override) a chunk with the state after each frame read
+                             more cheaply than frame by frame (the base steps and reads each)
+``_frame_contacts(parts)``   (optional) the contact query of one recorded frame, in any form
+``_contact_batch(...)``      (optional) those of a chunk as rows, converted together
 ===========================  ====================================================================
 
 Realized state: after ``_reset_engine``, ``_step_engine`` and ``_restore`` the backend has set
@@ -66,6 +70,7 @@ from humanclaw_gym.physics.contract import (
     check_ray_down,
     validate_frame,
 )
+from humanclaw_gym.physics.types import FrameStates
 from humanclaw_gym.rotations import quat_exp, quat_log
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -330,8 +335,19 @@ class HalfPhysicsBase(ABC):
         """World pose of every dynamic object's frame (not its centre of mass), ``(M, 7)``."""
 
     @abstractmethod
-    def contacts(self) -> np.ndarray:
-        """Contact points of the current state (``CONTACT_DTYPE`` rows), computed on call."""
+    def contacts(self, parts: bool = True) -> np.ndarray:
+        """Contact points of the current state (``CONTACT_DTYPE`` rows), computed on call;
+        the objects' part indices only with ``parts`` (else -1)."""
+
+    def _frame_contacts(self, parts: bool) -> Any:
+        """The contact query of the current state inside :meth:`record_frames`, in a form
+        :meth:`_contact_batch` turns into rows (default: the rows themselves)."""
+        return self.contacts(parts)
+
+    def _contact_batch(self, queries: list[Any], parts: bool) -> list[np.ndarray]:
+        """The ``CONTACT_DTYPE`` rows of each of a chunk's :meth:`_frame_contacts` results
+        (a backend may convert them all at once; default: they are rows already)."""
+        return list(queries)
 
     # ================================================================== guards
     def _require_built(self, where: str) -> None:
@@ -408,6 +424,86 @@ class HalfPhysicsBase(ABC):
         self._require_episode("step_frame")
         self._step_engine(validate_frame(frame_75, "step_frame"))
 
+    def record_frames(
+        self, frames: np.ndarray, *, contacts: bool = False, contact_parts: bool = False
+    ) -> FrameStates:
+        """Execute generated frames in order, as :meth:`step_frame` does each, and read the
+        state after every frame: the realized pose, the dynamic objects' poses and, with
+        ``contacts``, the contact rows (the objects' part indices with ``contact_parts``).
+        Each is what the readout of the same name returns after that frame, bit for bit; a
+        backend may read them more cheaply than frame by frame (MuJoCo runs the chunk in
+        one compiled call).
+
+        Args:
+            frames: ``float64 (n, 75)`` generated frames, finite (all checked first).
+
+        Returns:
+            :class:`~humanclaw_gym.physics.types.FrameStates` of the frames that ran; a
+            frame that raised (e.g. the simulation diverged) ends the chunk and its exception
+            is returned in ``error``, after the states of the frames before it.
+
+        Raises:
+            ValueError: ``frames`` is not a finite ``(n, 75)`` array (nothing ran).
+            RuntimeError: called before :meth:`reset`.
+        """
+        self._require_episode("record_frames")
+        rows = self._check_frames(frames, "record_frames")
+        pos: list[np.ndarray] = []
+        rot: list[np.ndarray] = []
+        poses: list[np.ndarray] = []
+        queries: list[Any] = []
+        error: Exception | None = None
+        for frame in rows:
+            try:
+                self._step_engine(frame)
+            except Exception as exc:  # the frames before it stand; the caller re-raises
+                error = exc
+                break
+            pos.append(self._real_pos.copy())
+            rot.append(self._real_rot.copy())
+            poses.append(self.object_poses())
+            if contacts:
+                queries.append(self._frame_contacts(contact_parts))
+        k = len(pos)
+        return self._frame_states(
+            np.array(pos).reshape(k, 3),
+            np.array(rot).reshape(k, self.body.num_links, 4),
+            np.array(poses).reshape(k, len(self._dynamic_ids), 7),
+            self._contact_batch(queries, contact_parts) if contacts else None,
+            error,
+        )
+
+    @staticmethod
+    def _check_frames(frames: np.ndarray, where: str) -> list[np.ndarray]:
+        """Every row of ``frames (n, 75)`` checked (:func:`~.contract.validate_frame`)."""
+        arr = np.asarray(frames)
+        if arr.ndim != 2:
+            raise ValueError(
+                f"{where}: frames has shape {arr.shape}: allowed (n, {FRAME_DIM}), finite"
+            )
+        return [validate_frame(row, f"{where}[{i}]") for i, row in enumerate(arr)]
+
+    def _frame_states(
+        self,
+        pos: np.ndarray,
+        rot: np.ndarray,
+        object_poses: np.ndarray,
+        contacts: list[np.ndarray] | None,
+        error: Exception | None,
+    ) -> FrameStates:
+        """:class:`FrameStates` of recorded root positions ``(k, 3)``, link rotations
+        ``(k, L, 4)`` (as ``_real_pos`` / ``_real_rot``) and object poses ``(k, M, 7)``;
+        every array read-only."""
+        realized = self._realized_frames(pos, rot)
+        for array in (realized, object_poses, *(contacts or ())):
+            array.setflags(write=False)
+        return FrameStates(
+            realized=realized,
+            object_poses=object_poses,
+            contacts=None if contacts is None else tuple(contacts),
+            error=error,
+        )
+
     # ================================================================== readouts
     def realized_frame(self) -> np.ndarray:
         """The humanoid's realized pose as a 75-D frame (root position, root axis-angle and
@@ -415,13 +511,20 @@ class HalfPhysicsBase(ABC):
         joint the body does not have (the release's bodies lack the two hand joints) reads
         zero."""
         self._require_episode("realized_frame")
-        out = np.zeros(FRAME_DIM)
-        out[0:3] = self._real_pos
-        logs = quat_log(self._real_rot)
+        return self._realized_frames(self._real_pos[None], self._real_rot[None])[0]
+
+    def _realized_frames(self, pos: np.ndarray, rot: np.ndarray) -> np.ndarray:
+        """``float64 (k, 75)`` realized frames of ``k`` realized states: root positions
+        ``(k, 3)`` and link rotations ``(k, L, 4)`` (elementwise, so one state gives the same
+        bits alone or among others)."""
+        k = len(pos)
+        out = np.zeros((k, FRAME_DIM))
+        out[:, 0:3] = pos
+        logs = quat_log(rot)
         driven = self._drive_map >= 0
-        rows = np.zeros((FRAME_DIM // 3 - 1, 3))
-        rows[self._drive_map[driven]] = logs[driven]
-        out[3:] = rows.reshape(-1)
+        rows = np.zeros((k, FRAME_DIM // 3 - 1, 3))
+        rows[:, self._drive_map[driven]] = logs[:, driven]
+        out[:, 3:] = rows.reshape(k, FRAME_DIM - 3)
         return out
 
     def link_origins(self) -> np.ndarray:

@@ -37,7 +37,6 @@ import numpy as np
 
 from humanclaw_gym.backends.protocols import PhysicsCapabilities
 from humanclaw_gym.body.model import BodyModel, LinkMesh
-from humanclaw_gym.body.skeleton import FRAME_DIM
 from humanclaw_gym.body.urdf import shape_principal_inertia
 from humanclaw_gym.physics import _mujoco_drive as drive
 from humanclaw_gym.physics.base import (
@@ -56,9 +55,8 @@ from humanclaw_gym.physics.contract import (
     SCENE_FRICTION,
     SUBSTEP_S,
     SUBSTEPS_PER_FRAME,
-    validate_frame,
 )
-from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, empty_contacts
+from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, FrameStates, empty_contacts
 
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.scenes.spec import SceneObject, SceneSpec
@@ -367,6 +365,8 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         self._mj: Any = None
         self._model: Any = None
         self._data: Any = None
+        self._probe: Any = None  # an MjData the contact queries run in (made on first use)
+        self._recorded = 0  # frames of the last recording run that completed
         self._kinematics_current = False
         # bookkeeping filled by build()
         self._geom_owner = np.zeros(0, dtype=np.int32)  # per geom: object id, 0 humanoid
@@ -388,6 +388,8 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         self._v_root = np.zeros(2)
         self._resets_seen = 0  # MuJoCo's data resets (bad qpos/qvel/qacc) so far
         self._reset_warnings = np.zeros(0, dtype=np.int64)
+        # the compiled runner's recording buffers when nothing is recorded
+        self._no_record = (np.zeros((0, 0)), np.zeros((0, 3)), np.zeros((0, links, 4)))
 
     # ================================================================== contract
     def _contract_engine(self) -> dict[str, Any]:
@@ -588,6 +590,7 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         """Release the model and data. Idempotent."""
         self._model = None
         self._data = None
+        self._probe = None
         self._episode_ready = False
 
     # ================================================================== helpers
@@ -653,19 +656,46 @@ class MujocoHalfPhysics(HalfPhysicsBase):
                 frames after the diverged one do not run).
         """
         self._require_episode("step_frames")
-        arr = np.asarray(frames)
-        if arr.ndim != 2:
-            raise ValueError(
-                f"step_frames: frames has shape {arr.shape}: allowed (n, {FRAME_DIM}), finite"
-            )
-        rows = [validate_frame(row, f"step_frames[{i}]") for i, row in enumerate(arr)]
+        rows = self._check_frames(frames, "step_frames")
         if rows:
             self._run(np.stack(rows))
 
-    def _run(self, frames: np.ndarray) -> None:
-        """Drives, substeps and state read of every row of ``frames`` (checked)."""
+    def record_frames(
+        self, frames: np.ndarray, *, contacts: bool = False, contact_parts: bool = False
+    ) -> FrameStates:
+        """:meth:`HalfPhysicsBase.record_frames <humanclaw_gym.physics.base.HalfPhysicsBase.
+        record_frames>` in one compiled call (as :meth:`step_frames`), which copies each
+        frame's ``qpos`` and realized state as it goes; the object poses and contacts of
+        every frame are then read from those copies (the contact queries run in a second
+        ``MjData``, as :meth:`contacts` does), the realized frames computed all at once."""
+        self._require_episode("record_frames")
+        rows = self._check_frames(frames, "record_frames")
+        n, links = len(rows), self.body.num_links
+        record = (np.empty((n, self._model.nq)), np.empty((n, 3)), np.empty((n, links, 4)))
+        error: Exception | None = None
+        done = n
+        if rows:
+            try:
+                self._run(np.stack(rows), record)
+            except Exception as exc:  # the frames before it stand; the caller re-raises
+                error = exc
+                done = self._recorded
+        qpos, pos, rot = (array[:done] for array in record)
+        return self._frame_states(
+            pos,
+            rot,
+            self._object_poses_of(qpos),
+            self._contacts_of(qpos, contact_parts) if contacts else None,
+            error,
+        )
+
+    def _run(self, frames: np.ndarray, record: tuple[np.ndarray, ...] | None = None) -> None:
+        """Drives, substeps and state read of every row of ``frames`` (checked); with
+        ``record`` (``qpos (n, nq)``, ``real_pos (n, 3)``, ``real_rot (n, L, 4)``) the state
+        after each frame is copied into its row, and ``self._recorded`` counts the rows."""
         m, d = self._model, self._data
         self._kinematics_current = False
+        self._recorded = 0
         runner = drive.frame_runner() if self._compiled_frames else None
         # A fatal MuJoCo error (e.g. its arena exhausted) becomes a Python exception only in
         # calls made through the bindings; the compiled runner calls the library directly,
@@ -682,13 +712,21 @@ class MujocoHalfPhysics(HalfPhysicsBase):
                 self._real_pos,
                 d.warning.number,
                 self._reset_warnings,
+                *(self._no_record if record is None else record),
                 *self._drive_args(),
             )
+            if record is not None:
+                self._recorded = done
             if done != len(frames):
                 self._diverged()
             return
-        for frame in frames:
+        for i, frame in enumerate(frames):
             self._python_frame(frame)
+            if record is not None:
+                record[0][i] = d.qpos
+                record[1][i] = self._real_pos
+                record[2][i] = self._real_rot
+                self._recorded = i + 1
 
     def _drive_args(self) -> tuple[Any, ...]:
         """:func:`~humanclaw_gym.physics._mujoco_drive.begin_frame`'s arguments after the
@@ -774,74 +812,102 @@ class MujocoHalfPhysics(HalfPhysicsBase):
     def object_poses(self) -> np.ndarray:
         """World pose of every dynamic object's frame (not its centre of mass), ``(M, 7)``."""
         self._require_built("object_poses")
-        d = self._data
-        out = np.empty((len(self._dynamic_ids), 7))
-        for row, adr in enumerate(self._dynamic_qpos_adr):
-            q = d.qpos[adr : adr + 7]
-            out[row, 0:3] = q[0:3]
-            n = math.sqrt(float(q[3] ** 2 + q[4] ** 2 + q[5] ** 2 + q[6] ** 2))
-            out[row, 3:6] = q[4:7] / n
-            out[row, 6] = q[3] / n
+        return self._object_poses_of(self._data.qpos[None])[0]
+
+    def _object_poses_of(self, qpos: np.ndarray) -> np.ndarray:
+        """``(k, M, 7)`` dynamic object poses of ``k`` states' ``qpos (k, nq)``."""
+        out = np.empty((len(qpos), len(self._dynamic_ids), 7))
+        for i, state in enumerate(qpos):
+            for row, adr in enumerate(self._dynamic_qpos_adr):
+                q = state[adr : adr + 7]
+                out[i, row, 0:3] = q[0:3]
+                n = math.sqrt(float(q[3] ** 2 + q[4] ** 2 + q[5] ** 2 + q[6] ** 2))
+                out[i, row, 3:6] = q[4:7] / n
+                out[i, row, 6] = q[3] / n
         return out
 
-    def contacts(self) -> np.ndarray:
+    def contacts(self, parts: bool = True) -> np.ndarray:
         """Contact points of the current state (:data:`CONTACT_DTYPE` rows), computed on call.
 
         Returned: every humanoid-vs-object point (``a = HUMAN_ID``, ``link_a`` = skeleton
         joint index), every dynamic-vs-dynamic and dynamic-vs-static point (object rows with
-        ``a < b``). ``link`` fields of objects are the exact part index of the colliding geom.
+        ``a < b``). With ``parts`` the ``link`` fields of objects are the exact part index of
+        the colliding geom (else -1).
 
         Collision detection runs on the current (realized) state: pairs closer than
         :data:`CONTACT_MARGIN_M` are reported, so ``distance`` may be slightly positive (a
         near contact, as pybullet's manifold points); consumers needing touching contacts
         filter ``distance <= 0``. Right after :meth:`reset` these are the contacts of the
         placed pose (the initial-penetration check). The query never changes the
-        simulation: every step runs its own collision pass.
+        simulation: it runs in a second ``MjData`` holding the same positions (every step
+        runs its own collision pass anyway).
         """
         self._require_episode("contacts")
-        mj, m, d = self._mj, self._model, self._data
-        self._ensure_kinematics()
-        # report near contacts too: the margin applies to this query only (each substep runs
-        # its own collision pass with the model's zero margin)
+        return self._contacts_of(self._data.qpos[None], parts)[0]
+
+    def _contacts_of(self, qpos: np.ndarray, parts: bool) -> list[np.ndarray]:
+        """The contact rows of each of ``k`` states' ``qpos (k, nq)``: kinematics and
+        collision of each in the probe ``MjData`` (with the report margin), the rows of all
+        of them made at once (elementwise: the same bits as one by one)."""
+        mj, m = self._mj, self._model
+        if self._probe is None:
+            self._probe = mj.MjData(m)
+        probe = self._probe
+        counts: list[int] = []
+        fields: list[tuple[np.ndarray, ...]] = []
+        # report near contacts too: the margin applies to these queries only (each substep
+        # runs its own collision pass with the model's zero margin)
         margins = m.geom_margin.copy()
         m.geom_margin[:] = CONTACT_MARGIN_M
         try:
-            mj.mj_collision(m, d)
+            for state in qpos:
+                probe.qpos[:] = state
+                mj.mj_kinematics(m, probe)
+                mj.mj_collision(m, probe)
+                n = int(probe.ncon)
+                counts.append(n)
+                if n:
+                    con = probe.contact
+                    fields.append(
+                        (
+                            con.geom1[:n].copy(),
+                            con.geom2[:n].copy(),
+                            np.array(con.dist[:n], dtype=np.float64),
+                            np.array(con.pos[:n], dtype=np.float64),
+                            np.array(con.frame[:n, 0:3], dtype=np.float64),  # geom1 -> geom2
+                        )
+                    )
         finally:
             m.geom_margin[:] = margins
-        n = int(d.ncon)
-        if n == 0:
-            return empty_contacts()
-        con = d.contact
-        g1 = np.asarray(con.geom1[:n])
-        g2 = np.asarray(con.geom2[:n])
-        dist = np.asarray(con.dist[:n], dtype=np.float64)
-        pos = np.asarray(con.pos[:n], dtype=np.float64)
-        normal = np.asarray(con.frame[:n, 0:3], dtype=np.float64)  # from geom1 to geom2
+        if not fields:
+            return [empty_contacts() for _ in counts]
+        g1, g2, dist, pos, normal = (np.concatenate(f) for f in zip(*fields, strict=True))
+        state = np.repeat(np.arange(len(counts)), counts)
         on1 = pos - 0.5 * dist[:, None] * normal
         on2 = pos + 0.5 * dist[:, None] * normal
         owner, part = self._geom_owner, self._geom_part
         o1, o2 = owner[g1], owner[g2]
-        p1, p2 = part[g1], part[g2]
         swap = (o2 == HUMAN_ID) | ((o1 != HUMAN_ID) & (o1 > o2))
         a = np.where(swap, o2, o1)
         b = np.where(swap, o1, o2)
-        la = np.where(swap, p2, p1)
-        lb = np.where(swap, p1, p2)
-        pa = np.where(swap[:, None], on2, on1)
-        pb = np.where(swap[:, None], on1, on2)
         dyn = np.fromiter(self._dynamic_id_set, dtype=np.int64, count=len(self._dynamic_id_set))
         keep = (a == HUMAN_ID) & (b != HUMAN_ID)
         keep |= (a != HUMAN_ID) & (np.isin(a, dyn) | np.isin(b, dyn))
         keep &= dist <= CONTACT_MARGIN_M  # box-box manifolds may hold points a bit farther
-        if not np.any(keep):
-            return empty_contacts()
         out = np.zeros(int(keep.sum()), dtype=CONTACT_DTYPE)
-        out["a"], out["link_a"] = a[keep], la[keep]
-        out["b"], out["link_b"] = b[keep], lb[keep]
-        out["pos_a"], out["pos_b"] = pa[keep], pb[keep]
+        out["a"], out["b"] = a[keep], b[keep]
+        p1, p2 = part[g1], part[g2]
+        link_a = np.where(swap, p2, p1)[keep]
+        if parts:
+            out["link_a"], out["link_b"] = link_a, np.where(swap, p1, p2)[keep]
+        else:  # the humanoid's links only
+            out["link_a"] = np.where(out["a"] == HUMAN_ID, link_a, -1)
+            out["link_b"] = -1
+        out["pos_a"] = np.where(swap[:, None], on2, on1)[keep]
+        out["pos_b"] = np.where(swap[:, None], on1, on2)[keep]
         out["distance"] = dist[keep]
-        return out
+        ends = np.cumsum(np.bincount(state[keep], minlength=len(counts)))
+        return [out[start:end] for start, end in zip((0, *ends[:-1]), ends, strict=True)]
 
     def _ray_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
         """``mj_ray`` against geom group 0 (the scene)."""

@@ -213,6 +213,8 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         self._object_bodies: dict[int, int] = {}
         self._objects: dict[int, SceneObject] = {}
         self._parts: _PartIndex | None = None  # the nearest-part query, made on first use
+        # per body uid: its object id (-1: none) and whether it is movable, made on first use
+        self._bodies: tuple[np.ndarray, np.ndarray] | None = None
         self._dynamic_bodies: list[int] = []
         self._dynamic_com_local = np.zeros((0, 3))
         self._dynamic_weight = np.zeros(0)  # m * g of each dynamic body (root gravity modes)
@@ -328,6 +330,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         self._object_bodies = {}
         self._objects = {}
         self._parts = None
+        self._bodies = None
         dyn_ids: list[int] = []
         dyn_bodies: list[int] = []
         dyn_com: list[np.ndarray] = []
@@ -787,13 +790,14 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             out[row, 3:7] = q
         return out
 
-    def contacts(self) -> np.ndarray:
+    def contacts(self, parts: bool = True) -> np.ndarray:
         """Contact points of the current state (:data:`CONTACT_DTYPE` rows), computed on call.
 
         Returned: every humanoid-vs-object point (``a = HUMAN_ID``, ``link_a`` = skeleton
         joint index), every dynamic-vs-dynamic point and every dynamic-vs-static point
-        (object rows with ``a < b``); static bodies never touch each other in Bullet. An
-        object's ``link`` field is the index of its part nearest to the contact point.
+        (object rows with ``a < b``); static bodies never touch each other in Bullet. With
+        ``parts`` an object's ``link`` field is the index of its part nearest to the contact
+        point (else -1: the search is most of the query's cost).
 
         After a substep these are Bullet's contact-manifold points of the last substep (found
         at the start of that 1/120 s substep). Bullet keeps a manifold point until it
@@ -805,52 +809,88 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         simulation (no collision pass is run outside ``stepSimulation``).
         """
         self._require_episode("contacts")
-        raw = self._call("getContactPoints") if self._stepped else self._closest_points()
-        rows: list[tuple] = []
-        parts: list[tuple[int, str, int, Any]] = []  # (row, field, object, point) to resolve
-        human = self._human
-        dynamic = self._dynamic_body_set
-        for cp in raw:
-            body_a, body_b, link_a, link_b = cp[1], cp[2], cp[3], cp[4]
-            pos_a, pos_b, distance = cp[5], cp[6], cp[8]
-            if body_b == human:
-                body_a, body_b, link_a, link_b, pos_a, pos_b = (
-                    body_b,
-                    body_a,
-                    link_b,
-                    link_a,
-                    pos_b,
-                    pos_a,
-                )
-            if body_a == human:
-                obj_b = self._body_to_object.get(body_b)
-                if obj_b is None:  # the humanoid itself (self-collision is off anyway)
-                    continue
-                joint = 0 if link_a < 0 else int(self._link_to_joint[link_a])
-                parts.append((len(rows), "link_b", obj_b, pos_b))
-                rows.append((HUMAN_ID, joint, obj_b, 0, pos_a, pos_b, distance))
-                continue
-            if body_a not in dynamic and body_b not in dynamic:
-                continue
-            obj_a = self._body_to_object.get(body_a)
-            obj_b = self._body_to_object.get(body_b)
-            if obj_a is None or obj_b is None:
-                continue
-            if obj_a > obj_b:
-                obj_a, obj_b, pos_a, pos_b = obj_b, obj_a, pos_b, pos_a
-            parts.append((len(rows), "link_a", obj_a, pos_a))
-            parts.append((len(rows), "link_b", obj_b, pos_b))
-            rows.append((obj_a, 0, obj_b, 0, pos_a, pos_b, distance))
-        if not rows:
-            return empty_contacts()
-        out = np.array(rows, dtype=CONTACT_DTYPE)
-        self._resolve_parts(out, parts)
-        return out
+        return self._contact_batch([self._frame_contacts(parts)], parts)[0]
 
-    def _resolve_parts(self, out: np.ndarray, queries: list[tuple[int, str, int, Any]]) -> None:
-        """Write into ``out`` the part of each ``(row, field, object, world point)`` query:
-        the part of the object whose surface is nearest to the point (0 for one-part
-        objects), all points at once; each dynamic object's pose is read once."""
+    def _frame_contacts(self, parts: bool) -> Any:
+        """Bullet's contact tuples of the current state; with ``parts`` already the rows
+        (the nearest-part search reads the objects' current poses)."""
+        raw = self._call("getContactPoints") if self._stepped else self._closest_points()
+        if not parts:
+            return raw
+        rows = self._contact_rows([raw])[0]
+        self._resolve_parts(rows)
+        return rows
+
+    def _contact_batch(self, queries: list[Any], parts: bool) -> list[np.ndarray]:
+        return list(queries) if parts else self._contact_rows(queries)
+
+    def _contact_rows(self, raws: list[Any]) -> list[np.ndarray]:
+        """The rows of each list of Bullet contact tuples in ``raws``, made all at once
+        (elementwise selections: the same as one by one); objects' part fields -1."""
+        counts = [len(raw) for raw in raws]
+        flat = [cp for raw in raws for cp in raw]
+        if not flat:
+            return [empty_contacts() for _ in raws]
+        bodies = np.array([cp[1:5] for cp in flat], dtype=np.int64)  # body a/b, link a/b
+        pos_a = np.array([cp[5] for cp in flat], dtype=np.float64)
+        pos_b = np.array([cp[6] for cp in flat], dtype=np.float64)
+        distance = np.array([cp[8] for cp in flat], dtype=np.float64)
+        object_of, dynamic = self._body_lookup(int(bodies[:, 0:2].max()))
+        human = self._human
+        swap = bodies[:, 1] == human  # the humanoid goes first
+        body_a = np.where(swap, bodies[:, 1], bodies[:, 0])
+        body_b = np.where(swap, bodies[:, 0], bodies[:, 1])
+        link = np.where(swap, bodies[:, 3], bodies[:, 2])
+        pa = np.where(swap[:, None], pos_b, pos_a)
+        pb = np.where(swap[:, None], pos_a, pos_b)
+        obj_a, obj_b = object_of[body_a], object_of[body_b]
+        is_human = body_a == human
+        # humanoid rows against an object (not itself); object rows with a movable one
+        keep = np.where(
+            is_human,
+            obj_b >= 0,
+            (dynamic[body_a] | dynamic[body_b]) & (obj_a >= 0) & (obj_b >= 0),
+        )
+        order = ~is_human & (obj_a > obj_b)  # object rows: a < b
+        joint = self._link_to_joint[np.clip(link, 0, len(self._link_to_joint) - 1)]
+        out = np.zeros(int(keep.sum()), dtype=CONTACT_DTYPE)
+        out["a"] = np.where(is_human, HUMAN_ID, np.where(order, obj_b, obj_a))[keep]
+        out["link_a"] = np.where(is_human, np.where(link < 0, 0, joint), -1)[keep]
+        out["b"] = np.where(order, obj_a, obj_b)[keep]
+        out["link_b"] = -1
+        out["pos_a"] = np.where(order[:, None], pb, pa)[keep]
+        out["pos_b"] = np.where(order[:, None], pa, pb)[keep]
+        out["distance"] = distance[keep]
+        frame = np.repeat(np.arange(len(raws)), counts)[keep]
+        ends = np.cumsum(np.bincount(frame, minlength=len(raws)))
+        return [out[start:end] for start, end in zip((0, *ends[:-1]), ends, strict=True)]
+
+    def _body_lookup(self, largest: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(object id or -1, movable)`` of every body uid up to at least ``largest``."""
+        lookup = self._bodies
+        if lookup is None or len(lookup[0]) <= largest:
+            size = max(largest, self._human, *self._body_to_object, 0) + 1
+            object_of = np.full(size, -1, dtype=np.int64)
+            dynamic = np.zeros(size, dtype=bool)
+            for body, object_id in self._body_to_object.items():
+                object_of[body] = object_id
+            dynamic[list(self._dynamic_body_set)] = True
+            lookup = self._bodies = (object_of, dynamic)
+        return lookup
+
+    def _resolve_parts(self, out: np.ndarray) -> None:
+        """Write into the object ``link`` fields of the rows ``out`` the part of the object
+        whose surface is nearest to the row's point on it (0 for one-part objects), all
+        points at once; each dynamic object's pose is read once."""
+        queries: list[tuple[int, str, int, Any]] = []  # (row, field, object, point)
+        for row, (a, b, pos_a, pos_b) in enumerate(
+            zip(out["a"].tolist(), out["b"].tolist(), out["pos_a"], out["pos_b"], strict=True)
+        ):
+            if a != HUMAN_ID:
+                queries.append((row, "link_a", a, pos_a))
+            queries.append((row, "link_b", b, pos_b))
+        out["link_b"] = 0
+        out["link_a"] = np.where(out["a"] == HUMAN_ID, out["link_a"], 0)
         objects = self._objects
         todo = [q for q in queries if len(objects[q[2]].parts) > 1]
         if not todo:

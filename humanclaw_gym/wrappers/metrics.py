@@ -106,6 +106,7 @@ class MetricsWrapper(gym.Wrapper):
         self._targets: tuple[int, ...] = ()
         self._object_ids: tuple[int, ...] = ()
         self._pending: dict[str, Any] | None = None
+        self._frames: list[FrameEvent] = []  # the current chunk's frames, recorded together
         self.last_metrics: dict[str, Any] | None = None
         self._handle: int | None = env.unwrapped.add_observer(
             _MetricsObserver(self), needs=sorted(METRIC_NEEDS)
@@ -142,6 +143,7 @@ class MetricsWrapper(gym.Wrapper):
         from humanclaw_gym.metrics.tracker import EpisodeStart
 
         self._recorder = None  # an abandoned episode's recorder never sees the next one
+        self._frames = []
         episode, scene = event.episode, event.scene
         target_ids = [int(g.object_id) for g in episode.goals]
         aabbs = np.array([np.stack(scene.object_by_id(i).aabb()) for i in target_ids])
@@ -185,6 +187,7 @@ class MetricsWrapper(gym.Wrapper):
     def _on_decision(self, event: DecisionEvent) -> None:
         if self._recorder is None:
             return
+        self._record_frames()
         pixels = 0
         if event.instance is not None:  # the targets are distinct ids: their pixels add up
             pixels = sum(int(np.count_nonzero(event.instance == t)) for t in self._targets)
@@ -200,19 +203,36 @@ class MetricsWrapper(gym.Wrapper):
     def _on_frame(self, event: FrameEvent) -> None:
         if self._recorder is None:
             return
-        positions = event.object_poses[:, :3] if len(self._object_ids) else np.zeros((0, 3))
-        self._recorder.record_frame(
-            event.step,
-            int(event.call.skill),
-            event.frame_index,
-            event.last_in_chunk,
-            event.contacts,
+        self._frames.append(event)
+        if event.last_in_chunk:
+            self._record_frames()
+
+    def _record_frames(self) -> None:
+        """Hand the frames of the chunk so far to the recorder, all at once (a chunk's
+        frames are checked together; the trackers still see them one by one)."""
+        frames, self._frames = self._frames, []
+        if not frames:
+            return
+        first, k = frames[0], len(frames)
+        if self._object_ids:
+            positions = np.array([e.object_poses[:, :3] for e in frames])
+        else:
+            positions = np.zeros((k, 0, 3))
+        self._recorder.record_frames(
+            first.step,
+            int(first.call.skill),
+            first.frame_index,
+            frames[-1].last_in_chunk,
+            [e.contacts for e in frames],
             self._object_ids,
             positions,
-            event.realized,
+            np.array([e.realized for e in frames]),
         )
 
     def _on_end(self, event: EndEvent) -> None:
+        if event.reason in ("stop", "truncated") and self._recorder is not None:
+            self._record_frames()
+        self._frames = []
         rec, self._recorder = self._recorder, None
         if rec is None or event.reason not in ("stop", "truncated"):
             return
