@@ -26,10 +26,39 @@ Measured (all positions from forward kinematics of the 75-D frames):
   every step outside Sit, the smaller roll at the end of the next two decisions (the check
   "back within 5 degrees of upright within two decisions").
 
-Gates of issue #11 (printed as pass/fail, exit status 1 if any fails with ``--check``):
-no wrist above the head outside Sit/Climb, locomotion wrist offset p95 <= 0.10 m and
+Measured as the motion-generation literature measures it (issue 28), on the realized
+frames, per skill (the frames of each skill's steps) and over all frames:
+
+* **foot skate ratio**: the share of frame pairs (consecutive frames) in which a foot
+  joint (ankle or toe joint, each side) in contact with its support (the joint under 5 cm
+  above the support in both frames) slides more than 2.5 cm horizontally; the same on the
+  generated frames beside it, and the share of the skating frames that lie within a frame
+  of where a motion step (one chunk) begins;
+* **floating** and **ground penetration**: the lowest point of the two feet against the
+  support under it (the highest scene surface under the foot that is not above it: floor,
+  rug, stair, platform), per frame: the share of frames over 5 cm above it and the mean and
+  maximum depth below it;
+* **bone-length consistency**: the largest deviation of any bone (parent-child joint
+  distance from forward kinematics) from its rest length;
+* **joint-limit violations**: frames with a joint outside its range (``JOINT_RANGE_DEG``:
+  the total rotation from the rest pose, plus no knee or elbow bent backwards by more than
+  10 degrees);
+* **generated vs realized pose**: for every joint, the distance between its generated and
+  realized position in the pelvis frame (median, p95, max per joint), and the root's world
+  distance;
+* **seated pose** at the last frame of every Sit down: the heels' height above the floor
+  (both within ``SEATED_HEEL_MAX_M``) and the wrists' drop below the shoulders (both at
+  least ``SEATED_WRIST_DROP_MIN_M``); a Sit that misses either is a bad Sit.
+
+The scene of every bundle is loaded (``episodes.load_scene``) and checked against the
+content hash the bundle recorded.
+
+Gates (printed as pass/fail, exit status 1 if any fails with ``--check``): issue #11's (no
+wrist above the head outside Sit/Climb, locomotion wrist offset p95 <= 0.10 m and
 max <= 0.30 m, no frame over the anomaly bound, no Sit pelvis above standing height, every
-last Sit seated.
+last Sit seated) and issue 28's (``FIELD_GATES``: foot skate ratio, floating share and
+penetration depth of the locomotion frames, bone lengths, joint limits, the per-joint gap's
+p95, no bad Sit).
 """
 
 from __future__ import annotations
@@ -43,7 +72,14 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from humanclaw_gym.body.skeleton import JOINT_NAMES, STANDING_PELVIS_HEIGHT_M, forward_kinematics
+from humanclaw_gym.body.skeleton import (
+    JOINT_INDEX,
+    JOINT_NAMES,
+    PARENTS,
+    REST_JOINTS_M,
+    STANDING_PELVIS_HEIGHT_M,
+    forward_kinematics,
+)
 from humanclaw_gym.fileio import write_json_atomic
 from humanclaw_gym.metrics.thresholds import MOTION_ANOMALY_BOUND_DEG
 from humanclaw_gym.metrics.tracking import (
@@ -53,6 +89,7 @@ from humanclaw_gym.metrics.tracking import (
     joint_tracking_error_rad,
     pelvis_frame_positions,
 )
+from humanclaw_gym.motion.canonical import foot_corner_offsets
 from humanclaw_gym.skills import Skill
 
 #: Skills whose frames the locomotion wrist gate covers (Stop has no frames).
@@ -67,6 +104,42 @@ SIT_RISE_TOLERANCE_M = 0.02
 WRIST_P95_MAX_M = 0.10
 WRIST_MAX_M = 0.30
 HEAD_ROLL_MAX_DEG = 5.0
+
+#: Field metrics (issue 28): contact and slide thresholds of the foot skate ratio (m), the
+#: height over the support that counts as floating (m), the seated checks (m).
+CONTACT_HEIGHT_M = 0.05
+SKATE_SLIDE_M = 0.025
+FLOAT_HEIGHT_M = 0.05
+SEATED_HEEL_MAX_M = 0.04
+SEATED_WRIST_DROP_MIN_M = 0.30
+#: Range of each joint: the largest total rotation from the rest (T-) pose, degrees
+#: (anatomical ranges of motion, generous; the shoulders' rest is the arm held out).
+JOINT_RANGE_DEG: dict[str, float] = {
+    "left_hip": 135.0, "right_hip": 135.0, "spine1": 45.0, "left_knee": 155.0,
+    "right_knee": 155.0, "spine2": 45.0, "left_ankle": 60.0, "right_ankle": 60.0,
+    "spine3": 45.0, "left_foot": 70.0, "right_foot": 70.0, "neck": 60.0,
+    "left_collar": 40.0, "right_collar": 40.0, "head": 60.0, "left_shoulder": 180.0,
+    "right_shoulder": 180.0, "left_elbow": 155.0, "right_elbow": 155.0, "left_wrist": 90.0,
+    "right_wrist": 90.0, "left_hand": 60.0, "right_hand": 60.0,
+}  # fmt: skip
+#: Knees and elbows bend one way: a bend backwards past this counts as a violation (deg).
+HYPEREXTENSION_DEG = 10.0
+#: Gates of issue 28 on the field metrics.
+FIELD_GATES = {
+    "foot_skate_ratio_max": 0.10,
+    "locomotion_floating_share_max": 0.01,
+    "locomotion_penetration_max_m": 0.03,
+    "bone_length_deviation_max_m": 0.001,
+    "joint_limit_violation_frames_max": 0,
+    "joint_gap_p95_max_m": 0.10,
+    "bad_sits_max": 0,
+}
+_SKILL_NAMES = {int(s): s.spec.display_name for s in Skill}
+_FEET = (
+    (JOINT_INDEX["left_ankle"], JOINT_INDEX["left_foot"]),
+    (JOINT_INDEX["right_ankle"], JOINT_INDEX["right_foot"]),
+)
+_SHOULDERS = (JOINT_INDEX["left_shoulder"], JOINT_INDEX["right_shoulder"])
 
 
 @dataclass
@@ -89,6 +162,8 @@ class Bundle:
     step_skill: np.ndarray  # (N,)
     step_text: list[str]
     floor_y: float
+    scene_id: str = ""
+    scene_hash: str = ""
 
 
 def find_bundles(root: Path) -> list[Path]:
@@ -130,14 +205,254 @@ def load_bundle(directory: Path) -> Bundle:
         step_skill=step_skill,
         step_text=step_text,
         floor_y=floor_y,
+        scene_id=str(manifest.get("scene_id", "")),
+        scene_hash=str(manifest.get("scene_content_hash", "")),
     )
+
+
+def _scene_supports(bundles: list[Bundle]) -> dict[str, object]:
+    """The static scene parts of every bundle's scene (hash-checked), by scene id."""
+    from humanclaw_gym.episodes import load_scene
+    from humanclaw_gym.scenes.solids import Solids
+
+    out: dict[str, object] = {}
+    for b in bundles:
+        if b.scene_id in out or not b.scene_id:
+            continue
+        scene = load_scene(b.scene_id)
+        if b.scene_hash and scene.content_hash() != b.scene_hash:
+            raise SystemExit(
+                f"scene {b.scene_id} differs from the one the bundle {b.name} was recorded in "
+                "(content hash); rerun the episodes with this version"
+            )
+        out[b.scene_id] = Solids.from_scene(scene, keep=lambda o: not o.dynamic)
+    return out
+
+
+def _support_y(solids, xz: np.ndarray, below_y: np.ndarray, floor_y: float) -> np.ndarray:
+    """Height of the highest surface under each x/z point that is not more than 10 cm above
+    ``below_y`` (the point's own height): floors, rugs, stair treads, platforms, seats."""
+    out = np.full(len(xz), float(floor_y))
+    if solids is None or len(solids) == 0:
+        return out
+    for start in range(0, len(xz), 2048):
+        sl = slice(start, start + 2048)
+        inside = solids.footprint_distance(xz[sl]) <= 0.0  # (N, M)
+        tops = np.where(
+            inside & (solids.y1[None, :] <= below_y[sl, None] + 0.1), solids.y1, -np.inf
+        )
+        best = tops.max(axis=1)
+        out[sl] = np.where(np.isfinite(best), best, float(floor_y))
+    return out
+
+
+def _foot_points(pos: np.ndarray, rot: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per frame and foot: the lowest point's height (F, 2), the heel's back edge (F, 2, 3)
+    and the ball (toe joint, F, 2, 3)."""
+    ankle_c, toe_c = foot_corner_offsets()
+    lowest = np.empty(pos.shape[:1] + (2,))
+    heel = np.empty(pos.shape[:1] + (2, 3))
+    ball = np.empty(pos.shape[:1] + (2, 3))
+    for side, (ankle, toe) in enumerate(_FEET):
+        a = pos[:, ankle, None, :] + np.einsum("fab,kb->fka", rot[:, ankle], ankle_c[side])
+        t = pos[:, toe, None, :] + np.einsum("fab,kb->fka", rot[:, toe], toe_c[side])
+        lowest[:, side] = np.minimum(a[..., 1].min(axis=1), t[..., 1].min(axis=1))
+        heel[:, side] = a[:, [0, 4]].mean(axis=1)  # the back-bottom edge's midpoint
+        ball[:, side] = pos[:, toe]
+    return lowest, heel, ball
+
+
+def _joint_limit_violations(frames: np.ndarray) -> np.ndarray:
+    """``bool (F, 23)``: joints outside ``JOINT_RANGE_DEG`` or bent backwards."""
+    aa = frames[:, 6:].reshape(len(frames), 23, 3)
+    angle = np.degrees(np.linalg.norm(aa, axis=-1))
+    limit = np.array([JOINT_RANGE_DEG[n] for n in JOINT_NAMES[1:]])
+    bad = angle > limit
+    for name, axis, sign in (
+        ("left_knee", 0, 1.0), ("right_knee", 0, 1.0),
+        ("left_elbow", 1, -1.0), ("right_elbow", 1, 1.0),
+    ):  # fmt: skip
+        j = JOINT_INDEX[name] - 1
+        bad[:, j] |= np.degrees(sign * aa[:, j, axis]) < -HYPEREXTENSION_DEG
+    return bad
+
+
+def _bone_deviation(pos: np.ndarray) -> np.ndarray:
+    """``(F,)`` largest |bone length - rest length| of each frame (m)."""
+    rest = np.linalg.norm(REST_JOINTS_M[1:] - REST_JOINTS_M[list(PARENTS[1:])], axis=-1)
+    bones = np.linalg.norm(pos[:, 1:] - pos[:, list(PARENTS[1:])], axis=-1)
+    return np.abs(bones - rest).max(axis=1)
+
+
+def field_frames(b: Bundle, solids) -> dict[str, np.ndarray]:
+    """Per-frame field measurements of one bundle (see the module docstring)."""
+    real = b.realized
+    pos, rot = forward_kinematics(real)
+    lowest, heel, ball = _foot_points(pos, rot)
+    xz = np.stack([0.5 * (heel[..., [0, 2]] + ball[..., [0, 2]])[:, s] for s in (0, 1)], 1)
+    support = _support_y(solids, xz.reshape(-1, 2), lowest.reshape(-1), b.floor_y).reshape(-1, 2)
+    above = lowest - support  # (F, 2)
+    joints = [j for foot in _FEET for j in foot]  # ankle, toe of each side
+    height = pos[:, joints, 1] - np.repeat(support, 2, axis=1)  # (F, 4)
+    contact = height < CONTACT_HEIGHT_M
+    slide = np.linalg.norm(np.diff(pos[:, joints][..., [0, 2]], axis=0), axis=-1)  # (F-1, 4)
+    skate = np.zeros(len(real), dtype=bool)  # frame t: the pair (t-1, t)
+    skate[1:] = np.any(contact[1:] & contact[:-1] & (slide > SKATE_SLIDE_M), axis=1)
+    pair = np.zeros(len(real), dtype=bool)
+    pair[1:] = True  # every pair of consecutive frames of the episode
+    gen_rel = pelvis_frame_positions(b.generated)
+    real_rel = pelvis_frame_positions(real)
+    gap = np.linalg.norm(gen_rel - real_rel, axis=-1)  # (F, 24): 0 is the pelvis itself
+    gap[:, 0] = np.linalg.norm(b.generated[:, :3] - real[:, :3], axis=-1)  # root, world
+    gen_pos, _ = forward_kinematics(b.generated)
+    gen_height = gen_pos[:, joints, 1] - np.repeat(support, 2, axis=1)
+    gen_contact = gen_height < CONTACT_HEIGHT_M
+    gen_slide = np.linalg.norm(np.diff(gen_pos[:, joints][..., [0, 2]], axis=0), axis=-1)
+    gen_skate = np.zeros(len(real), dtype=bool)
+    gen_skate[1:] = np.any(gen_contact[1:] & gen_contact[:-1] & (gen_slide > SKATE_SLIDE_M), axis=1)
+    starts = np.asarray(b.step_start, dtype=np.int64)
+    edge = np.zeros(len(real), dtype=bool)  # within a frame of where a motion step begins
+    for d in (-1, 0, 1):
+        k = starts + d
+        edge[k[(k >= 0) & (k < len(real))]] = True
+    return {
+        "skate": skate,
+        "skate_generated": gen_skate,
+        "skate_at_step_edge": skate & edge,
+        "contact_pair": pair,
+        "lowest_above": above.min(axis=1),
+        "bone_dev": _bone_deviation(pos),
+        "limits": _joint_limit_violations(real),
+        "gap": gap,
+    }
+
+
+def seated_checks(b: Bundle, solids) -> list[dict]:
+    """The seated pose at the last frame of every Sit down step of a bundle."""
+    out = []
+    for k, sid in enumerate(b.step_skill):
+        if sid != Skill.SIT:
+            continue
+        e = min(int(b.step_start[k]) + 14, len(b.realized) - 1)
+        if e < int(b.step_start[k]):
+            continue
+        pos, rot = forward_kinematics(b.realized[e : e + 1])
+        _, heel, _ = _foot_points(pos, rot)
+        support = _support_y(solids, heel[0][:, [0, 2]], heel[0][:, 1], b.floor_y)
+        heels = heel[0][:, 1] - support
+        drops = [float(pos[0, sh, 1] - pos[0, sh + 4, 1]) for sh in _SHOULDERS]  # wrist
+        out.append(
+            {
+                "episode": b.name,
+                "step": k,
+                "text": b.step_text[k],
+                "heel_above_floor_m": float(heels.max()),
+                "wrist_below_shoulder_m": float(min(drops)),
+                "bad": bool(
+                    heels.max() > SEATED_HEEL_MAX_M or min(drops) < SEATED_WRIST_DROP_MIN_M
+                ),
+            }
+        )
+    return out
+
+
+def field_report(bundles: list[Bundle]) -> dict:
+    """The field metrics, per skill and over all frames, and the seated checks."""
+    supports = _scene_supports(bundles)
+    per: dict[str, list] = {}
+    skills: list[np.ndarray] = []
+    sits: list[dict] = []
+    for b in bundles:
+        if len(b.realized) == 0:
+            continue
+        solids = supports.get(b.scene_id)
+        f = field_frames(b, solids)
+        for key, value in f.items():
+            per.setdefault(key, []).append(value)
+        skills.append(b.skill)
+        sits += seated_checks(b, solids)
+    if not skills:
+        return {}
+    cat = {k: np.concatenate(v) for k, v in per.items()}
+    skill = np.concatenate(skills)
+
+    def summary(mask: np.ndarray) -> dict:
+        pairs = int(cat["contact_pair"][mask].sum())
+        above = cat["lowest_above"][mask]
+        below = np.maximum(-above, 0.0)
+        gap = cat["gap"][mask]
+        return {
+            "frames": int(mask.sum()),
+            "foot_skate_ratio": float(cat["skate"][mask].sum() / pairs) if pairs else None,
+            "foot_skate_ratio_generated": (
+                float(cat["skate_generated"][mask].sum() / pairs) if pairs else None
+            ),
+            "skate_at_step_edge_share": (
+                float(cat["skate_at_step_edge"][mask].sum() / cat["skate"][mask].sum())
+                if cat["skate"][mask].any()
+                else None
+            ),
+            "frame_pairs": pairs,
+            "floating_share": float((above > FLOAT_HEIGHT_M).mean()) if len(above) else None,
+            "floating_max_m": float(above.max()) if len(above) else None,
+            "penetration_mean_m": float(below[below > 0].mean()) if (below > 0).any() else 0.0,
+            "penetration_max_m": float(below.max()) if len(below) else None,
+            "bone_length_deviation_max_m": float(cat["bone_dev"][mask].max()) if mask.any() else None,
+            "joint_limit_violation_frames": int(cat["limits"][mask].any(axis=1).sum()),
+            "joint_gap_m": {
+                "p95": float(np.percentile(gap[:, 1:], 95)) if len(gap) else None,
+                "max": float(gap[:, 1:].max()) if len(gap) else None,
+                "root_p95": float(np.percentile(gap[:, 0], 95)) if len(gap) else None,
+                "per_joint_p95": {
+                    JOINT_NAMES[j]: float(np.percentile(gap[:, j], 95)) for j in range(1, 24)
+                } if len(gap) else {},
+            },
+        }  # fmt: skip
+
+    per_skill = {
+        _SKILL_NAMES.get(sid, str(sid)): summary(skill == sid)
+        for sid in sorted(set(skill.tolist()))
+    }
+    loco = np.isin(skill, [int(s) for s in LOCOMOTION])
+    violations = cat["limits"].sum(axis=0)
+    bad = [s for s in sits if s["bad"]]
+    return {
+        "all": summary(np.ones(len(skill), dtype=bool)),
+        "locomotion": summary(loco),
+        "per_skill": per_skill,
+        "joint_limit_violations_by_joint": {
+            JOINT_NAMES[1 + j]: int(n) for j, n in enumerate(violations) if n
+        },
+        "sits": len(sits),
+        "bad_sits": len(bad),
+        "sits_heels_up": sum(s["heel_above_floor_m"] > SEATED_HEEL_MAX_M for s in sits),
+        "sits_hands_held_out": sum(
+            s["wrist_below_shoulder_m"] < SEATED_WRIST_DROP_MIN_M for s in sits
+        ),
+        "sit_heel_above_floor_m": _dist_stats(np.array([s["heel_above_floor_m"] for s in sits])),
+        "sit_wrist_below_shoulder_m": _dist_stats(
+            np.array([s["wrist_below_shoulder_m"] for s in sits])
+        ),
+        "bad_sit_examples": bad[:10],
+        "thresholds": {
+            "contact_height_m": CONTACT_HEIGHT_M,
+            "skate_slide_m": SKATE_SLIDE_M,
+            "float_height_m": FLOAT_HEIGHT_M,
+            "seated_heel_max_m": SEATED_HEEL_MAX_M,
+            "seated_wrist_drop_min_m": SEATED_WRIST_DROP_MIN_M,
+            "joint_range_deg": JOINT_RANGE_DEG,
+            "hyperextension_deg": HYPEREXTENSION_DEG,
+            "gates": FIELD_GATES,
+        },
+    }
 
 
 def _dist_stats(values: np.ndarray) -> dict:
     if values.size == 0:
-        return {"frames": 0, "median": None, "p95": None, "max": None}
+        return {"frames": 0, "min": None, "median": None, "p95": None, "max": None}
     return {
         "frames": int(values.size),
+        "min": float(values.min()),
         "median": float(np.median(values)),
         "p95": float(np.percentile(values, 95)),
         "max": float(values.max()),
@@ -240,6 +555,8 @@ def analyse(bundles: list[Bundle]) -> dict:
         "head_roll_two_decisions_after_over_5deg": int((rolls > HEAD_ROLL_MAX_DEG).sum()),
     }
     loco = report["wrist_offset_locomotion_m"]
+    field = field_report(bundles)
+    report["field"] = field
     report["gates"] = {
         "no_wrist_above_head_outside_sit_climb": not above_outside,
         "wrist_offset_locomotion_p95_le_0.10m": loco["p95"] is None or loco["p95"] <= WRIST_P95_MAX_M,
@@ -251,6 +568,17 @@ def analyse(bundles: list[Bundle]) -> dict:
             "head_roll_two_decisions_after_over_5deg"
         ] == 0,
     }  # fmt: skip
+    if field:
+        g, al, lo = FIELD_GATES, field["all"], field["locomotion"]
+        report["gates"].update({
+            "foot_skate_ratio_le_0.10": (al["foot_skate_ratio"] or 0.0) <= g["foot_skate_ratio_max"],
+            "locomotion_floating_share_le_0.01": (lo["floating_share"] or 0.0) <= g["locomotion_floating_share_max"],
+            "locomotion_penetration_le_0.03m": (lo["penetration_max_m"] or 0.0) <= g["locomotion_penetration_max_m"],
+            "bone_lengths_within_1mm": al["bone_length_deviation_max_m"] <= g["bone_length_deviation_max_m"],
+            "no_joint_limit_violation": al["joint_limit_violation_frames"] <= g["joint_limit_violation_frames_max"],
+            "joint_gap_p95_le_0.10m": al["joint_gap_m"]["p95"] <= g["joint_gap_p95_max_m"],
+            "no_bad_sit": field["bad_sits"] <= g["bad_sits_max"],
+        })  # fmt: skip
     return report
 
 
@@ -284,8 +612,39 @@ def text(report: dict) -> str:
         f" deg, max {_fmt(report['head_roll_step_end_deg']['max'], digits=1)}; two decisions after "
         f"a step: max {_fmt(report['head_roll_two_decisions_after_deg']['max'], digits=1)} deg, "
         f"{report['head_roll_two_decisions_after_over_5deg']} over 5 deg",
-        "gates: " + ", ".join(f"{k}={'PASS' if v else 'FAIL'}" for k, v in report["gates"].items()),
     ]
+    field = report.get("field") or {}
+    if field:
+        lines.append(
+            "field metrics per skill (realized): skill | frames | foot skate ratio (generated)"
+            " | floating share | penetration max (cm) | joint-limit frames | joint gap p95 /"
+            " max (cm)"
+        )
+        for name, row in [("all", field["all"]), *field["per_skill"].items()]:
+            skate, gen = row["foot_skate_ratio"], row["foot_skate_ratio_generated"]
+            lines.append(
+                f"  {name:16s} {row['frames']:6d}  "
+                f"{'-' if skate is None else f'{100 * skate:.1f} %':>7s} "
+                f"({'-' if gen is None else f'{100 * gen:.1f} %'})  "
+                f"{100 * (row['floating_share'] or 0.0):5.1f} %  "
+                f"{100 * (row['penetration_max_m'] or 0.0):5.1f}  "
+                f"{row['joint_limit_violation_frames']:5d}  "
+                f"{100 * row['joint_gap_m']['p95']:5.1f} / {100 * row['joint_gap_m']['max']:5.1f}"
+            )
+        lines.append(
+            f"bone lengths: largest deviation {1000 * field['all']['bone_length_deviation_max_m']:.3f} mm; "
+            f"Sits {field['sits']}: heels over {100 * SEATED_HEEL_MAX_M:.0f} cm "
+            f"{field['sits_heels_up']}, hands held out (wrists under "
+            f"{100 * SEATED_WRIST_DROP_MIN_M:.0f} cm below the shoulders) "
+            f"{field['sits_hands_held_out']}, bad {field['bad_sits']}; heel height median "
+            f"{_fmt(field['sit_heel_above_floor_m']['median'], 100, 1)} cm, max "
+            f"{_fmt(field['sit_heel_above_floor_m']['max'], 100, 1)} cm; wrists below the "
+            f"shoulders min {_fmt(field['sit_wrist_below_shoulder_m']['min'], 100, 1)} cm, "
+            f"median {_fmt(field['sit_wrist_below_shoulder_m']['median'], 100, 1)} cm"
+        )
+    lines.append(
+        "gates: " + ", ".join(f"{k}={'PASS' if v else 'FAIL'}" for k, v in report["gates"].items())
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -5,7 +5,9 @@ benchmark figure quoted in the README and ``docs/``. This script
 
 * ``run``: reruns the baselines below (``humanclaw run ... --metrics``) and copies each
   ``metrics_summary.json`` (it records the package versions and git revision) into
-  ``docs/results/``;
+  ``docs/results/``; for the oracle runs of ``FIDELITY`` it also measures their motion
+  (``benchmarks/motion_fidelity.py``) into ``docs/results/motion_fidelity_<name>.json``;
+* ``fidelity``: only that measurement, from the kept runs;
 * ``docs``: writes the figures into the docs wherever a marker asks for one, and with
   ``--check`` only reports docs that disagree with the JSON (``tests/test_docs_results.py``
   runs that check, so a doc cannot drift from the results).
@@ -23,6 +25,7 @@ Usage::
 
     python scripts/make_results.py run --workers 2          # about 10 minutes on 2 cores
     python scripts/make_results.py run --only random
+    python scripts/make_results.py fidelity                 # remeasure the kept runs' motion
     python scripts/make_results.py docs                     # rewrite the docs from the JSON
     python scripts/make_results.py docs --check             # exit 1 when a doc disagrees
 """
@@ -75,7 +78,15 @@ BASELINES: tuple[Baseline, ...] = (
         "oracle, MuJoCo physics (`--physics mujoco`)",
         ("--agent", "oracle", "--physics", "mujoco"),
     ),
+    Baseline(
+        "oracle_flow_mujoco",
+        "oracle, learned motion, MuJoCo physics",
+        ("--agent", "oracle", "--motion", "flow", "--physics", "mujoco"),
+    ),
 )
+#: The oracle runs whose motion ``benchmarks/motion_fidelity.py`` measures
+#: (``docs/results/motion_fidelity_<name>.json``, the tables of docs/motion.md).
+FIDELITY: tuple[str, ...] = ("oracle", "oracle_flow", "oracle_mujoco", "oracle_flow_mujoco")
 
 
 def summary_path(name: str) -> Path:
@@ -84,6 +95,17 @@ def summary_path(name: str) -> Path:
     ``val100_<name>_metrics_summary.json``."""
     direct = RESULTS / f"{name}.json"
     return direct if direct.is_file() else RESULTS / f"val100_{name}_metrics_summary.json"
+
+
+def fidelity_path(name: str) -> Path:
+    return RESULTS / f"motion_fidelity_{name}.json"
+
+
+def load_fidelity(name: str) -> dict[str, Any]:
+    path = fidelity_path(name)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `python scripts/make_results.py run`")
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def load_summary(name: str) -> dict[str, Any]:
@@ -141,15 +163,68 @@ def _table(columns: tuple[tuple[str, str, str], ...]) -> str:
     return "\n".join([head, rule, *rows])
 
 
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{100.0 * value:.1f}"
+
+
+def _fidelity_table() -> str:
+    """Per run and skill: the field metrics of the realized motion (benchmarks/motion_fidelity.py)."""
+    head = (
+        "| run | skill | frames | foot skate % (generated) | floating % | penetration max (cm) "
+        "| joint-limit frames | joint gap p95 / max (cm) |"
+    )
+    rows = [head, "|---|---|---|---|---|---|---|---|"]
+    for name in FIDELITY:
+        field = load_fidelity(name)["field"]
+        label = next(b.label for b in BASELINES if b.name == name)
+        for skill, row in [("all", field["all"]), *field["per_skill"].items()]:
+            gap = row["joint_gap_m"]
+            rows.append(
+                f"| {label} | {skill} | {row['frames']} | {_pct(row['foot_skate_ratio'])} "
+                f"({_pct(row['foot_skate_ratio_generated'])}) "
+                f"| {_pct(row['floating_share'])} | {_pct(row['penetration_max_m'])} "
+                f"| {row['joint_limit_violation_frames']} "
+                f"| {_pct(gap['p95'])} / {_pct(gap['max'])} |"
+            )
+    return "\n".join(rows)
+
+
+def _sits_table() -> str:
+    """Per run: the seated pose at the end of every Sit down, bone lengths and the gates."""
+    head = (
+        "| run | Sits | heels > 4 cm | hands held out | bad Sits | heel height median / max (cm) "
+        "| wrist below shoulder min / median (cm) | bone length dev. max (mm) | gates failed |"
+    )
+    rows = [head, "|---|---|---|---|---|---|---|---|---|"]
+    for name in FIDELITY:
+        report = load_fidelity(name)
+        field = report["field"]
+        label = next(b.label for b in BASELINES if b.name == name)
+        heel, wrist = field["sit_heel_above_floor_m"], field["sit_wrist_below_shoulder_m"]
+        failed = [k for k, ok in report["gates"].items() if not ok]
+        rows.append(
+            f"| {label} | {field['sits']} | {field['sits_heels_up']} "
+            f"| {field['sits_hands_held_out']} | {field['bad_sits']} "
+            f"| {_pct(heel['median'])} / {_pct(heel['max'])} "
+            f"| {_pct(wrist['min'])} / {_pct(wrist['median'])} "
+            f"| {1000.0 * field['all']['bone_length_deviation_max_m']:.3f} "
+            f"| {', '.join(failed) if failed else 'none'} |"
+        )
+    return "\n".join(rows)
+
+
 TABLES = {
     "baselines-main": lambda: _table(_MAIN_COLUMNS),
     "baselines-variants": lambda: _table(_VARIANT_COLUMNS),
+    "motion-fidelity": _fidelity_table,
+    "motion-fidelity-sits": _sits_table,
 }
 
 _VALUE_RE = re.compile(
     r"<!--r:(?P<name>\w+):(?P<path>[\w.@/-]+):(?P<spec>[^>]*?)-->(?P<old>.*?)<!--/r-->"
 )
-_TABLE_RE = re.compile(r"(<!--table:(?P<name>[\w-]+)-->\n)(?P<old>.*?)(\n<!--/table-->)", re.S)
+#: A table between its markers; an empty one (the two markers on consecutive lines) as well.
+_TABLE_RE = re.compile(r"(<!--table:(?P<name>[\w-]+)-->\n)(?P<old>.*?)(\n?<!--/table-->)", re.S)
 
 
 def render(text: str) -> str:
@@ -162,7 +237,7 @@ def render(text: str) -> str:
     def table(m: re.Match[str]) -> str:
         if m["name"] not in TABLES:
             raise KeyError(f"unknown table {m['name']!r}: known {sorted(TABLES)}")
-        return m.group(1) + TABLES[m["name"]]() + m.group(4)
+        return m.group(1) + TABLES[m["name"]]() + "\n<!--/table-->"
 
     return _VALUE_RE.sub(value, _TABLE_RE.sub(table, text))
 
@@ -186,6 +261,16 @@ class RunArgs:
     keep: Path = ROOT / "outputs" / "results"
     """where the run directories are kept (KEEP/<name>; replaced on a rerun), e.g. for
     benchmarks/physics_parity.py and benchmarks/motion_fidelity.py"""
+
+
+@dataclass
+class FidelityArgs:
+    """Measure the motion of the kept oracle runs (no rerun) into docs/results."""
+
+    only: tuple[str, ...] = ()
+    """runs to measure (default: all of FIDELITY)"""
+    keep: Path = ROOT / "outputs" / "results"
+    """where the run directories are kept"""
 
 
 @dataclass
@@ -218,6 +303,31 @@ def run(args: RunArgs) -> int:
         summary["source"] = {"command": "humanclaw run --episodes val100 " + " ".join(b.args)}
         write_json_atomic(summary_path(b.name), summary, sort_keys=True)
         print(f"  {b.name}: {time.perf_counter() - t0:.0f} s -> {summary_path(b.name)}")
+        if b.name in FIDELITY:
+            fidelity(FidelityArgs(only=(b.name,), keep=args.keep))
+    return 0
+
+
+def fidelity(args: FidelityArgs) -> int:
+    """Measure the kept runs' motion (benchmarks/motion_fidelity.py) into docs/results."""
+    chosen = [n for n in FIDELITY if not args.only or n in args.only]
+    for name in chosen:
+        out = args.keep / name
+        tmp = args.keep / f"{name}_motion_fidelity.json"
+        cmd = [
+            sys.executable, str(ROOT / "benchmarks" / "motion_fidelity.py"), str(out),
+            "--out-json", str(tmp),
+        ]  # fmt: skip
+        print("$", " ".join(cmd[1:]), flush=True)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        report = json.loads(tmp.read_text())
+        report["run_dir"] = f"outputs/results/{name}"  # the same on every machine
+        report["source"] = {
+            "command": f"python benchmarks/motion_fidelity.py RUN_DIR (RUN_DIR: {name} run)"
+        }
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(fidelity_path(name), report, sort_keys=True)
+        print(f"  {name}: -> {fidelity_path(name)}")
     return 0
 
 
@@ -238,9 +348,13 @@ def docs(args: DocsArgs) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     command: Any = tyro.extras.subcommand_cli_from_dict(
-        {"run": RunArgs, "docs": DocsArgs}, args=argv, prog="make_results.py"
+        {"run": RunArgs, "fidelity": FidelityArgs, "docs": DocsArgs},
+        args=argv,
+        prog="make_results.py",
     )
-    return run(command) if isinstance(command, RunArgs) else docs(command)
+    if isinstance(command, RunArgs):
+        return run(command)
+    return fidelity(command) if isinstance(command, FidelityArgs) else docs(command)
 
 
 if __name__ == "__main__":

@@ -40,3 +40,19 @@ def test_a_drifted_figure_is_caught(tmp_path, monkeypatch):
     doc.write_text(fixed)
     assert make_results.check_docs((doc,)) == []
     assert sum("<!--r:" in p.read_text() for p in make_results.DOCS) >= 1  # the README uses it
+
+
+def test_empty_tables_are_filled_each_in_its_place(tmp_path, monkeypatch):
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import make_results
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    monkeypatch.setitem(make_results.TABLES, "t-one", lambda: "| one |")
+    monkeypatch.setitem(make_results.TABLES, "t-two", lambda: "| two |")
+    text = "<!--table:t-one-->\n<!--/table-->\n\n<!--table:t-two-->\n<!--/table-->\n"
+    once = make_results.render(text)
+    assert once == (
+        "<!--table:t-one-->\n| one |\n<!--/table-->\n\n<!--table:t-two-->\n| two |\n<!--/table-->\n"
+    )
+    assert make_results.render(once) == once

@@ -98,11 +98,22 @@ def _thigh_clearance(frame: np.ndarray, seat: float) -> float:
 
 def test_heels_rise_on_a_seat_above_knee_height(monkeypatch) -> None:
     from humanclaw_gym.motion.footlock import raise_heels_for_seat
-    from humanclaw_gym.motion.procedural import THIGH_SEAT_CLEARANCE_M
+    from humanclaw_gym.motion.procedural import (
+        SIT_BACK_DISTANCE_M,
+        SIT_START_TO_EDGE_M,
+        THIGH_SEAT_CLEARANCE_M,
+        sit_back_distance,
+    )
 
     seat = 0.53
-    # the procedural Sit down without its own heel raise (what a learned chunk looks like)
-    monkeypatch.setattr(ProceduralMotionGenerator, "_seated_heel_raise", lambda *a: 0.0)
+    near = sit_back_distance(seat) - SIT_START_TO_EDGE_M  # where the edge is after our sit
+    # the procedural Sit down sitting back fully with flat feet (what the learned network's
+    # chunk looked like): the thighs cross the seat's edge too low
+    monkeypatch.setattr(
+        ProceduralMotionGenerator,
+        "_sit_back",
+        lambda *a: (SIT_BACK_DISTANCE_M, (0.0, 0.0), False),
+    )
     gen = ProceduralMotionGenerator()
     gen.reset(np.array([1.0, 0.0, 2.0]), 0.7, seed=0)
     flat = gen.generate(f"Sit down<{seat}>")
@@ -123,9 +134,111 @@ def test_heels_rise_on_a_seat_above_knee_height(monkeypatch) -> None:
     rise = p1[:, heels, 1] - p0[:, heels, 1]
     assert rise[0].max() < 0.002 and rise[-1].min() > 0.02
     assert np.all(np.diff(rise, axis=0) > -1e-6)
-    # a seat at knee height needs nothing
+    # a seat at knee height needs nothing, nor one whose edge is near the hips
     gen.reset(np.zeros(3), 0.0, seed=0)
     low = gen.generate("Sit down<0.42>")
     np.testing.assert_array_equal(raise_heels_for_seat(low, 0.0, 0.42), low)
+    assert near < 0.1
+    np.testing.assert_array_equal(raise_heels_for_seat(flat, 0.0, seat, near), flat)
     with pytest.raises(ValueError, match="frames"):
         raise_heels_for_seat(low[:, :70], 0.0, 0.42)
+
+
+def _shoulder_wrist_drops(frame: np.ndarray) -> list[float]:
+    pos, _ = forward_kinematics(frame)
+    return [
+        float(pos[JOINT_INDEX[f"{s}_shoulder"], 1] - pos[JOINT_INDEX[f"{s}_wrist"], 1])
+        for s in ("left", "right")
+    ]
+
+
+def _held_out_arms(chunk: np.ndarray) -> np.ndarray:
+    """The chunk with both arms raised forward as the old seated pose had them (wrists
+    about 28 cm below the shoulders)."""
+    from humanclaw_gym.motion import _arms
+    from humanclaw_gym.rotations import rotvec_from_matrix
+
+    out = chunk.copy()
+    for side, sign in ((0, 1.0), (1, -1.0)):
+        rots = _arms.arm_rotations(-sign * np.radians(80.0), 0.9, 0.9, side)
+        for joint, rot in zip((_arms.SHOULDER[side], _arms.ELBOW[side]), rots, strict=True):
+            out[:, 3 + 3 * joint : 6 + 3 * joint] = rotvec_from_matrix(rot)
+    return out
+
+
+def test_hands_come_to_rest_on_the_thighs() -> None:
+    """A seated chunk's held-out arms end resting on the thighs (wrists >= 30 cm below the
+    shoulders, just above the thighs); only the shoulders and elbows change, growing in with
+    the hips' flexion; a chunk that does not end seated is returned unchanged."""
+    from humanclaw_gym.motion import _arms
+    from humanclaw_gym.motion.footlock import hip_flexion_rad, rest_hands_on_thighs
+
+    gen = ProceduralMotionGenerator()
+    gen.reset(np.zeros(3), 0.4, seed=0)
+    sit = _held_out_arms(gen.generate("Sit down<0.5>"))
+    assert max(_shoulder_wrist_drops(sit[-1])) < 0.30  # held out
+    rested = rest_hands_on_thighs(sit)
+    assert min(_shoulder_wrist_drops(rested[-1])) >= 0.30
+    pos, _ = forward_kinematics(rested[-1])
+    for side in ("left", "right"):
+        hip, knee = pos[JOINT_INDEX[f"{side}_hip"]], pos[JOINT_INDEX[f"{side}_knee"]]
+        wrist = pos[JOINT_INDEX[f"{side}_wrist"]]
+        u = np.clip((wrist - hip) @ (knee - hip) / ((knee - hip) @ (knee - hip)), 0.0, 1.0)
+        assert 0.02 < np.linalg.norm(wrist - hip - u * (knee - hip)) - _arms.THIGH_RADIUS_M < 0.08
+    arm_cols = [3 + 3 * j + k for j in (*_arms.SHOULDER, *_arms.ELBOW) for k in range(3)]
+    others = np.setdiff1d(np.arange(75), arm_cols)
+    np.testing.assert_array_equal(rested[:, others], sit[:, others])
+    change = np.abs(rested - sit)[:, arm_cols].max(axis=1)
+    flex = hip_flexion_rad(sit)
+    assert change[flex < np.radians(10.0)].max(initial=0.0) < 1e-9  # standing: untouched
+    assert np.all(np.diff(change[flex > np.radians(10.0)]) > -0.05)  # grows in
+    walk = gen.generate("Walk<forward><normal>")  # stands up: not seated at its end
+    np.testing.assert_array_equal(rest_hands_on_thighs(walk), walk)
+
+
+def test_sit_back_scales_the_backward_travel() -> None:
+    from humanclaw_gym.body.skeleton import heading_yaw
+    from humanclaw_gym.motion.footlock import sit_back_to
+
+    gen = ProceduralMotionGenerator()
+    prev = gen.reset(np.array([1.0, 0.0, -2.0]), 0.9, seed=0)[-1]
+    sit = gen.generate("Sit down<0.42>")  # moves back 0.32 m
+    yaw = float(heading_yaw(prev[3:6]))
+    fwd = np.array([np.sin(yaw), 0.0, np.cos(yaw)])
+    side = np.array([np.cos(yaw), 0.0, -np.sin(yaw)])
+    travel = (sit[:, :3] - prev[:3]) @ fwd
+    assert travel[-1] == pytest.approx(-0.32, abs=1e-6)
+    short = sit_back_to(sit, prev, 0.2)
+    np.testing.assert_allclose((short[:, :3] - prev[:3]) @ fwd, travel * 0.2 / 0.32, atol=1e-12)
+    np.testing.assert_allclose(short[:, :3] @ side, sit[:, :3] @ side, atol=1e-12)
+    np.testing.assert_array_equal(short[:, [1, *range(3, 75)]], sit[:, [1, *range(3, 75)]])
+    held = sit_back_to(sit, prev, 0.0)
+    np.testing.assert_allclose((held[:, :3] - prev[:3]) @ fwd, 0.0, atol=1e-12)
+    gen.reset(np.zeros(3), 0.0, seed=0)
+    turn = gen.generate("Turn<left><30>")  # no backward travel: unchanged
+    np.testing.assert_array_equal(sit_back_to(turn, gen.reset(np.zeros(3), 0.0)[-1], 0.2), turn)
+    with pytest.raises(ValueError, match="back_m"):
+        sit_back_to(sit, prev, -0.1)
+    with pytest.raises(ValueError, match="previous_frame"):
+        sit_back_to(sit, prev[:10], 0.2)
+
+
+def test_a_sit_never_steps_feet_stay_flat_where_they_stood() -> None:
+    """With ``never_steps`` a foot planted before the chunk stays put, flat as it stood,
+    even where the chunk lifts it above the planted height (a guided pelvis lifts all)."""
+    gen = ProceduralMotionGenerator()
+    prev = gen.reset(np.zeros(3), 0.0, seed=0)[-1]
+    sit = gen.generate("Sit down<0.45>")
+    lifted = sit.copy()
+    lifted[4:, 1] += np.linspace(0.0, 0.07, len(sit) - 4)  # rises 7 cm once the knees bend
+    ankles = [JOINT_INDEX["left_ankle"], JOINT_INDEX["right_ankle"]]
+    start, rot0 = forward_kinematics(prev)
+    plain = forward_kinematics(lock_planted_feet(lifted, prev, 0.0, None))[0]
+    assert plain[-1, ankles, 1].min() > start[ankles, 1].min() + 0.015  # let go: too high
+    kept, rot = forward_kinematics(lock_planted_feet(lifted, prev, 0.0, None, never_steps=True))
+    np.testing.assert_allclose(
+        kept[:, ankles], np.broadcast_to(start[ankles], kept[:, ankles].shape), atol=2e-4
+    )
+    np.testing.assert_allclose(
+        rot[:, ankles], np.broadcast_to(rot0[ankles], rot[:, ankles].shape), atol=1e-6
+    )

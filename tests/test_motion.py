@@ -34,6 +34,7 @@ from humanclaw_gym.motion import (
     sole_heights,
     state_to_frames,
 )
+from humanclaw_gym.motion.procedural import SEAT_SINK_M
 from humanclaw_gym.motion.rotations import (
     matrix_from_rotvec,
     relative_angle,
@@ -330,10 +331,11 @@ def test_sit_down_geometry(height: float) -> None:
     start = gen.history()[-1]
     chunk = gen.generate(SkillCall.sit(height))
     end = chunk[-1]
-    # documented seated height: the pelvis capsule's lowest point is asked 3.5 cm into the seat
+    # documented seated height: the pelvis capsule's lowest point is asked 1 cm into the seat
     assert end[1] == pytest.approx(seated_pelvis_height(height, FLOOR), abs=0.005)
     assert end[1] - FLOOR - height == pytest.approx(SEATED_PELVIS_ABOVE_SURFACE_M)
-    assert _pelvis_capsule_bottom(end) == pytest.approx(FLOOR + height - 0.035, abs=0.003)
+    assert SEAT_SINK_M == 0.01
+    assert _pelvis_capsule_bottom(end) == pytest.approx(FLOOR + height - SEAT_SINK_M, abs=0.003)
     # the root moves backwards (the seat is behind the body), the heading is kept
     move = end[:3] - start[:3]
     assert -0.4 <= move @ _forward(YAW) <= -0.25
@@ -342,9 +344,10 @@ def test_sit_down_geometry(height: float) -> None:
     # hips flexed like a seated person (about 80 degrees on a 0.45 m seat)
     flex = _hip_flexion_deg(end)
     assert flex.min() > 75.0
-    # the torso leans forward on the way down and ends upright on a slightly tilted pelvis
+    # the torso leans forward on the way down and ends nearly upright on a slightly tilted
+    # pelvis (a relaxed 8 degree slouch that lets the hands rest on the thighs)
     assert max(_torso_pitch_deg(f) for f in chunk) > 10.0
-    assert abs(_torso_pitch_deg(end)) < 1.0
+    assert _torso_pitch_deg(end) == pytest.approx(8.0, abs=1.0)
     assert _pelvis_pitch_deg(end) == pytest.approx(math.degrees(SEATED_PELVIS_TILT_RAD), abs=0.5)
     soles = sole_heights(chunk)
     assert soles.min() >= FLOOR - 0.01
@@ -352,27 +355,42 @@ def test_sit_down_geometry(height: float) -> None:
         np.testing.assert_allclose(soles[-1], FLOOR, atol=0.01)
     else:  # too high for the feet: they hang
         assert soles[-1].min() > FLOOR + 0.05
+    # hands rest (on the thighs), not held out: wrists at least 30 cm below the shoulders
+    for f in (end, gen.generate(SkillCall.walk("normal"))[0]):
+        pos, _ = forward_kinematics(f)
+        for side in ("left", "right"):
+            drop = pos[JOINT_INDEX[f"{side}_shoulder"], 1] - pos[JOINT_INDEX[f"{side}_wrist"], 1]
+            assert drop >= 0.30
 
 
-@pytest.mark.parametrize("height", [0.45, 0.5, 0.53, 0.56])
-def test_seated_thighs_clear_the_seat_edge(height: float) -> None:
-    """Above knee height the planted feet roll onto their toes until the thighs, where they
-    cross the seat's front edge, stay shallower in the seat than the pelvis; where that is
-    out of reach the feet hang."""
+@pytest.mark.parametrize("height", [0.42, 0.45, 0.5, 0.53, 0.56, 0.585, 0.6, 0.68])
+def test_seated_thighs_clear_the_seat_edge_with_flat_feet(height: float) -> None:
+    """Above knee height the body sits back less (down to ``SIT_BACK_MIN_M``) so that its
+    thighs, where they cross the seat's front edge, stay shallower in the seat than the
+    pelvis with both feet flat on the floor; only beyond that do the feet roll onto their
+    toes (0.6 m: by less than 1 cm at the heel), and on seats whose height the legs cannot
+    reach comfortably (0.68 m) they hang. The hands rest on the thighs."""
     from humanclaw_gym.motion import _legs
     from humanclaw_gym.motion.procedural import (
-        SEAT_EDGE_AHEAD_M,
-        SEAT_SINK_M,
+        SIT_BACK_MIN_M,
+        SIT_START_TO_EDGE_M,
         THIGH_SEAT_CLEARANCE_M,
     )
 
     gen = _gen()
+    start = gen.history()[-1]
     chunk = gen.generate(SkillCall.sit(height))
     end = chunk[-1]
+    back = -float((end[:3] - start[:3]) @ _forward(YAW))
+    assert SIT_BACK_MIN_M - 1e-9 <= back <= SIT_BACK_DISTANCE_M + 1e-9
     pos, _ = forward_kinematics(end)
+    soles = sole_heights(chunk)
+    if height >= 0.68:  # too high for the feet: they hang, the body sits back fully
+        assert soles[-1].min() > FLOOR + 0.05 and back == pytest.approx(SIT_BACK_DISTANCE_M)
+        return
     bottoms = [
         _legs.thigh_bottom_y(pos[JOINT_INDEX[f"{s}_hip"]], pos[JOINT_INDEX[f"{s}_knee"]],
-                             pos[0], _heading(end), SEAT_EDGE_AHEAD_M)
+                             pos[0], _heading(end), back - SIT_START_TO_EDGE_M)
         for s in ("left", "right")
     ]  # fmt: skip
     pelvis_bottom = FLOOR + height - SEAT_SINK_M
@@ -380,15 +398,19 @@ def test_seated_thighs_clear_the_seat_edge(height: float) -> None:
     start_pos, _ = forward_kinematics(chunk[0])
     heels = [JOINT_INDEX["left_ankle"], JOINT_INDEX["right_ankle"]]
     heel_rise = pos[heels, 1] - start_pos[heels, 1]
-    soles = sole_heights(chunk)
-    if height <= 0.47:  # at or below knee height: flat feet
-        assert np.all(np.abs(heel_rise) < 0.005)
-    if height >= 0.56:  # out of reach on tiptoe: the feet hang
-        assert soles[-1].min() > FLOOR + 0.05
-    else:  # the toes stay on the floor
-        np.testing.assert_allclose(soles[-1], FLOOR, atol=0.01)
-        if height >= 0.5:
-            assert heel_rise.min() > 0.01
+    np.testing.assert_allclose(soles[-1], FLOOR, atol=0.005)  # on the floor
+    if height <= 0.45:  # at or below knee height: the full sit-back distance
+        assert back == pytest.approx(SIT_BACK_DISTANCE_M)
+    if height >= 0.5:  # nearer the edge, the higher the seat
+        assert back < SIT_BACK_DISTANCE_M - 0.05
+    assert np.all(np.abs(heel_rise) < (0.005 if height <= 0.585 else 0.01))  # flat feet
+    for side in ("left", "right"):
+        hip, knee = pos[JOINT_INDEX[f"{side}_hip"]], pos[JOINT_INDEX[f"{side}_knee"]]
+        wrist = pos[JOINT_INDEX[f"{side}_wrist"]]
+        u = np.clip((wrist - hip) @ (knee - hip) / ((knee - hip) @ (knee - hip)), 0.0, 1.0)
+        gap = np.linalg.norm(wrist - (hip + u * (knee - hip))) - _legs.THIGH_RADIUS_M
+        assert 0.02 < gap < 0.07  # the wrist rests just above the thigh
+        assert pos[JOINT_INDEX[f"{side}_shoulder"], 1] - wrist[1] >= 0.30
 
 
 def test_sit_while_seated_holds_and_any_other_skill_stands_up() -> None:

@@ -514,6 +514,72 @@ def test_ego_camera_sees_floor_and_furniture():
     assert 0 not in ids  # the eye is inside the head; the own body is not in view
 
 
+def _rug_scene(flush: bool) -> tuple[SceneSpec, SceneObject]:
+    """A floor and a rug from the generator's own builder, with its inner panel as built
+    (``flush=False``) or moved flush with the border's top (the old z-fighting layout);
+    plain colours (red border, green panel) so that every pixel names its face."""
+    from dataclasses import replace
+
+    from humanclaw_gym.scenes.furniture import _rug
+
+    seed = next(s for s in range(100) if len(_rug(np.random.default_rng(s), 1.8, 1.2).parts) == 2)
+    border, panel = _rug(np.random.default_rng(seed), 1.8, 1.2).parts
+    border = replace(border, color=(0.8, 0.2, 0.2), material="plain")
+    panel = replace(panel, color=(0.2, 0.7, 0.3), material="plain")
+    if flush:
+        top = border.offset[1] + border.size[1]
+        panel = replace(panel, size=(panel.size[0], 0.0025, panel.size[2]),
+                        offset=(0.0, top - 0.0025, 0.0))  # fmt: skip
+    rug = SceneObject(2, "rug", "rug", (0.0, 0.0, 2.0), 0.2, (border, panel))
+    floor = SceneObject(FLOOR_ID, "floor_0", "floor", (0.0, -0.05, 0.0), 0.0,
+                        (Part("box", (4.0, 0.05, 4.0), color=(0.5, 0.4, 0.3)),))  # fmt: skip
+    return SceneSpec("rug", (Room(0, "bedroom", (-4.0, -4.0), (4.0, 4.0)),), (floor, rug)), rug
+
+
+def _border_pixels_on_panel(renderer, rug: SceneObject, poses: int = 12) -> int:
+    """Pixels of the border's colour inside the panel (3 cm in from its edges), summed over
+    a sweep of ego-like cameras 1.6 m up, 1.3-1.8 m from the rug, moving a few cm."""
+    from PIL import Image, ImageDraw
+
+    panel = rug.parts[1]
+    c, s = math.cos(rug.yaw_rad), math.sin(rug.yaw_rad)
+    rot = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    top = panel.offset[1] + panel.size[1]
+    hx, hz = panel.size[0] - 0.03, panel.size[2] - 0.03
+    corners = np.array([[sx * hx, top, sz * hz] for sx, sz in ((-1, -1), (1, -1), (1, 1), (-1, 1))])
+    corners = corners @ rot.T + np.asarray(rug.position)
+    bad = 0
+    for k in range(poses):
+        eye = np.array([0.03 * k - 0.15, 1.55 + 0.004 * k, 0.2 + 0.02 * k])
+        cam = Camera(position=tuple(eye), forward=tuple(np.array([0.02 * k, 0.0, 2.0]) - eye),
+                     fov_y_deg=90.0, width=448, height=448)  # fmt: skip
+        rgb = renderer.render(cam, {"rgb"})["rgb"].astype(int)
+        mask = Image.new("L", (448, 448), 0)
+        ImageDraw.Draw(mask).polygon([tuple(p) for p in project_points(cam, corners)[0]], fill=1)
+        inside = np.asarray(mask).astype(bool)
+        assert inside.sum() > 5000  # the panel fills a good part of the image
+        px = rgb[inside]
+        bad += int((px[:, 0] > px[:, 1]).sum())  # red border wins over the green panel
+    return bad
+
+
+@pytest.mark.parametrize("name", ["moderngl", "tiny"])
+def test_rug_panel_is_one_colour_region_from_every_nearby_pose(name):
+    """No z-fighting: the shipped rug's inner panel is drawn in its own colour only, from a
+    sweep of nearby camera poses; the same panel moved flush with the border (the old
+    layout) shows the border through it in stripes, so the check can see z-fighting."""
+    r = _make(name)
+    try:
+        scene, rug = _rug_scene(flush=False)
+        r.build(scene)
+        assert _border_pixels_on_panel(r, rug) == 0
+        scene, rug = _rug_scene(flush=True)
+        r.build(scene)
+        assert _border_pixels_on_panel(r, rug) > 1000
+    finally:
+        r.close()
+
+
 @pytest.mark.parametrize("name", ["moderngl", "tiny"])
 def test_exo_camera_cuts_away_walls_behind_the_body(name):
     scene = demo_scene()
@@ -660,3 +726,138 @@ def test_missing_moderngl_package_is_reported(monkeypatch):
     monkeypatch.setitem(sys.modules, "moderngl", None)  # makes `import moderngl` fail
     with pytest.raises(RenderBackendUnavailable, match="humanclaw-gym\\[render\\]"):
         ModernglRenderer()
+
+
+def _inside_shape(shape, origin: np.ndarray, rot: np.ndarray, point: np.ndarray) -> bool:
+    """Whether a world point lies inside one link shape placed at a link frame."""
+    local = rot.T @ (point - origin) - np.asarray(shape.offset_m)
+    local = quat_xyzw_to_matrix(np.asarray(shape.quat_xyzw)).T @ local
+    if shape.kind == "sphere":
+        return float(np.linalg.norm(local)) <= shape.radius
+    if shape.kind == "capsule":
+        z = float(np.clip(local[2], -shape.half_length, shape.half_length))
+        return float(np.linalg.norm(local - np.array([0.0, 0.0, z]))) <= shape.radius
+    return bool(np.all(np.abs(local) <= np.asarray(shape.half_extents)))
+
+
+def test_drawn_torso_is_continuous_with_the_pelvis():
+    """Standing and seated, every point of the line from the pelvis capsule's centre up to
+    the chest joint lies inside the drawn body; the physics shapes alone leave a gap there
+    (which the drawn waist closes)."""
+    from humanclaw_gym.body.skeleton import forward_kinematics, link_shapes
+    from humanclaw_gym.motion.procedural import ProceduralMotionGenerator
+    from humanclaw_gym.render.body_shapes import drawn_link_shapes
+
+    gen = ProceduralMotionGenerator()
+    standing = gen.reset(np.zeros(3), 0.3)[-1]
+    seated = gen.generate("Sit down<0.5>")[-1]
+    pelvis_centre = np.asarray(link_shapes()[0].offset_m)
+    for frame in (standing, seated):
+        pos, rot = forward_kinematics(frame)
+        a = pos[0] + rot[0] @ pelvis_centre
+        b = pos[JOINT_INDEX["spine3"]]
+        line = a + np.linspace(0.0, 1.0, 60)[:, None] * (b - a)
+
+        def covered(shapes, line=line, pos=pos, rot=rot):
+            return [
+                any(_inside_shape(s, pos[s.joint], rot[s.joint], p) for s in shapes) for p in line
+            ]
+
+        assert all(covered(drawn_link_shapes()))
+        assert not all(covered(link_shapes()))
+
+
+def _seated_link_poses(x: float, z: float, yaw: float, seat: float = 0.45) -> np.ndarray:
+    """Link poses of the procedural body seated on a ``seat`` m high seat (its pelvis at
+    x/z after the sit-back, facing ``yaw``)."""
+    from humanclaw_gym.motion.procedural import ProceduralMotionGenerator, sit_back_distance
+    from humanclaw_gym.replay.render import link_poses_from_frames
+
+    back = sit_back_distance(seat)
+    start = np.array([x + back * math.sin(yaw), 0.0, z + back * math.cos(yaw)])
+    gen = ProceduralMotionGenerator()
+    gen.reset(start, yaw)
+    return link_poses_from_frames(gen.generate(f"Sit down<{seat}>")[-1])
+
+
+def _room(*extra: SceneObject) -> SceneSpec:
+    floor = SceneObject(FLOOR_ID, "floor_0", "floor", (0.0, -0.05, 0.0), 0.0,
+                        (Part("box", (6.0, 0.05, 6.0), color=(0.6, 0.45, 0.3)),))  # fmt: skip
+    return SceneSpec("room", (Room(0, "bedroom", (-6.0, -6.0), (6.0, 6.0)),), (floor, *extra))
+
+
+def _wall(oid: int, x: float, z: float, along_x: bool) -> SceneObject:
+    size = (3.0, 1.25, 0.05) if along_x else (0.05, 1.25, 3.0)
+    return SceneObject(oid, f"wall_{oid}", "wall", (x, 1.25, z), 0.0, (Part("box", size),))
+
+
+def test_exo_camera_turns_to_the_side_of_a_seated_body():
+    """Standing: behind the body. Seated: a quarter turn to its side (the left one without a
+    scene), same distance and height; the share follows the hips' flexion."""
+    from humanclaw_gym.render.cameras import seated_share
+
+    yaw = 0.4
+    heading = np.array([math.sin(yaw), 0.0, math.cos(yaw)])
+    left = np.array([math.cos(yaw), 0.0, -math.sin(yaw)])
+    standing = standing_link_poses(0.0, 0.0, yaw)
+    seated = _seated_link_poses(0.0, 0.0, yaw)
+    assert seated_share(standing) == 0.0 and seated_share(seated) == pytest.approx(1.0)
+    for poses, expect in ((standing, -heading), (seated, left)):
+        cam = exo_camera(poses)
+        away = np.asarray(cam.position) - poses[0, :3]
+        flat = np.array([away[0], 0.0, away[2]])
+        assert np.linalg.norm(flat) == pytest.approx(cameras_mod.EXO_BEHIND_M)
+        assert flat / np.linalg.norm(flat) == pytest.approx(expect, abs=1e-6)
+        assert away[1] == pytest.approx(cameras_mod.EXO_HEIGHT_ABOVE_PELVIS_M)
+        normal = np.asarray(cam.cutaway_plane[:3])
+        assert normal @ cam.position + cam.cutaway_plane[3] < 0.0  # the camera side is cut
+        assert normal @ poses[0, :3] + cam.cutaway_plane[3] == pytest.approx(EXO_CUTAWAY_BEHIND_M)
+
+
+def test_exo_camera_avoids_walls():
+    """With the scene, a wall 1.2 m to the seated body's left sends the camera to its right;
+    walls close on both sides bring it in (never nearer than EXO_MIN_DISTANCE_M), and it
+    stays on the room's side of the wall behind a standing body."""
+    seated = _seated_link_poses(0.0, 0.0, 0.0)  # faces +Z: left is +X
+    cam = exo_camera(seated, scene=_room(_wall(5, 1.2, 0.0, along_x=False)))
+    assert cam.position[0] < -1.5  # the right side, at full distance
+    both = _room(_wall(5, 1.2, 0.0, along_x=False), _wall(6, -1.5, 0.0, along_x=False))
+    cam = exo_camera(seated, scene=both)
+    assert -1.5 < cam.position[0] < 1.2  # between the walls ...
+    assert abs(cam.position[0]) >= cameras_mod.EXO_MIN_DISTANCE_M - 1e-9  # ... not too near
+    standing = standing_link_poses(0.0, 0.0, 0.0)
+    cam = exo_camera(standing, scene=_room(_wall(5, 0.0, -1.6, along_x=True)))
+    assert -1.6 < cam.position[2] <= -cameras_mod.EXO_MIN_DISTANCE_M
+    cam = exo_camera(standing, scene=_room())  # nothing in the way: full distance
+    assert cam.position[2] == pytest.approx(-cameras_mod.EXO_BEHIND_M)
+
+
+@pytest.mark.parametrize("name", ["moderngl", "tiny"])
+def test_cutaway_keeps_the_seat_and_cuts_furniture_whole(name):
+    """A seated body seen from its side: the bed it sits on reaches across the cut plane
+    and stays whole; a cabinet whose centre is on the camera's side of the plane is removed
+    whole; one whose centre is beyond it, though it reaches onto the camera's side, is drawn
+    whole (no slivers)."""
+    seated = _seated_link_poses(0.0, 0.0, 0.0)
+    cam = exo_camera(seated)  # left side: the camera at +X, the cut plane at x = 0.45
+    bed = SceneObject(7, "bed", "bed", (0.3, 0.0, -1.3), 0.0,
+                      (Part("box", (1.0, 0.225, 1.1), (0.0, 0.225, 0.0), (0.2, 0.3, 0.8)),))  # fmt: skip
+    gone = SceneObject(8, "cab_a", "cabinet", (1.0, 0.0, 0.9), 0.0,
+                       (Part("box", (0.3, 0.4, 0.2), (0.0, 0.4, 0.0), (0.8, 0.2, 0.2)),))  # fmt: skip
+    kept = SceneObject(9, "cab_b", "cabinet", (0.2, 0.0, 0.9), 0.0,
+                       (Part("box", (0.5, 0.4, 0.2), (0.0, 0.4, 0.0), (0.2, 0.8, 0.2)),))  # fmt: skip
+    scene = _room(bed, gone, kept)
+    r = _make(name)
+    try:
+        r.build(scene)
+        r.set_body_pose(seated)
+        ids = r.render(cam, {"instance"}).instance
+        plain = r.render(exo_camera(seated, cutaway=False), {"instance"}).instance
+    finally:
+        r.close()
+    assert (plain == 8).sum() > 500 and (ids == 8).sum() == 0  # removed whole
+    assert (ids == 7).sum() == pytest.approx((plain == 7).sum(), rel=0.02)  # the seat stays
+    assert (plain == 9).sum() > 500  # beyond the plane (x < 0.45), reaching to x = 0.7:
+    for corner in ((0.66, 0.79, 0.75), (0.66, 0.79, 1.05)):  # its part on the cut side stays
+        assert ids[_pixel(cam, corner)] == 9
+    assert (ids == 0).sum() > 3000

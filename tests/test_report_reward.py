@@ -22,7 +22,8 @@ def test_report_html_from_a_rollout(tmp_path):
     assert (d / "final_ego.png").is_file()
     assert main(["report", "--rollout-dir", str(d)]) == 0
     page = (d / "report.html").read_text()
-    assert page.count("data:image/png;base64,") >= 2  # map + at least one ego view
+    assert page.count("data:image/png;base64,") >= 3  # map + at least one ego and exo view
+    assert "third person" in page
     assert "nav_success_20cm" in page and spec.episode_id in page
     # every decision appears as a row
     assert page.count("<td class='n'>") >= 1
@@ -65,6 +66,27 @@ def test_map_draws_and_labels_both_paths():
     assert pixels(both, maps._AGENT_PATH_COLOR) > 50 and pixels(both, maps._PATH_COLOR) > 50
     assert pixels(only_route, maps._AGENT_PATH_COLOR) == 0
     assert pixels(only_agent, maps._PATH_COLOR) < pixels(both, maps._PATH_COLOR)
+
+
+def test_map_legend_symbols_are_distinct():
+    """Every legend row has its own symbol (style and colour); the episode's markers are
+    arrows, rings, outlines or lines, never the filled shapes objects are drawn with, so a
+    seat approach pose cannot be taken for a cup."""
+    from humanclaw_gym.scenes import maps
+
+    rows = maps.legend_rows(
+        list(maps.CATEGORY_COLORS),
+        episode=True,
+        approach_pose=True,
+        approach_points=True,
+        shortest_path=True,
+        agent_path=True,
+    )
+    symbols = [(style, color) for _, color, style in rows]
+    assert len(set(symbols)) == len(symbols)
+    overlays = rows[: len(rows) - len(maps.CATEGORY_COLORS)]
+    assert {style for _, _, style in overlays} <= {"outline", "arrow", "ring", "line"}
+    assert any(label.startswith("seat approach pose") for label, _, _ in overlays)
 
 
 def test_report_refuses_missing_bundle(tmp_path):

@@ -343,3 +343,60 @@ def test_sittable_fronts_face_open_floor(scenes: list[SceneSpec]) -> None:
                 assert room.min_xz[0] + inner <= x <= room.max_xz[0] - inner
                 assert room.min_xz[1] + inner <= z <= room.max_xz[1] - inner
                 assert math.isfinite(x) and math.isfinite(z)
+
+
+def test_no_shipped_scene_has_z_fighting_faces() -> None:
+    """Every shipped home (and the generator's test seeds) has no pair of coplanar,
+    same-facing, overlapping faces that could draw differently (z-fighting stripes)."""
+    from humanclaw_gym.scenes.faces import coplanar_overlaps
+
+    found = {}
+    for i in range(VAL_NUM_SCENES):
+        scene = load_scene(val_scene_id(i))
+        overlaps = coplanar_overlaps(scene)
+        if overlaps:
+            found[scene.scene_id] = overlaps[:3]
+    assert found == {}
+
+
+def test_coplanar_scan_finds_flush_decor_and_ignores_hidden_faces() -> None:
+    """The scan reports a rug panel flush with the rug, a rim flush with its pot and two
+    objects' flush tops, and none of: equal-looking parts of one object, bottoms standing
+    on a floor, a panel 3 mm above the rug."""
+    from humanclaw_gym.scenes.faces import coplanar_overlaps
+    from humanclaw_gym.scenes.spec import Part, Room, SceneObject
+
+    floor = SceneObject(1, "floor", "floor", (0.0, -0.05, 0.0), 0.0, (Part("box", (3, 0.05, 3)),))
+
+    def scene(*objects):
+        return SceneSpec("faces", (Room(0, "bedroom", (-3, -3), (3, 3)),), (floor, *objects))
+
+    red, green = (0.8, 0.1, 0.1), (0.1, 0.8, 0.1)
+    border = Part("box", (0.8, 0.005, 0.5), (0, 0.005, 0), red, "carpet")
+    flush = Part("box", (0.6, 0.0025, 0.3), (0, 0.0075, 0), green, "carpet")
+    raised = Part("box", (0.6, 0.004, 0.3), (0, 0.009, 0), green, "carpet")
+    rug = SceneObject(2, "rug", "rug", (0.3, 0.0, 0.2), 0.5, (border, flush))
+    (hit,) = coplanar_overlaps(scene(rug))
+    assert {hit.a, hit.b} == {(2, 0), (2, 1)} and hit.area_m2 == pytest.approx(1.2 * 0.6)
+    assert (
+        coplanar_overlaps(scene(SceneObject(2, "rug", "rug", (0, 0, 0), 0.5, (border, raised))))
+        == []
+    )
+    pot = SceneObject(3, "pot", "potted_plant", (0, 0, 0), 0.0, (
+        Part("cylinder", (0.2, 0.15, 0), (0, 0.15, 0), red),
+        Part("cylinder", (0.215, 0.02, 0), (0, 0.28, 0), green),
+    ))  # fmt: skip
+    assert len(coplanar_overlaps(scene(pot))) == 1
+    # two legs of one look standing on the floor, and a second object beside the first
+    table = SceneObject(4, "table", "table", (0, 0, 0), 0.0, (
+        Part("box", (0.5, 0.02, 0.3), (0, 0.72, 0), red),
+        Part("box", (0.02, 0.36, 0.02), (0.4, 0.36, 0.2), red),
+        Part("box", (0.02, 0.36, 0.02), (0.4, 0.36, 0.2), red),
+    ))  # fmt: skip
+    stairs = SceneObject(5, "stairs", "stairs", (0.3, 0.0, 0.0), 0.0,
+                         (Part("box", (0.3, 0.075, 0.2), (0, 0.075, 0), green),))  # fmt: skip
+    assert coplanar_overlaps(scene(table, stairs)) == []  # bottoms on the floor are backed
+    cabinet = SceneObject(6, "box", "cabinet", (0.55, 0.0, 0.0), 0.0,
+                            (Part("box", (0.3, 0.37, 0.2), (0, 0.37, 0), green),))  # fmt: skip
+    (hit,) = coplanar_overlaps(scene(table, cabinet))  # flush tops of two objects
+    assert {hit.a[0], hit.b[0]} == {4, 6}

@@ -447,9 +447,10 @@ class Simulation:
             camera = body_asset_ego_camera(
                 self.body_asset, self._synced_body_poses, width=size, height=size
             )
-        else:
-            make = ego_camera if view == "ego" else exo_camera
-            camera = make(link_poses, width=size, height=size)
+        elif view == "ego":
+            camera = ego_camera(link_poses, width=size, height=size)
+        else:  # placed clear of the scene's walls, to the side of a seated body
+            camera = exo_camera(link_poses, width=size, height=size, scene=self.scene)
         result = self.renderer.render(camera, wanted)
         self._cache[(view, size)] = (wanted, result)
         return result

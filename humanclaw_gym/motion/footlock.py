@@ -16,9 +16,13 @@ to set the hip-ankle distance, the hip swings the leg onto the target, and the a
 the foot's world orientation of the original frame. The root and every other joint are
 untouched. Pure numpy; frames are ``(T, 75)`` world frames (Y up, metres, radians).
 
-:func:`raise_heels_for_seat` applies the procedural synthesizer's seat rule to a generated
-Sit down chunk: on a seat above knee height, planted feet roll onto their toes (knees up)
-until the thighs clear the seat's front edge (see ``procedural.SEAT_EDGE_AHEAD_M``).
+Three more steps bring a generated Sit down chunk to the procedural synthesizer's seated
+pose (docs/motion.md, "Seat geometry"): :func:`sit_back_to` scales the pelvis's backward
+travel to the distance the synthesizer sits back on that seat (less on a seat above knee
+height, so that the thighs cross its front edge near the hips with the feet flat);
+:func:`raise_heels_for_seat` rolls planted feet onto their toes where the thighs would
+still land on the edge first; :func:`rest_hands_on_thighs` brings the hands onto the
+thighs as the hips flex.
 """
 
 from __future__ import annotations
@@ -40,9 +44,13 @@ __all__ = [
     "PLANTED_HEIGHT_M",
     "PLANTED_SPEED_M_S",
     "RELEASE_FRAMES",
+    "SEATED_HIP_FLEX_RAD",
+    "hip_flexion_rad",
     "lock_planted_feet",
     "planted_mask",
     "raise_heels_for_seat",
+    "rest_hands_on_thighs",
+    "sit_back_to",
 ]
 
 #: A foot counts as planted when its lowest sole point is at most this far above the support.
@@ -58,6 +66,9 @@ _LEGS = (
 )
 _TOES = (JOINT_INDEX["left_foot"], JOINT_INDEX["right_foot"])
 _MIN_CORRECTION_M = 1e-4
+#: A body whose mean hip flexion exceeds this counts as seated (the procedural rule).
+SEATED_HIP_FLEX_RAD = float(np.radians(35.0))
+_ARMS_FROM_FLEX_RAD = np.radians(10.0)  # hip flexion below which the arms keep their pose
 
 
 def planted_mask(
@@ -146,6 +157,7 @@ def lock_planted_feet(
     previous_frame: np.ndarray,
     support_y: float,
     max_speed_m_s: float | None = PLANTED_SPEED_M_S,
+    never_steps: bool = False,
 ) -> np.ndarray:
     """Pin planted feet of a chunk (see the module docstring).
 
@@ -153,8 +165,10 @@ def lock_planted_feet(
         frames: ``(T, 75)`` world frames of the new chunk.
         previous_frame: ``(75,)`` the frame just before (already emitted; never changed).
         support_y: world height of the floor (or stair tread) under the feet, metres.
-        max_speed_m_s: planted feet move slower than this; None = planted by height alone
-            (for skills whose feet never step, e.g. Sit down).
+        max_speed_m_s: planted feet move slower than this; None = planted by height alone.
+        never_steps: for skills whose feet never step (Sit down): a foot planted in
+            ``previous_frame`` stays planted for the whole chunk, with the world
+            orientation it had there (flat as it stood), wherever the chunk takes it.
 
     Returns:
         ``float64 (T, 75)``: a corrected copy (root and non-leg joints unchanged).
@@ -173,6 +187,8 @@ def lock_planted_feet(
     seq = np.concatenate([prev[None], frames])
     pos, rot = forward_kinematics(seq)
     planted = planted_mask(seq, support_y, max_speed_m_s)
+    if never_steps:
+        planted[:] = planted[0]
     targets = pos[:, [leg[2] for leg in _LEGS]].copy()  # (T+1, 2, 3) ankle targets
     for side in range(len(_LEGS)):
         anchor: np.ndarray | None = None
@@ -197,8 +213,15 @@ def lock_planted_feet(
     out = seq.copy()
     for t in range(1, len(seq)):
         for side, leg in enumerate(_LEGS):
-            if np.linalg.norm(targets[t, side] - pos[t, leg[2]]) > _MIN_CORRECTION_M:
-                _solve_leg(out[t], pos[t], rot[t], leg, targets[t, side])
+            rot_t = rot[t]
+            if never_steps and planted[t, side]:
+                rot_t = rot[t].copy()
+                rot_t[leg[2]] = rot[0][leg[2]]
+            if (
+                np.linalg.norm(targets[t, side] - pos[t, leg[2]]) > _MIN_CORRECTION_M
+                or rot_t is not rot[t]
+            ):
+                _solve_leg(out[t], pos[t], rot_t, leg, targets[t, side])
                 # the hip rotation of this leg does not move the other leg: FK stays valid
     return out[1:]
 
@@ -219,22 +242,134 @@ def _heel_raised(frame: np.ndarray, side: int, theta_rad: float) -> np.ndarray:
     return out
 
 
-def raise_heels_for_seat(frames: np.ndarray, support_y: float, seat_height_m: float) -> np.ndarray:
+def _check_chunk(frames: np.ndarray, where: str) -> np.ndarray:
+    frames = np.array(frames, dtype=np.float64)
+    if frames.ndim != 2 or frames.shape[1] != FRAME_DIM or len(frames) < 1:
+        raise ValueError(
+            f"{where}: frames must have shape (T, {FRAME_DIM}) with T >= 1, got {frames.shape}"
+        )
+    if not np.all(np.isfinite(frames)):
+        raise ValueError(f"{where}: frames must be finite")
+    return frames
+
+
+def hip_flexion_rad(frames: np.ndarray) -> np.ndarray:
+    """Mean flexion of the two hips (rad; the thighs' forward swing from hanging straight
+    down, in the pelvis frame) of ``(T, 75)`` frames, ``(T,)``. Above
+    :data:`SEATED_HIP_FLEX_RAD` a body counts as seated (the procedural synthesizer's
+    rule)."""
+    frames = _check_chunk(frames, "hip_flexion_rad")
+    pos, rot = forward_kinematics(frames)
+    flex = np.zeros(len(frames))
+    for leg in _LEGS:
+        thigh = np.einsum("tba,tb->ta", rot[:, 0], pos[:, leg[1]] - pos[:, leg[0]])
+        flex += 0.5 * np.arctan2(thigh[:, 2], -thigh[:, 1])
+    return flex
+
+
+def sit_back_to(frames: np.ndarray, previous_frame: np.ndarray, back_m: float) -> np.ndarray:
+    """Scale a Sit down chunk's backward pelvis travel so that it ends ``back_m`` behind
+    where it started.
+
+    The travel is measured along the heading of ``previous_frame`` (the last history frame);
+    every frame's pelvis moves along that axis by the same share of its own travel, so the
+    path keeps its timing and its sideways and vertical parts. ``back_m = 0`` removes the
+    travel along that axis (a seated body that sits again stays where it sits); otherwise a
+    chunk whose pelvis does not move back by at least 5 cm is returned unchanged. Only the
+    root position changes (the legs are re-solved afterwards by :func:`lock_planted_feet`).
+
+    Args:
+        frames: ``(T, 75)`` world frames of the Sit down chunk.
+        previous_frame: ``(75,)`` the frame just before it.
+        back_m: the backward travel wanted, metres (>= 0).
+
+    Returns:
+        ``float64 (T, 75)``: a corrected copy.
+    """
+    frames = _check_chunk(frames, "sit_back_to")
+    prev = np.asarray(previous_frame, dtype=np.float64)
+    if prev.shape != (FRAME_DIM,) or not np.all(np.isfinite(prev)):
+        raise ValueError(f"sit_back_to: previous_frame must be ({FRAME_DIM},) finite values")
+    if not (np.isfinite(back_m) and back_m >= 0.0):
+        raise ValueError(f"sit_back_to: back_m={back_m!r} is invalid: allowed a finite number >= 0")
+    yaw = float(heading_yaw(prev[3:6]))
+    fwd = np.array([np.sin(yaw), 0.0, np.cos(yaw)])
+    travel = (frames[:, :3] - prev[:3]) @ fwd  # (T,), negative backwards
+    if back_m == 0.0:
+        scale = 0.0
+    elif -travel[-1] < 0.05:
+        return frames
+    else:
+        scale = float(back_m) / float(-travel[-1])
+    frames[:, :3] += ((scale - 1.0) * travel)[:, None] * fwd
+    return frames
+
+
+def rest_hands_on_thighs(frames: np.ndarray) -> np.ndarray:
+    """Bring the hands of a Sit down chunk onto the thighs as the hips flex.
+
+    In the chunk's last frame each arm gets the procedural synthesizer's seated pose (the
+    wrist just above the thigh, :func:`humanclaw_gym.motion._arms.hand_on_thigh`); every
+    frame turns its shoulder and elbow from the generated rotation toward that pose by the
+    share of the hips' flexion it has reached (minimum-jerk from 10 degrees to the last
+    frame's). A chunk whose last frame is not seated (mean hip flexion at most 35 degrees)
+    is returned unchanged. Only the shoulder and elbow rotations change.
+
+    Args:
+        frames: ``(T, 75)`` world frames of the Sit down chunk.
+
+    Returns:
+        ``float64 (T, 75)``: a corrected copy.
+    """
+    from humanclaw_gym.motion import _arms
+
+    frames = _check_chunk(frames, "rest_hands_on_thighs")
+    pos, _ = forward_kinematics(frames)
+    local = matrix_from_rotvec(frames[:, 3:].reshape(len(frames), -1, 3))  # (T, 24, 3, 3)
+    flex = hip_flexion_rad(frames)
+    if flex[-1] <= SEATED_HIP_FLEX_RAD:
+        return frames
+    u = np.clip((flex - _ARMS_FROM_FLEX_RAD) / (flex[-1] - _ARMS_FROM_FLEX_RAD), 0.0, 1.0)
+    weight = u**3 * (10.0 - 15.0 * u + 6.0 * u * u)
+    out = frames.copy()
+    for side, sign in ((0, 1.0), (1, -1.0)):
+        leg = _LEGS[side]
+        thigh_pts = np.stack([pos[-1, leg[0]], pos[-1, leg[1]]])
+        guess = (-sign * np.radians(82.0), np.radians(15.0), np.radians(15.0))
+        params = _arms.hand_on_thigh(local[-1], pos[-1, 0], side, thigh_pts, guess)
+        seated = _arms.arm_rotations(*params, side)
+        for joint, target in zip((_arms.SHOULDER[side], _arms.ELBOW[side]), seated, strict=True):
+            current = local[:, joint]
+            delta = rotvec_from_matrix(np.swapaxes(current, -1, -2) @ target)  # (T, 3)
+            new = current @ matrix_from_rotvec(weight[:, None] * delta)
+            out[:, 3 + 3 * joint : 6 + 3 * joint] = rotvec_from_matrix(new)
+    return out
+
+
+def raise_heels_for_seat(
+    frames: np.ndarray,
+    support_y: float,
+    seat_height_m: float,
+    edge_ahead_m: float | None = None,
+) -> np.ndarray:
     """Roll planted feet of a Sit down chunk onto their toes where the seat needs it.
 
-    The procedural synthesizer's rule (``procedural._seated_heel_raise``): in the chunk's last
-    frame, the underside of each thigh ``SEAT_EDGE_AHEAD_M`` in front of the pelvis must be at
-    least ``THIGH_SEAT_CLEARANCE_M`` above the seated pelvis's lowest point
-    (``support_y + seat_height_m - SEAT_SINK_M``); a foot on the support whose thigh is lower
+    The procedural synthesizer's rule (``procedural.ProceduralMotionGenerator._sit_back``):
+    in the chunk's last frame, the underside of each thigh ``edge_ahead_m`` in front of the
+    pelvis (the seat's front edge; default ``SEAT_EDGE_AHEAD_M``, where it is after the full
+    sit-back distance) must be at least ``THIGH_SEAT_CLEARANCE_M`` above the seated pelvis's
+    lowest point (``support_y + seat_height_m - SEAT_SINK_M``); a foot on the support whose thigh is lower
     rolls onto its toes by the smallest angle that lifts it enough, growing in with the
     pelvis's descent over the chunk (minimum-jerk from 5 % to 100 % of it). A foot that would
     need more than ``SEATED_MAX_HEEL_RAISE_RAD`` (the procedural synthesizer lets such feet
-    hang; a learned chunk decides that itself) and feet off the support are left as generated.
+    hang; a learned chunk decides that itself) and feet off the support are left as generated;
+    so is a chunk that does not end seated (mean hip flexion at most ``SEATED_HIP_FLEX_RAD``).
 
     Args:
         frames: ``(T, 75)`` world frames of a Sit down chunk.
         support_y: world height of the floor under the feet, metres.
         seat_height_m: the seat's height above that floor, metres.
+        edge_ahead_m: where the seat's front edge is, metres in front of the seated pelvis.
 
     Returns:
         ``float64 (T, 75)``: a corrected copy (only leg and toe joints change).
@@ -252,6 +387,9 @@ def raise_heels_for_seat(frames: np.ndarray, support_y: float, seat_height_m: fl
         raise ValueError(f"frames must have shape (T, {FRAME_DIM}) with T >= 1, got {frames.shape}")
     if not (np.all(np.isfinite(frames)) and np.isfinite(support_y) and np.isfinite(seat_height_m)):
         raise ValueError("raise_heels_for_seat: frames, support_y, seat_height_m must be finite")
+    edge = SEAT_EDGE_AHEAD_M if edge_ahead_m is None else float(edge_ahead_m)
+    if hip_flexion_rad(frames[-1:])[0] <= SEATED_HIP_FLEX_RAD:
+        return frames  # not seated at the end: no thigh over a seat edge
     last = frames[-1]
     need = float(support_y) + float(seat_height_m) - SEAT_SINK_M + THIGH_SEAT_CLEARANCE_M
     yaw = float(heading_yaw(last[3:6]))
@@ -263,7 +401,7 @@ def raise_heels_for_seat(frames: np.ndarray, support_y: float, seat_height_m: fl
 
         def lift(theta: float, side: int = side, leg: tuple = leg) -> float:
             pos, _ = forward_kinematics(_heel_raised(last, side, theta) if theta > 0 else last)
-            bottom = _legs.thigh_bottom_y(pos[leg[0]], pos[leg[1]], pos[0], yaw, SEAT_EDGE_AHEAD_M)
+            bottom = _legs.thigh_bottom_y(pos[leg[0]], pos[leg[1]], pos[0], yaw, edge)
             return bottom - need
 
         theta = _legs.smallest_raise(lift, SEATED_MAX_HEEL_RAISE_RAD)

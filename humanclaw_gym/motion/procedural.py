@@ -65,7 +65,7 @@ from humanclaw_gym.body.skeleton import (
     heading_yaw,
     link_shapes,
 )
-from humanclaw_gym.motion import _legs
+from humanclaw_gym.motion import _arms, _legs
 from humanclaw_gym.motion.canonical import (
     CanonicalFrame,
     canonicalize,
@@ -76,7 +76,6 @@ from humanclaw_gym.rotations import (
     matrix_from_rotvec,
     rot_x,
     rot_y,
-    rot_z,
     rotvec_from_matrix,
     wrap_angle,
     yaw_of_matrix,
@@ -91,18 +90,22 @@ __all__ = [
     "SEAT_EDGE_AHEAD_M",
     "SEAT_SINK_M",
     "SIT_BACK_DISTANCE_M",
+    "SIT_BACK_MIN_M",
+    "SIT_START_TO_EDGE_M",
     "THIGH_SEAT_CLEARANCE_M",
     "ProceduralMotionGenerator",
     "generate_detached",
     "seated_pelvis_height",
+    "sit_back_distance",
 ]
 
 _J = JOINT_INDEX
 
 # ---- seat geometry --------------------------------------------------------------------
-#: How far the seated pelvis target sinks into the seat (m): collision margins and the feet's
-#: contact lift the body about 1.5 cm.
-SEAT_SINK_M = 0.035
+#: How far the seated pelvis target sinks into the seat (m). The legs are solved for that
+#: height, so when the seat stops the pelvis the planted feet stand at most this far above
+#: the floor, and the pelvis (not the feet) carries the body onto the seat.
+SEAT_SINK_M = 0.01
 #: Forward (anterior) tilt of the seated pelvis; the spine takes it back so the torso is
 #: upright. It brings the hips to about 80 degrees of flexion on a 0.45 m seat.
 SEATED_PELVIS_TILT_RAD: float = float(np.radians(10.0))
@@ -125,8 +128,15 @@ SEATED_PELVIS_ABOVE_SURFACE_M: float = (
     _pelvis_bottom_below_joint_m(SEATED_PELVIS_TILT_RAD) - SEAT_SINK_M
 )
 
-#: How far the pelvis moves backwards (away from the facing direction) while sitting down.
+#: How far the pelvis moves backwards (away from the facing direction) while sitting down,
+#: at most (low seats) and at least (seats above knee height, where the body sits nearer
+#: the seat's front edge so that its thighs clear it with the feet flat on the floor).
 SIT_BACK_DISTANCE_M = 0.32
+SIT_BACK_MIN_M = 0.18
+#: A body about to sit stands this far in front of the seat's front edge: the episodes'
+#: approach offset (``scenes.navgrid.APPROACH_OFFSET_M``). The edge then lies
+#: ``back - SIT_START_TO_EDGE_M`` in front of the seated pelvis joint.
+SIT_START_TO_EDGE_M = 0.17
 
 
 def seated_pelvis_height(surface_height_m: float, floor_y: float = 0.0) -> float:
@@ -154,26 +164,29 @@ SEATED_MAX_HEEL_RAISE_RAD = float(_TIPTOE_BEHIND_RAD)
 _TIPTOE_AHEAD_RAD = np.radians(8.0)
 _HEEL_RISE_S = 5.0 / 30.0  # after a landing, the allowed heel raise grows over this time
 _PRE_SWING_S = 3.0 / 30.0  # the heel rises to the toe-off angle over this time before a lift
-_HANG_DROP_M = 0.58  # seated feet stay on the floor while the ankle is this close below the hip
+_HANG_DROP_M = 0.62  # seated feet stay on the floor while the ankle is this close below the hip
 _HANG_BELOW_HIP_M = 0.42  # hanging feet: ankle below and ahead of the hip (knee bent, shin
 _HANG_FORWARD_M = 0.30  # about vertical)
 _HANG_PITCH_RAD = np.radians(15.0)
 #: Seats above knee height: the thighs of a seated body with planted feet slope down to the
 #: knees, so at the seat's front edge they would sink into the seat deeper than the pelvis
-#: and carry the body there (the pelvis then hovers and never touches the seat). A body that
-#: is about to sit stands 0.17 m in front of the seat (the approach offset of the episodes)
-#: and its pelvis moves back SIT_BACK_DISTANCE_M, so the edge is this far ahead of the
-#: seated pelvis joint (m).
-SEAT_EDGE_AHEAD_M = 0.15
-#: At the edge the thigh must stay this much shallower in the seat than the pelvis (m);
-#: planted feet roll onto their toes (raising the knees) as far as that needs, up to
+#: and carry the body there (the pelvis then hovers and never touches the seat). After the
+#: full SIT_BACK_DISTANCE_M the edge is this far ahead of the seated pelvis joint (m).
+SEAT_EDGE_AHEAD_M = SIT_BACK_DISTANCE_M - SIT_START_TO_EDGE_M
+#: At the edge the thigh must stay this much shallower in the seat than the pelvis (m). The
+#: body sits back less (down to SIT_BACK_MIN_M, the edge nearer the hips) as far as that
+#: needs with its feet flat; only beyond that do the feet roll onto their toes, up to
 #: SEATED_MAX_HEEL_RAISE_RAD, and hang when even that is not enough.
-THIGH_SEAT_CLEARANCE_M = 0.01
+THIGH_SEAT_CLEARANCE_M = 0.0
 
 _ARM_DOWN_DEG = (80.0, 84.0)  # style range: shoulder lowered from the T-pose
 _ELBOW_DEG = (8.0, 16.0)  # style range: relaxed elbow flexion
 _ARM_SWING_RAD_PER_M = np.radians(40.0) / 0.6  # shoulder flexion per metre of foot offset
 _ARM_SWING_MAX_RAD = np.radians(32.0)
+#: Seated: the torso slouches forward a little so that the hands reach the thighs.
+_SEATED_SLOUCH_RAD = np.radians(8.0)
+# hip flexion below which the arms keep their standing carriage
+_ARMS_STANDING_FLEX_RAD = np.radians(10.0)
 
 
 # Backward-difference weights for the derivative at the last of k samples (oldest first).
@@ -233,6 +246,23 @@ def _decay(s: np.ndarray, v0: float, tau: float) -> tuple[np.ndarray, float]:
     ``tau``; returns the curve and its total drift ``v0 * tau / 2``."""
     u = np.clip(np.asarray(s, dtype=np.float64) / tau, 0.0, 1.0)
     return v0 * tau * (u - u**3 + 0.5 * u**4), 0.5 * v0 * tau
+
+
+def _largest_back(clearance) -> float:
+    """Largest sit-back distance in ``[SIT_BACK_MIN_M, SIT_BACK_DISTANCE_M]`` whose thigh
+    ``clearance(back)`` (which shrinks as the body sits deeper) is >= 0: sampled every
+    centimetre, the crossing interpolated linearly between the samples around it (so the
+    result moves continuously with the seat height); ``SIT_BACK_MIN_M`` if none is."""
+    backs = np.linspace(SIT_BACK_DISTANCE_M, SIT_BACK_MIN_M, 15)
+    prev_b, prev_v = None, None
+    for b in backs:
+        value = float(clearance(float(b)))
+        if value >= 0.0:
+            if prev_b is None:
+                return float(b)
+            return float(b + (prev_b - b) * value / (value - prev_v))
+        prev_b, prev_v = float(b), value
+    return SIT_BACK_MIN_M
 
 
 # --------------------------------------------------------------------------------------
@@ -750,10 +780,22 @@ class ProceduralMotionGenerator:
         y_seat = height_m + SEATED_PELVIS_ABOVE_SURFACE_M
         z_decay, z_drift = _decay(s, v[2], tau)
         y_decay, y_drift = _decay(s, v[1], tau)
+        lean = self._lean_amplitude(y0 - y_seat)
+        tilt = SEATED_PELVIS_TILT_RAD * _mj(s)
+        plan.pitch = lean * _bump_window(s, 0.0, 0.9) + tilt
+        plan.spine_lean = 0.35 * lean * _bump_window(s, 0.0, 0.9) - tilt
+        # Feet: stay planted, or (both) hang when the seat is too high for them to reach the
+        # floor comfortably. Planted feet stay flat: the body sits back less on a high seat
+        # (its thighs then cross the seat's edge nearer the hips); only where that is not
+        # enough do they roll onto their toes, and where even that is not, they hang.
+        yaw_end, x_end = float(plan.yaw[-1]), float(plan.x[-1])
+        back, raises, hang = self._sit_back(start, height_m, x_end, yaw_end, float(tilt[-1]))
+        if raises is not None:
+            plan.heel_raise = tuple((float(r), 0.05, 1.0) if r > 0.0 else None for r in raises)
         high = y_seat > y0 - 0.03
         if high:
             y_peak = y_seat + 0.015
-            plan.z = z_decay + (-SIT_BACK_DISTANCE_M - z_drift) * _mj_window(s, 0.2, 0.9)
+            plan.z = z_decay + (-back - z_drift) * _mj_window(s, 0.2, 0.9)
             plan.y_nominal = (
                 y0
                 + y_decay
@@ -762,35 +804,14 @@ class ProceduralMotionGenerator:
             )
             plan.tiptoe_max = _TIPTOE_BEHIND_RAD
         else:
-            plan.z = z_decay + (-SIT_BACK_DISTANCE_M - z_drift) * _mj_window(s, 0.0, 0.85)
+            plan.z = z_decay + (-back - z_drift) * _mj_window(s, 0.0, 0.85)
             plan.y_nominal = y0 + y_decay + (y_seat - y0 - y_drift) * _mj_window(s, 0.05, 1.0)
-        lean = self._lean_amplitude(y0 - y_seat)
-        tilt = SEATED_PELVIS_TILT_RAD * _mj(s)
-        plan.pitch = lean * _bump_window(s, 0.0, 0.9) + tilt
-        plan.spine_lean = 0.35 * lean * _bump_window(s, 0.0, 0.9) - tilt
-        # Feet: stay planted, or (both) hang when the seat is too high for them to reach the
-        # floor comfortably.
-        yaw_end = float(plan.yaw[-1])
-        hips = [
-            np.array([plan.x[-1], y_seat, plan.z[-1]]) + rot_y(yaw_end) @ leg.hip_offset
-            for leg in self._legs
-        ]
-        drop = np.mean([hips[side][1] - start.feet[side].flat[1] for side in (0, 1)])
-        hang = drop > _HANG_DROP_M
-        if not hang and all(f.planted for f in start.feet):
-            end_pose = (np.array([plan.x[-1], y_seat, plan.z[-1]]), yaw_end, float(tilt[-1]))
-            raises = [
-                self._seated_heel_raise(start.feet[side], side, end_pose, height_m - SEAT_SINK_M)
-                for side in (0, 1)
-            ]
-            if any(r is None for r in raises):
-                hang = True  # even on tiptoe the thighs would land on the seat edge first
-            else:
-                plan.heel_raise = tuple((float(r), 0.05, 1.0) if r > 0.0 else None for r in raises)
         for side in (0, 1):
-            hip = hips[side]
             foot = start.feet[side]
             if hang or not foot.planted:
+                hip = np.array([plan.x[-1], y_seat, plan.z[-1]]) + rot_y(yaw_end) @ (
+                    self._legs[side].hip_offset
+                )
                 target = hip + rot_y(yaw_end) @ np.array([0.02 * (1 - 2 * side), 0.0, 0.0])
                 target[1] = max(hip[1] - _HANG_BELOW_HIP_M, foot.flat[1] + 0.02)
                 target += rot_y(yaw_end) @ np.array([0.0, 0.0, _HANG_FORWARD_M])
@@ -808,31 +829,62 @@ class ProceduralMotionGenerator:
                 )
         return plan
 
-    def _seated_heel_raise(
+    def _sit_back(
+        self, start: _StartState, height_m: float, x_end: float, yaw_end: float, tilt_end: float
+    ) -> tuple[float, tuple[float, float] | None, bool]:
+        """How far a Sit down moves the pelvis back, the final heel raise (rad) of each
+        planted foot (None: not both feet planted, or they hang) and whether both feet hang
+        (see ``_plan_sit``)."""
+        y_seat = height_m + SEATED_PELVIS_ABOVE_SURFACE_M
+        hip_y = [y_seat + (rot_y(yaw_end) @ leg.hip_offset)[1] for leg in self._legs]
+        drop = np.mean([hip_y[side] - start.feet[side].flat[1] for side in (0, 1)])
+        if drop > _HANG_DROP_M:
+            return SIT_BACK_DISTANCE_M, None, True
+        if not all(f.planted for f in start.feet):
+            return SIT_BACK_DISTANCE_M, None, False
+        bottom = height_m - SEAT_SINK_M  # the seated pelvis's lowest point
+
+        def clearance(b: float, theta: float, side: int) -> float:
+            pose = (np.array([x_end, y_seat, -b]), yaw_end, tilt_end)
+            edge = b - SIT_START_TO_EDGE_M
+            return self._thigh_clearance(start.feet[side], side, pose, bottom, edge, theta)
+
+        back = _largest_back(lambda b: min(clearance(b, 0.0, 0), clearance(b, 0.0, 1)))
+        raises = [
+            _legs.smallest_raise(
+                lambda th, side=side: clearance(back, th, side), SEATED_MAX_HEEL_RAISE_RAD
+            )
+            for side in (0, 1)
+        ]
+        if raises[0] is None or raises[1] is None:
+            # even on tiptoe the thighs would land on the seat edge first: the feet hang
+            return SIT_BACK_DISTANCE_M, None, True
+        return back, (float(raises[0]), float(raises[1])), False
+
+    def _thigh_clearance(
         self,
         foot: _FootState,
         side: int,
         end_pose: tuple[np.ndarray, float, float],
         pelvis_bottom_y: float,
-    ) -> float | None:
-        """Smallest heel raise (rad) of a planted foot that keeps the seated thigh at the
-        expected seat edge at least ``_THIGH_SEAT_CLEARANCE_M`` above the pelvis's lowest
-        point ``pelvis_bottom_y``; None if even the largest allowed raise does not."""
+        edge_ahead_m: float,
+        theta: float,
+    ) -> float:
+        """How far the underside of the seated thigh, ``edge_ahead_m`` in front of the pelvis
+        joint (the seat's front edge), stays above the pelvis's lowest point
+        ``pelvis_bottom_y`` plus ``THIGH_SEAT_CLEARANCE_M`` (m; negative: it would land on
+        the edge first), for a planted foot raised onto its toes by ``theta`` (rad)."""
         pelvis, yaw, pitch = end_pose
         leg = self._legs[side]
         root = rot_y(yaw) @ rot_x(pitch)
         hip = pelvis + root @ leg.hip_offset
-        need = pelvis_bottom_y + THIGH_SEAT_CLEARANCE_M
         hinge = rot_y(yaw + 0.5 * float(wrap_angle(foot.yaw - yaw))) @ np.array([1.0, 0, 0])
-
-        def lift(theta: float) -> float:
-            ankle = _legs.tiptoe_ankle(leg, foot.flat, foot.yaw, np.array([theta]))[0]
-            foot_rot = rot_y(foot.yaw) @ rot_x(theta)
-            r_hip, _, _ = _legs.solve_leg(leg, hip, root, ankle, foot_rot, hinge)
-            knee = hip + root @ r_hip @ leg.thigh
-            return _legs.thigh_bottom_y(hip, knee, pelvis, yaw, SEAT_EDGE_AHEAD_M) - need
-
-        return _legs.smallest_raise(lift, SEATED_MAX_HEEL_RAISE_RAD)
+        ankle = _legs.tiptoe_ankle(leg, foot.flat, foot.yaw, np.array([theta]))[0]
+        foot_rot = rot_y(foot.yaw) @ rot_x(theta)
+        r_hip, _, _ = _legs.solve_leg(leg, hip, root, ankle, foot_rot, hinge)
+        knee = hip + root @ r_hip @ leg.thigh
+        bottom = _legs.thigh_bottom_y(hip, knee, pelvis, yaw, edge_ahead_m)
+        return bottom - (pelvis_bottom_y + THIGH_SEAT_CLEARANCE_M)
 
     def _plan_stand_up(self, start: _StartState) -> _Plan:
         s = self._s()
@@ -844,7 +896,17 @@ class ProceduralMotionGenerator:
         y_decay, y_drift = _decay(s, v[1], tau)
         hanging = [not f.planted for f in start.feet]
         window = (0.2, 0.9) if any(hanging) else (0.0, 0.75)
-        plan.z = z_decay + (SIT_BACK_DISTANCE_M - z_drift) * _mj_window(s, *window)
+        # rise over the feet: forward by as much as the body sat back (hanging feet land
+        # where a standing body's feet would be after the full sit-back distance)
+        forward = SIT_BACK_DISTANCE_M
+        if not any(hanging):
+            ahead = [
+                (rot_y(-float(yaw_of_matrix(start.local_rot[0]))) @ (f.flat - start.pos))[2]
+                - _legs.REST_JOINTS_M[_legs.ANKLE[side]][2]
+                for side, f in enumerate(start.feet)
+            ]
+            forward = float(np.clip(np.mean(ahead), 0.0, SIT_BACK_DISTANCE_M))
+        plan.z = z_decay + (forward - z_drift) * _mj_window(s, *window)
         plan.y_nominal = (
             y0 + y_decay + (STANDING_PELVIS_HEIGHT_M - y0 - y_drift) * _mj_window(s, 0.05, 1.0)
         )
@@ -1012,6 +1074,7 @@ class ProceduralMotionGenerator:
         running = [(f.ankle.copy(), f.yaw, f.pitch, f.toe) for f in start.feet]
         swing_begin: dict[int, tuple] = {}
         ankles = np.zeros((n1, 2, 3))
+        thighs = np.zeros((n1, 2, 2, 3))  # (hip, knee) per frame and side
         hip_flex = np.zeros((n1, 2))
         theta0 = [f.pitch if f.planted else 0.0 for f in start.feet]
         for t in range(n1):
@@ -1063,7 +1126,8 @@ class ProceduralMotionGenerator:
                 ankles[t, side] = ankle
                 thigh = r_hip @ leg.thigh
                 hip_flex[t, side] = np.arctan2(thigh[2], -thigh[1])
-        self._pose_upper_body(local, plan, pelvis, root_rot, ankles, hip_flex, start)
+                thighs[t, side] = (hip, hip + root_rot[t] @ thigh)
+        self._pose_upper_body(local, plan, pelvis, root_rot, ankles, thighs, hip_flex, start)
         # blend out any mismatch with the last history frame (joints 1..23)
         w = 1.0 - _mj(np.arange(n1) / (_BLEND_S * self.fps))
         resid = rotvec_from_matrix(start.local_rot[1:] @ np.swapaxes(local[0, 1:], -1, -2))
@@ -1082,6 +1146,7 @@ class ProceduralMotionGenerator:
         pelvis: np.ndarray,
         root_rot: np.ndarray,
         ankles: np.ndarray,
+        thighs: np.ndarray,
         hip_flex: np.ndarray,
         start: _StartState,
     ) -> None:
@@ -1093,9 +1158,20 @@ class ProceduralMotionGenerator:
         pelvis_yaw = yaw_of_matrix(root_rot)
         fwd_speed = np.einsum("tab,tb->ta", rot_y(-pelvis_yaw), vel)[:, 2]
         walk_lean = np.radians(4.0) * np.clip(fwd_speed / 1.2, -0.5, 1.0)
-        lean = walk_lean + plan.spine_lean
-        sit = np.clip((np.mean(hip_flex, axis=1) - np.radians(20.0)) / np.radians(55.0), 0.0, 1.0)
-        sit = sit * sit * (3.0 - 2.0 * sit)
+        mean_flex = np.mean(hip_flex, axis=1)
+        # where the hands rest on the thighs: the seated end of the chunk (its last frame
+        # when sitting down, its first, the history's pose, when standing up); the arms and
+        # the slouch follow the hips' flexion from standing to that frame's
+        t_seat = n1 - 1 if mean_flex[-1] >= mean_flex[0] else 0
+        seated = np.zeros(n1)
+        if mean_flex[t_seat] > _SEATED_HIP_FLEX_RAD:
+            span = mean_flex[t_seat] - _ARMS_STANDING_FLEX_RAD
+            seated = _mj((mean_flex - _ARMS_STANDING_FLEX_RAD) / span)
+        lean = walk_lean + plan.spine_lean + _SEATED_SLOUCH_RAD * seated
+        # while the hips flex (deep strides, stairs, the way down to a seat) the arms reach
+        # forward a little; a seated body's arms rest on its thighs instead
+        sit = np.clip((mean_flex - np.radians(20.0)) / np.radians(55.0), 0.0, 1.0)
+        sit = sit * sit * (3.0 - 2.0 * sit) * (1.0 - seated)
         for name, share in (("spine1", 0.4), ("spine2", 0.3), ("spine3", 0.3)):
             local[:, _J[name]] = rot_x(share * lean)
         torso = lean + plan.pitch
@@ -1112,12 +1188,18 @@ class ProceduralMotionGenerator:
         reach = 0.6 * plan.pitch + np.radians(25.0) * sit
         for side, sign in ((0, 1.0), (1, -1.0)):
             flex = sign * swing + reach  # left arm forward when the right foot is ahead
-            shoulder = "left_shoulder" if side == 0 else "right_shoulder"
-            elbow = "left_elbow" if side == 0 else "right_elbow"
-            down = -sign * style.arm_down_rad
-            local[:, _J[shoulder]] = rot_x(-flex) @ rot_z(down)
+            shoulder, elbow = _arms.SHOULDER[side], _arms.ELBOW[side]
+            down = np.full(n1, -sign * style.arm_down_rad)
             bend = style.elbow_rad + 0.35 * np.maximum(flex, 0.0) + np.radians(25.0) * sit
-            local[:, _J[elbow]] = rot_y(-sign * bend)
+            if seated[t_seat] > 0.0:  # 1 there
+                rest = _arms.hand_on_thigh(
+                    local[t_seat], pelvis[t_seat], side, thighs[t_seat, side],
+                    (float(down[t_seat]), float(flex[t_seat]), float(bend[t_seat])),
+                )  # fmt: skip
+                down = (1.0 - seated) * down + seated * rest[0]
+                flex = (1.0 - seated) * flex + seated * rest[1]
+                bend = (1.0 - seated) * bend + seated * rest[2]
+            local[:, shoulder], local[:, elbow] = _arms.arm_rotations(down, flex, bend, side)
 
     def _standing_frame(self) -> np.ndarray:
         """The canonical standing frame: pelvis at standing height above ``y = 0``."""
@@ -1132,6 +1214,20 @@ class ProceduralMotionGenerator:
         zeros = np.zeros_like(s)
         plan = _Plan(zeros, zeros, zeros, np.full_like(s, STANDING_PELVIS_HEIGHT_M), zeros, zeros)
         return self._pose_chunk(plan, start, blend=False)[0]
+
+
+def sit_back_distance(height_m: float) -> float:
+    """How far :class:`ProceduralMotionGenerator` moves the pelvis back when a body standing
+    still on a flat floor sits down on a seat ``height_m`` above it (m): the full
+    ``SIT_BACK_DISTANCE_M`` on seats up to knee height, less on higher ones (the thighs then
+    cross the seat's front edge nearer the hips with the feet flat), at least
+    ``SIT_BACK_MIN_M``; the full distance where the feet hang."""
+    h = float(height_m)
+    if not np.isfinite(h):
+        raise ValueError(f"height_m={height_m!r} is invalid: allowed a finite number")
+    gen = ProceduralMotionGenerator()
+    start = gen._read_state(np.repeat(gen._standing_frame()[None], 2, axis=0))
+    return gen._sit_back(start, h, 0.0, 0.0, SEATED_PELVIS_TILT_RAD)[0]
 
 
 # Motion planner per skill, keyed by the skill table's ``motion_key``: a skill whose key is

@@ -59,7 +59,7 @@ from humanclaw_gym.backends.protocols import (
     check_render_modes,
 )
 from humanclaw_gym.image_sizes import EGO_SIZE_PX
-from humanclaw_gym.render.cameras import UNCUT_CATEGORIES
+from humanclaw_gym.render.cameras import CUT_THROUGH_CATEGORIES, UNCUT_CATEGORIES, cut_away_whole
 from humanclaw_gym.render.materials import DEFAULT_BODY_COLOR, SKY_COLOR
 from humanclaw_gym.render.meshes import MESH_KINDS, unit_mesh
 from humanclaw_gym.render.textures import pattern_layers
@@ -82,6 +82,7 @@ __all__ = ["ModernglRenderer", "vertex_normals"]
 _MAX_SIZE = 4096
 _STATIC_FLAG = 1 << 16
 _CUTTABLE_FLAG = 1 << 17
+_WHOLE_FLAG = 1 << 18  # cut away whole (per object, u_hidden), not through per pixel
 _GL_CLIP_DISTANCE0 = 0x3000
 _NO_CUT = (0.0, 0.0, 0.0, 1.0)
 #: Mesh +Y (cylinder axis) -> capsule +Z (rotation of +90 degrees about X).
@@ -106,6 +107,7 @@ _VERTEX_SHADER = """
 #version 330
 uniform mat4 u_view_proj;
 uniform vec4 u_cut_plane;
+uniform usampler2D u_hidden;
 uniform vec3 u_key_dir;
 uniform vec3 u_fill_dir;
 in vec3 in_pos;
@@ -132,7 +134,14 @@ void main() {
     vec3 n = normalize(rot * n_local);
     bool is_static = ((i_ids.y >> 16) & 1) != 0;
     bool cuttable = ((i_ids.y >> 17) & 1) != 0;
-    gl_ClipDistance[0] = cuttable ? dot(u_cut_plane.xyz, world) + u_cut_plane.w : 1.0;
+    bool whole = ((i_ids.y >> 18) & 1) != 0;
+    float cut = 1.0;
+    if (whole) {
+        cut = texelFetch(u_hidden, ivec2(i_ids.x + 1, 0), 0).r != 0u ? -1.0 : 1.0;
+    } else if (cuttable) {
+        cut = dot(u_cut_plane.xyz, world) + u_cut_plane.w;
+    }
+    gl_ClipDistance[0] = cut;
     // Lambert lighting per vertex (exact for flat box faces, smooth elsewhere):
     // sky/ground hemisphere ambient, a warm key and a cool fill directional light.
     vec3 ambient = mix(vec3(0.50, 0.48, 0.46), vec3(0.68, 0.69, 0.72), 0.5 + 0.5 * n.y);
@@ -430,6 +439,10 @@ class ModernglRenderer:
             self._program["u_tile_m"].write(tile_m.tobytes())
         if "u_patterns" in self._program:
             self._program["u_patterns"].value = 0
+        if "u_hidden" in self._program:
+            self._program["u_hidden"].value = 1
+        self._hidden_texture: Any = None
+        self._pelvis: np.ndarray | None = None
         self._framebuffer(width_hint, width_hint)
         self._prepare_body()
 
@@ -513,6 +526,8 @@ class ModernglRenderer:
                 flags = self._material_flags(part.material)
                 if obj.category not in UNCUT_CATEGORIES:
                     flags |= _CUTTABLE_FLAG
+                    if obj.category not in CUT_THROUGH_CATEGORIES:
+                        flags |= _WHOLE_FLAG
                 if obj.dynamic:
                     row = (
                         len(dyn_ids) - 1,
@@ -566,10 +581,54 @@ class ModernglRenderer:
             self._dyn_rows[kind] = (index, offsets)
             self._upload("dynamic", kind, rows)
         self._build_mesh_layer(scene)
+        self._build_cut_table(scene)
         self._scene = scene
         self._body_visible = False
+        self._pelvis = None
         self._drop_mesh()
         self._write_dynamic()
+
+    def _build_cut_table(self, scene: SceneSpec) -> None:
+        """The objects a cutaway removes whole (their ids, bounding boxes) and the per-id
+        texture the vertex shader reads (``u_hidden``: 1 where hidden this image)."""
+        whole = [
+            o
+            for o in scene.objects
+            if o.category not in UNCUT_CATEGORIES and o.category not in CUT_THROUGH_CATEGORIES
+        ]
+        self._whole_ids = np.array([o.object_id for o in whole], dtype=np.int64)
+        boxes = [o.aabb() for o in whole]
+        self._whole_lo = np.array([b[0] for b in boxes], dtype=np.float64).reshape(-1, 3)
+        self._whole_hi = np.array([b[1] for b in boxes], dtype=np.float64).reshape(-1, 3)
+        self._whole_dyn = np.array([o.dynamic for o in whole], dtype=bool)
+        size = max([o.object_id for o in scene.objects], default=0) + 2
+        if self._hidden_texture is not None:
+            self._hidden_texture.release()
+        self._hidden = np.zeros(size, dtype=np.uint8)
+        self._hidden_texture = self._ctx.texture((size, 1), 1, self._hidden.tobytes(), dtype="u1")
+        self._hidden_texture.filter = (self._mgl.NEAREST, self._mgl.NEAREST)
+
+    def _update_hidden(self, plane: np.ndarray | None) -> None:
+        """Mark the objects the cutaway removes whole for this image (see
+        :func:`~humanclaw_gym.render.cameras.cut_away_whole`)."""
+        hidden = np.zeros_like(self._hidden)
+        if plane is not None and len(self._whole_ids):
+            lo, hi = self._whole_lo.copy(), self._whole_hi.copy()
+            if self._whole_dyn.any():  # moving objects: their box follows the current pose
+                for k in np.flatnonzero(self._whole_dyn):
+                    oid = int(self._whole_ids[k])
+                    shift = self._dyn_poses[self._dyn_row_of[oid], :3] - np.asarray(
+                        self._scene.object_by_id(oid).position
+                    )
+                    lo[k] += shift
+                    hi[k] += shift
+            hide = cut_away_whole(
+                plane, 0.5 * (lo + hi), lo[:, [0, 2]], hi[:, [0, 2]], self._pelvis
+            )
+            hidden[self._whole_ids[hide] + 1] = 1
+        if not np.array_equal(hidden, self._hidden):
+            self._hidden = hidden
+            self._hidden_texture.write(hidden.tobytes())
 
     def _build_mesh_layer(self, scene: SceneSpec) -> None:
         """Hand the scene's mesh parts to the mesh layer (created on first need)."""
@@ -586,12 +645,12 @@ class ModernglRenderer:
 
     def _prepare_body(self) -> None:
         """Split the 24 link shapes into mesh instances (link index, local pose, scale)."""
-        from humanclaw_gym.body.skeleton import link_shapes
+        from humanclaw_gym.render.body_shapes import drawn_link_shapes
 
         entries: dict[str, list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]] = {
             k: [] for k in MESH_KINDS
         }
-        for shape in link_shapes():
+        for shape in drawn_link_shapes():
             rot = quat_xyzw_to_matrix(np.asarray(shape.quat_xyzw))
             off = np.asarray(shape.offset_m, dtype=np.float64)
             if shape.kind == "box":
@@ -644,6 +703,7 @@ class ModernglRenderer:
         if self._scene is None:
             raise RuntimeError("ModernglRenderer.set_body_pose called before build()")
         poses = check_link_poses(link_poses)
+        self._pelvis = poses[0, :3].copy()
         link_rot = quat_xyzw_to_matrix(poses[:, 3:7])
         for kind, (links, rots, offs) in self._body_rows.items():
             inst = self._sets[("body", kind)]
@@ -774,7 +834,9 @@ class ModernglRenderer:
         self._program["u_view_proj"].write(view_proj.T.astype(np.float32).tobytes())
         plane = cutaway_plane_of(camera)
         self._program["u_cut_plane"].value = _NO_CUT if plane is None else tuple(plane.tolist())
+        self._update_hidden(plane)
         self._pattern_texture.use(location=0)
+        self._hidden_texture.use(location=1)
         for group in _DRAW_ORDER:  # roughly front to back: the body, small movables, the rest
             if group == "body" and self._mesh is not None:
                 self._mesh.vao.render(mgl.TRIANGLES, instances=1)
@@ -833,7 +895,7 @@ class ModernglRenderer:
         for vbo, ibo in getattr(self, "_meshes", {}).values():
             vbo.release()
             ibo.release()
-        for name in ("_pattern_texture", "_program"):
+        for name in ("_pattern_texture", "_hidden_texture", "_program"):
             obj = getattr(self, name, None)
             if obj is not None:
                 obj.release()

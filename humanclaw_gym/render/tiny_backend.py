@@ -41,7 +41,7 @@ from humanclaw_gym.backends.protocols import (
     check_body_mesh,
     check_render_modes,
 )
-from humanclaw_gym.render.cameras import UNCUT_CATEGORIES
+from humanclaw_gym.render.cameras import CUT_THROUGH_CATEGORIES, UNCUT_CATEGORIES, cut_away_whole
 from humanclaw_gym.render.materials import DEFAULT_BODY_COLOR, SKY_COLOR
 from humanclaw_gym.render.transforms import (
     check_link_poses,
@@ -178,6 +178,7 @@ class TinyRenderer:
         # objects a cutaway may hide: their part bodies and world box corners (O, 8, 3)
         self._cut_uids: list[list[int]] = []
         self._cut_corners = np.zeros((0, 8, 3))
+        self._cut_whole = np.zeros(0, dtype=bool)
         self._cut_local: dict[int, tuple[int, np.ndarray]] = {}
         self._link_positions: np.ndarray | None = None
         self._link_poses: np.ndarray | None = None
@@ -264,7 +265,7 @@ class TinyRenderer:
         Calling it again replaces the previous scene; the humanoid stays hidden until the
         next :meth:`set_body_pose` (a body mesh is forgotten, faces included).
         """
-        from humanclaw_gym.body.skeleton import link_shapes
+        from humanclaw_gym.render.body_shapes import drawn_link_shapes
 
         self._require_open()
         pb, cid = self._pb, self._client
@@ -277,6 +278,7 @@ class TinyRenderer:
         self._drop_mesh()
         cut_uids: list[list[int]] = []
         cut_corners: list[np.ndarray] = []
+        cut_whole: list[bool] = []
         self._cut_local = {}
         for obj in scene.objects:
             quat = list(obj.quat_xyzw())
@@ -312,10 +314,12 @@ class TinyRenderer:
                 corners = _box_corners(*obj.aabb())
             cut_uids.append(uids)
             cut_corners.append(corners)
+            cut_whole.append(obj.category not in CUT_THROUGH_CATEGORIES)
         self._cut_uids = cut_uids
         self._cut_corners = np.array(cut_corners).reshape(-1, 8, 3)
+        self._cut_whole = np.array(cut_whole, dtype=bool)
         self._link_bodies = []
-        for shape in link_shapes():
+        for shape in drawn_link_shapes():
             for kwargs, offset in self._link_pieces(shape):
                 uid = self._visual_body(
                     kwargs,
@@ -582,16 +586,22 @@ class TinyRenderer:
     def _apply_cutaway(self, camera: Camera, plane: np.ndarray | None) -> list[int]:
         """Hide the objects a cutaway removes; return their part bodies for restoring.
 
-        TinyRenderer cannot clip per pixel, so an object is removed whole when it lies
-        entirely on the cut side of the plane, or when it reaches onto the cut side and its
-        bounding box blocks a sight line from the camera to a humanoid link origin (or to
-        one of up to 64 vertices of the body mesh, when one is set).
+        Furniture and small objects are removed whole by the rule every renderer shares
+        (:func:`~humanclaw_gym.render.cameras.cut_away_whole`). TinyRenderer cannot clip
+        walls per pixel, so a wall is removed whole when it lies entirely on the cut side of
+        the plane, or when it reaches onto the cut side and its bounding box blocks a sight
+        line from the camera to a humanoid link origin (or to one of up to 64 vertices of
+        the body mesh, when one is set).
         """
         if plane is None or not self._cut_uids:
             return []
         corners = self._cut_corners
         side = corners @ plane[:3] + plane[3]  # (O, 8)
-        hide = np.all(side < 0.0, axis=1)
+        whole = self._cut_whole
+        lo, hi = corners.min(axis=1), corners.max(axis=1)
+        pelvis = None if self._link_positions is None else self._link_positions[0]
+        by_centre = cut_away_whole(plane, 0.5 * (lo + hi), lo[:, [0, 2]], hi[:, [0, 2]], pelvis)
+        hide = np.where(whole, by_centre, np.all(side < 0.0, axis=1))
         targets = [] if self._link_positions is None else [self._link_positions]
         if self._mesh_vertices is not None:
             step = max(1, len(self._mesh_vertices) // _MESH_SIGHT_POINTS)
@@ -603,7 +613,7 @@ class TinyRenderer:
                 corners.min(axis=1),
                 corners.max(axis=1),
             )
-            hide |= np.any(side < 0.0, axis=1) & blocks
+            hide |= ~whole & np.any(side < 0.0, axis=1) & blocks
         hidden = []
         for index in np.nonzero(hide)[0]:
             for uid in self._cut_uids[index]:

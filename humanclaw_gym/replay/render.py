@@ -269,7 +269,9 @@ def render_saved_trajectory(
                 cam = ego_camera(link_poses, width=EGO_SIZE_PX, height=EGO_SIZE_PX)
                 streams["ego"].write(backend.render(cam).rgb)
             if exo:
-                cam = exo_camera(link_poses, width=EXO_SIZE_PX, height=EXO_SIZE_PX)
+                cam = exo_camera(
+                    link_poses, width=EXO_SIZE_PX, height=EXO_SIZE_PX, scene=scene_spec
+                )
                 streams["exo"].write(backend.render(cam).rgb)
         videos = {}
         for view, stream in streams.items():

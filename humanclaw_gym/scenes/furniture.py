@@ -440,7 +440,8 @@ def _plant(rng: np.random.Generator) -> _Item:
     stem_h = _u(rng, 0.15, 0.7)
     parts = [
         _cyl(0, pot_h / 2, 0, pot_r, pot_h / 2, pot, "ceramic"),
-        _cyl(0, pot_h - 0.02, 0, pot_r + 0.015, 0.02, _color(rng, pot, 0.05), "ceramic"),
+        # the rim stands 4 mm above the pot's top (a flush top would z-fight with it)
+        _cyl(0, pot_h - 0.016, 0, pot_r + 0.015, 0.02, _color(rng, pot, 0.05), "ceramic"),
         _cyl(0, pot_h + 0.003, 0, pot_r - 0.01, 0.006, (0.25, 0.17, 0.1), "soil"),
         _cyl(0, pot_h + stem_h / 2, 0, 0.02, stem_h / 2, (0.35, 0.25, 0.12), "wood"),
     ]
@@ -678,7 +679,8 @@ def _shelf(rng: np.random.Generator) -> _Item:
     n = max(3, int(h / 0.38))
     for i in range(n + 1):
         y = 0.03 + (h - 0.05) * i / n
-        parts.append(_box(0, y, 0, w / 2 - 2 * t, 0.012, d / 2, wood, "wood"))
+        # boards end at the back panel's front (flush backs would z-fight)
+        parts.append(_box(0, y, 0.005, w / 2 - 2 * t, 0.012, d / 2 - 0.005, wood, "wood"))
         if i == n:
             break
         x = -w / 2 + 2 * t + 0.02
@@ -817,10 +819,9 @@ def _rug(rng: np.random.Generator, w: float, d: float) -> _Item:
     color = _color(rng, _pick(rng, _FABRICS + ((0.75, 0.68, 0.55), (0.5, 0.2, 0.2))))
     parts = [_box(0, 0.005, 0, w / 2, 0.005, d / 2, color, "carpet")]
     if rng.random() < 0.6:
+        # the inner panel stands 3 mm above the border (a flush top z-fights: stripes)
         parts.append(
-            _box(
-                0, 0.0075, 0, w / 2 - 0.12, 0.0025, d / 2 - 0.12, _color(rng, color, 0.12), "carpet"
-            )
+            _box(0, 0.009, 0, w / 2 - 0.12, 0.004, d / 2 - 0.12, _color(rng, color, 0.12), "carpet")
         )
     return _Item("rug", "rug", parts)
 

@@ -23,7 +23,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from humanclaw_gym.scenes.navgrid import NavGrid
 
-__all__ = ["CATEGORY_COLORS", "ROOM_COLORS", "render_grid_image", "render_map", "save_map"]
+__all__ = [
+    "CATEGORY_COLORS",
+    "ROOM_COLORS",
+    "legend_rows",
+    "render_grid_image",
+    "render_map",
+    "save_map",
+]
 
 #: Map colour of each category (RGB 0-255); unknown categories are grey.
 CATEGORY_COLORS: dict[str, tuple[int, int, int]] = {
@@ -120,8 +127,9 @@ def render_map(
         grid: navigation grid (built on demand when an episode needs a path); with
             ``show_clearance`` its clearance margin is tinted.
         episode: optional :class:`~humanclaw_gym.episodes.Episode`: its target instances are
-            outlined (seat approach poses as red dots), the recorded approach points of
-            every target drawn as small orange dots, its start pose drawn as an arrow and,
+            outlined (seat approach poses as red arrows along their facing), the recorded
+            approach points of every target drawn as small orange rings, its start pose
+            drawn as a green arrow and,
             with ``shortest_path``, the simplified shortest path to the nearest target's
             approach points drawn (blue, "shortest path").
         path_xz: optional ``(K, 2)`` world x/z polyline of the path an agent walked, drawn in
@@ -230,15 +238,11 @@ def render_map(
             draw.rectangle((x0 - 3, y0 - 3, x1 + 3, y1 + 3), outline=_TARGET_OUTLINE, width=3)
             if goal.approach_pose is not None:
                 ax, ay = to_px(goal.approach_pose[0], goal.approach_pose[1])
-                draw.ellipse((ax - 3, ay - 3, ax + 3, ay + 3), fill=_TARGET_OUTLINE)
+                _arrow(draw, ax, ay, float(goal.approach_pose[2]), 9.0, _TARGET_OUTLINE)
                 has_approach = True
             for px_, _py, pz_ in goal.approach_points or ():
                 ax, ay = to_px(px_, pz_)
-                draw.ellipse(
-                    (ax - 2.5, ay - 2.5, ax + 2.5, ay + 2.5),
-                    fill=_APPROACH_POINT,
-                    outline=_shade(_APPROACH_POINT, 0.6),
-                )
+                _ring(draw, ax, ay, 3.0, _APPROACH_POINT)
                 has_points = True
         if shortest_path and grid is not None:
             ids = {int(g.object_id) for g in episode.goals if isinstance(g.object_id, int)}
@@ -262,13 +266,8 @@ def render_map(
         path_xz = None
     if episode is not None:
         sx, sy = to_px(episode.start_position[0], episode.start_position[2])
-        yaw = float(episode.start_yaw_rad)
-        fx, fy = math.sin(yaw), math.cos(yaw)
         size = max(10.0, 0.35 * px_per_m)
-        tip = (sx + fx * size, sy + fy * size)
-        left = (sx - fx * size * 0.5 + fy * size * 0.5, sy - fy * size * 0.5 - fx * size * 0.5)
-        right = (sx - fx * size * 0.5 - fy * size * 0.5, sy - fy * size * 0.5 + fx * size * 0.5)
-        draw.polygon([tip, left, (sx, sy), right], fill=_START_COLOR, outline=(0, 80, 20))
+        _arrow(draw, sx, sy, float(episode.start_yaw_rad), size, _START_COLOR)
 
     # scale bar (1 m)
     bx, by = ox, height - 14
@@ -285,28 +284,14 @@ def render_map(
         lx = ox + map_w + _MARGIN_PX
         ly = oy
         draw.text((lx, ly - 22), "legend", fill=(20, 20, 20), font=font)
-        # the episode's overlays first: they must not fall off the bottom of a long legend
-        rows: list[tuple[str, tuple[int, int, int], str]] = []
-        if episode is not None:
-            rows.append(("target", _TARGET_OUTLINE, "outline"))
-            if has_approach:
-                rows.append(("seat approach pose", _TARGET_OUTLINE, "dot"))
-            if has_points:
-                rows.append(("approach points", _APPROACH_POINT, "dot"))
-            rows.append(("start (facing)", _START_COLOR, "fill"))
-            if route_xz is not None:
-                rows.append(("shortest path", _PATH_COLOR, "line"))
-        if path_xz is not None:
-            rows.append(("agent path (o = end)", _AGENT_PATH_COLOR, "line"))
-        for cat in sorted(
+        rows = legend_rows(
             present,
-            key=lambda c: (
-                c not in CATEGORY_COLORS,
-                list(CATEGORY_COLORS).index(c) if c in CATEGORY_COLORS else 0,
-                c,
-            ),
-        ):
-            rows.append((cat.replace("_", " "), CATEGORY_COLORS.get(cat, (150, 150, 150)), "fill"))
+            episode=episode is not None,
+            approach_pose=has_approach,
+            approach_points=has_points,
+            shortest_path=route_xz is not None,
+            agent_path=path_xz is not None,
+        )
         for label, color, style in rows:
             if ly > height - 20:
                 break
@@ -314,15 +299,66 @@ def render_map(
                 draw.rectangle((lx, ly, lx + 14, ly + 12), fill=color, outline=_shade(color, 0.6))
             elif style == "outline":
                 draw.rectangle((lx, ly, lx + 14, ly + 12), outline=color, width=3)
-            elif style == "dot":
-                draw.ellipse(
-                    (lx + 4, ly + 3, lx + 10, ly + 9), fill=color, outline=_shade(color, 0.6)
-                )
+            elif style == "arrow":  # pointing right: the facing direction
+                _arrow(draw, lx + 5, ly + 6, math.pi / 2, 9.0, color)
+            elif style == "ring":
+                _ring(draw, lx + 7, ly + 6, 3.0, color)
             else:
                 draw.line((lx, ly + 6, lx + 14, ly + 6), fill=color, width=3)
             draw.text((lx + 22, ly - 1), label, fill=(40, 40, 40), font=font_small)
             ly += 18
     return img
+
+
+def _arrow(draw: Any, x: float, y: float, yaw: float, size: float, color) -> None:
+    """A filled arrowhead at image point ``(x, y)`` pointing along ``yaw`` (map view: +x
+    right, +z down), outlined in a darker shade."""
+    fx, fy = math.sin(yaw), math.cos(yaw)
+    tip = (x + fx * size, y + fy * size)
+    left = (x - fx * size * 0.5 + fy * size * 0.5, y - fy * size * 0.5 - fx * size * 0.5)
+    right = (x - fx * size * 0.5 - fy * size * 0.5, y - fy * size * 0.5 + fx * size * 0.5)
+    draw.polygon([tip, left, (x, y), right], fill=color, outline=_shade(color, 0.45))
+
+
+def _ring(draw: Any, x: float, y: float, radius: float, color) -> None:
+    """A hollow ring (white inside): a point marker no filled object disc looks like."""
+    draw.ellipse((x - radius, y - radius, x + radius, y + radius), fill=(255, 255, 255),
+                 outline=color, width=2)  # fmt: skip
+
+
+def legend_rows(
+    categories: list[str],
+    *,
+    episode: bool = False,
+    approach_pose: bool = False,
+    approach_points: bool = False,
+    shortest_path: bool = False,
+    agent_path: bool = False,
+) -> list[tuple[str, tuple[int, int, int], str]]:
+    """The legend of a map, ``(label, colour, style)`` per row: the episode's overlays first
+    (they must not fall off the bottom of a long legend), then the drawn categories. Styles:
+    ``"fill"`` (an object category: filled shapes), ``"outline"`` (target), ``"arrow"``
+    (a pose with its facing: the seat approach pose, the start), ``"ring"`` (approach
+    points), ``"line"`` (paths). No two rows share a style and colour, and no overlay is a
+    filled shape, so a marker is never mistaken for a small object (a cup)."""
+    rows: list[tuple[str, tuple[int, int, int], str]] = []
+    if episode:
+        rows.append(("target", _TARGET_OUTLINE, "outline"))
+        if approach_pose:
+            rows.append(("seat approach pose (facing)", _TARGET_OUTLINE, "arrow"))
+        if approach_points:
+            rows.append(("approach points", _APPROACH_POINT, "ring"))
+        rows.append(("start (facing)", _START_COLOR, "arrow"))
+        if shortest_path:
+            rows.append(("shortest path", _PATH_COLOR, "line"))
+    if agent_path:
+        rows.append(("agent path (o = end)", _AGENT_PATH_COLOR, "line"))
+    order = list(CATEGORY_COLORS)
+    for cat in sorted(
+        categories, key=lambda c: (c not in CATEGORY_COLORS, order.index(c) if c in order else 0, c)
+    ):
+        rows.append((cat.replace("_", " "), CATEGORY_COLORS.get(cat, (150, 150, 150)), "fill"))
+    return rows
 
 
 def save_map(image: PILImage.Image, path: str | os.PathLike[str]) -> Path:

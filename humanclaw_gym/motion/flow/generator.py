@@ -313,15 +313,31 @@ class FlowMotionGenerator:
         if not np.all(np.isfinite(chunk)):
             raise RuntimeError("FlowMotionGenerator produced non-finite frames")
         if req.seat_floor_y is not None:
-            from humanclaw_gym.motion.footlock import lock_planted_feet, raise_heels_for_seat
+            from humanclaw_gym.motion.footlock import (
+                SEATED_HIP_FLEX_RAD,
+                hip_flexion_rad,
+                lock_planted_feet,
+                raise_heels_for_seat,
+                rest_hands_on_thighs,
+                sit_back_to,
+            )
+            from humanclaw_gym.motion.procedural import SIT_START_TO_EDGE_M, sit_back_distance
 
             assert self._history is not None
-            # Sit down never steps: a foot on the floor stays where it stands; on a seat above
-            # knee height it rolls onto its toes so the thighs clear the seat's edge
-            chunk = lock_planted_feet(chunk, self._history[-1], self._ground_y, None)
-            chunk = raise_heels_for_seat(
-                chunk, self._ground_y, float(req.call.condition["height_m"])
+            height = float(req.call.condition["height_m"])
+            # The procedural synthesizer's seated pose: the pelvis moves back as far as it
+            # does on this seat (less above knee height, the thighs then cross the seat's
+            # edge near the hips); Sit down never steps, so a foot on the floor stays where
+            # it stands (flat where the thighs clear the edge, else on its toes); the hands
+            # come to rest on the thighs. A body that is seated already stays where it sits.
+            seated = hip_flexion_rad(self._history[-1:])[0] > SEATED_HIP_FLEX_RAD
+            back = 0.0 if seated else sit_back_distance(height)
+            chunk = sit_back_to(chunk, self._history[-1], back)
+            chunk = lock_planted_feet(
+                chunk, self._history[-1], self._ground_y, None, never_steps=True
             )
+            chunk = raise_heels_for_seat(chunk, self._ground_y, height, back - SIT_START_TO_EDGE_M)
+            chunk = rest_hands_on_thighs(chunk)
         return chunk
 
     def _commit(self, call: SkillCall, chunk: np.ndarray) -> None:
