@@ -30,7 +30,6 @@ parallel envs then do not oversubscribe the cores.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from collections.abc import Sequence
@@ -57,6 +56,12 @@ from humanclaw_gym.motion.flow.dataset import (
     history_state,
     normalized_condition,
 )
+from humanclaw_gym.motion.torch_threads import (
+    check_num_threads,
+    require_torch,
+    set_num_threads,
+    torch_threads,
+)
 from humanclaw_gym.rotations import matrix_from_rotvec, rotvec_from_matrix
 from humanclaw_gym.scenes.spec import STAIR_RISE_M
 from humanclaw_gym.skills import Skill, SkillCall
@@ -80,13 +85,7 @@ _REQUIRED = {
 
 
 def _require_torch() -> Any:
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - exercised without the extra
-        raise ImportError(
-            "the 'flow' motion generator needs PyTorch: pip install 'humanclaw-gym[torch]'"
-        ) from exc
-    return torch
+    return require_torch("flow")
 
 
 def load_model(checkpoint: str | os.PathLike[str] | None = None) -> FlowCheckpoint:
@@ -167,13 +166,7 @@ class FlowMotionGenerator:
             raise ValueError(f"seat_guidance={seat_guidance!r} is invalid: allowed True or False")
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
             raise ValueError(f"steps={steps!r} is invalid: allowed an int >= 1")
-        if num_threads is not None:
-            if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-                raise ValueError(
-                    f"num_threads={num_threads!r} is invalid: allowed an int >= 1 or None"
-                )
-            if torch.get_num_threads() != num_threads:
-                torch.set_num_threads(num_threads)
+        set_num_threads(torch, check_num_threads(num_threads))
         self._ckpt = load_model(checkpoint)
         self.steps = int(steps)
         self.seat_guidance = seat_guidance
@@ -508,26 +501,10 @@ class BatchedMotionService:
     """
 
     def __init__(self, num_threads: int | None = None) -> None:
-        if num_threads is not None and (
-            isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1
-        ):
-            raise ValueError(f"num_threads={num_threads!r} is invalid: allowed an int >= 1 or None")
-        self.num_threads = num_threads
+        self.num_threads = check_num_threads(num_threads)
 
-    @contextlib.contextmanager
     def _threads(self):
-        if self.num_threads is None:
-            yield
-            return
-        torch = _require_torch()
-        old = torch.get_num_threads()
-        if old != self.num_threads:
-            torch.set_num_threads(self.num_threads)
-        try:
-            yield
-        finally:
-            if torch.get_num_threads() != old:
-                torch.set_num_threads(old)
+        return torch_threads("flow", self.num_threads)
 
     def generate_many(
         self, pairs: Sequence[tuple[FlowMotionGenerator, SkillCall | Any]]

@@ -34,7 +34,6 @@ the float rounding of larger matrix products (docs/motion.md gives the measured 
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import threading
@@ -54,6 +53,12 @@ from humanclaw_gym.motion.paper.manifest import (
     sha256_file,
 )
 from humanclaw_gym.motion.paper.manifest import weights_record as _weights_record
+from humanclaw_gym.motion.torch_threads import (
+    check_num_threads,
+    require_torch,
+    set_num_threads,
+    torch_threads,
+)
 from humanclaw_gym.rotations import matrix_from_rotvec, rot_y, rotvec_from_matrix
 from humanclaw_gym.skills import SkillCall
 
@@ -77,13 +82,7 @@ class PaperMotionError(RuntimeError):
 
 
 def _require_torch() -> Any:
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - exercised without the extra
-        raise ImportError(
-            "the 'paper' motion generator needs PyTorch: pip install 'humanclaw-gym[torch]'"
-        ) from exc
-    return torch
+    return require_torch("paper")
 
 
 def _device(value: Any) -> Any:
@@ -228,13 +227,7 @@ class PaperMotion:
                     f"generator is on {generator.device}, the model on {self.device}: pass a "
                     "generator of the model's device"
                 )
-        if num_threads is not None:
-            if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-                raise ValueError(
-                    f"num_threads={num_threads!r} is invalid: allowed an int >= 1 or None"
-                )
-            if torch.get_num_threads() != num_threads:
-                torch.set_num_threads(num_threads)
+        set_num_threads(torch, check_num_threads(num_threads))
         sources = resolve_sources(weights_dir, manifest, seed_state, release_dir)
         self.manifest = read_manifest(sources.manifest)
         seed = _load_seed_state(seed_state, sources.seed_state)
@@ -643,27 +636,11 @@ class BatchedMotionService:
     """
 
     def __init__(self, num_threads: int | None = None) -> None:
-        if num_threads is not None and (
-            isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1
-        ):
-            raise ValueError(f"num_threads={num_threads!r} is invalid: allowed an int >= 1 or None")
-        self.num_threads = num_threads
+        self.num_threads = check_num_threads(num_threads)
         self._lock = threading.Lock()
 
-    @contextlib.contextmanager
     def _threads(self):
-        if self.num_threads is None:
-            yield
-            return
-        torch = _require_torch()
-        old = torch.get_num_threads()
-        if old != self.num_threads:
-            torch.set_num_threads(self.num_threads)
-        try:
-            yield
-        finally:
-            if torch.get_num_threads() != old:
-                torch.set_num_threads(old)
+        return torch_threads("paper", self.num_threads)
 
     def generate_many(
         self, pairs: Sequence[tuple[PaperMotion, SkillCall | Any]]
