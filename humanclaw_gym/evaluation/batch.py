@@ -58,6 +58,7 @@ from typing import Any
 
 from humanclaw_gym.backends.config import BACKEND_FIELDS, BackendConfig
 from humanclaw_gym.evaluation.episode import EpisodeSpec
+from humanclaw_gym.evaluation.episode import failed_summary as _failed
 
 __all__ = [
     "LOCK_FILE",
@@ -560,18 +561,6 @@ def _run_local(
         if stop.requested:
             halt.set()
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _failed(spec: EpisodeSpec, error: str) -> dict[str, Any]:
-    return {
-        "episode_id": spec.episode_id,
-        "scene_id": spec.scene_id,
-        "category": spec.category,
-        "status": "failed",
-        "ended_by": "error",
-        "steps": 0,
-        "error": error,
-    }
 
 
 def _run_ray(

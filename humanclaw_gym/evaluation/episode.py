@@ -74,6 +74,19 @@ class EpisodeResult:
         return d
 
 
+def failed_summary(spec: EpisodeSpec, error: str) -> dict[str, Any]:
+    """The batch summary row of an episode that produced no result (``error``: one line)."""
+    return {
+        "episode_id": spec.episode_id,
+        "scene_id": spec.scene_id,
+        "category": spec.category,
+        "status": "failed",
+        "ended_by": "error",
+        "steps": 0,
+        "error": error,
+    }
+
+
 def write_json_atomic(path: str | os.PathLike[str], data: Any, *, private: bool = False) -> None:
     """Write run-state JSON (sorted keys, numpy values as plain numbers) atomically; see
     :func:`humanclaw_gym.fileio.write_json_record`."""

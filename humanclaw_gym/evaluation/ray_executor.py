@@ -33,6 +33,7 @@ from typing import Any
 
 from humanclaw_gym.evaluation import artifacts
 from humanclaw_gym.evaluation.artifacts import FolderReceiver, folder_chunks, folder_manifest
+from humanclaw_gym.evaluation.episode import failed_summary as _failed
 
 __all__ = [
     "EpisodeRunner",
@@ -306,18 +307,6 @@ def _receive(
     summary = dict(header["summary"])
     summary["dir"] = str(target)
     return summary
-
-
-def _failed(spec: Any, error: str) -> dict[str, Any]:
-    return {
-        "episode_id": spec.episode_id,
-        "scene_id": spec.scene_id,
-        "category": spec.category,
-        "status": "failed",
-        "ended_by": "error",
-        "steps": 0,
-        "error": error,
-    }
 
 
 def _one_line(exc: BaseException) -> str:
