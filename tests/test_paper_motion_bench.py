@@ -31,9 +31,14 @@ def test_gemm_rows_reports_the_floor_it_derives():
     assert torch.get_num_threads() == threads  # the caller's thread count is restored
     assert out["rows_one_decision"] == 4 and out["rows_batch"] == 12
     assert set(out["per_shape"]) == {"16x48", "16x16", "16x32", "32x16"}
-    for row in out["per_shape"].values():
-        assert row["rows_4_gflops"] > 0 and row["rows_12_gflops"] > 0
-    assert out["per_row_gain_of_batch"] > 0
+    # the gain is the per-row time of the one-decision rows over the batch's, summed over the
+    # shapes: recomputed here from the reported rates
+    seconds = {4: 0.0, 12: 0.0}
+    for shape, row in out["per_shape"].items():
+        k, n = (int(v) for v in shape.split("x"))
+        for rows in seconds:
+            seconds[rows] += 2.0 * rows * k * n / (row[f"rows_{rows}_gflops"] * 1e9)
+    assert out["per_row_gain_of_batch"] == pytest.approx(3 * seconds[4] / seconds[12], rel=1e-9)
     assert out["batch_over_one_floor"] == pytest.approx(3 / out["per_row_gain_of_batch"])
 
 
