@@ -146,6 +146,10 @@ class PSVAgentV1:
         """
         self._runner.preflight()
 
+    def close(self) -> None:
+        """Close the model transport's connections (the agent cannot call it afterwards)."""
+        self._runner.close()
+
     def __repr__(self) -> str:
         return (
             f"PSVAgentV1(model={self.model!r}, prompt_version={self.prompt_version!r}, "

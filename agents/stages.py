@@ -216,6 +216,12 @@ class StageRunner:
         if callable(check):
             check()
 
+    def close(self) -> None:
+        """Close the transport's connections, if it has a ``close()``."""
+        close = getattr(self.model, "close", None)
+        if callable(close):
+            close()
+
     def _run(
         self,
         stage: str,

@@ -387,6 +387,9 @@ class _ScriptedModel:
     def preflight(self) -> None:
         self.preflights += 1
 
+    def close(self) -> None:
+        self.closed = True
+
     def respond(self, prompt: str, image_rgb: Any, stage: str) -> ModelReply:
         self.calls += 1
         if self.calls <= self.failures:
@@ -407,6 +410,8 @@ def test_psv_agent_preflight_reaches_the_transport_and_records_no_usage():
         agent.reset({"instruction": "find the couch"})
         decision = agent.act(np.zeros((16, 16, 3), np.uint8), {"step": 0})
         assert len(decision.usage) == model.calls  # one record per real call, none for it
+        agent.close()
+        assert model.closed
 
 
 # ---- the wait on the progress bar ----------------------------------------------------------
