@@ -598,3 +598,38 @@ def test_no_preflight_skips_the_check(tmp_path):
     proc, _ = _cli([*args, "--output", str(tmp_path / "p")], {})
     assert proc.returncode == 2 and "preflight: model endpoint" in proc.stderr
     assert not (tmp_path / "p").exists()
+
+
+# ---- proxies from the environment --------------------------------------------------------------
+
+
+def _clear_proxy_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.lower().endswith("_proxy"):
+            monkeypatch.delenv(name)
+
+
+def test_an_http_proxy_from_the_environment_carries_the_request(monkeypatch):
+    body = _completion_bytes("via the proxy")
+    head = response_head(
+        200, {"Content-Type": "application/json", "Content-Length": str(len(body))}
+    )
+    with RawServer(lambda conn, request: conn.sendall(head + body)) as proxy:
+        _clear_proxy_env(monkeypatch)
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        reply = _model("http://model-host.invalid:8000").respond("hi", None, "planner")
+        assert reply.text == "via the proxy"
+        assert proxy.requests[0]["path"] == "http://model-host.invalid:8000/v1/chat/completions"
+        monkeypatch.setenv("NO_PROXY", "model-host.invalid")
+        with pytest.raises(ModelCallError, match="cannot resolve host 'model-host.invalid'"):
+            _model("http://model-host.invalid:8000").respond("hi", None, "planner")
+    assert len(proxy.requests) == 1
+
+
+def test_a_socks_proxy_is_refused_in_one_line(monkeypatch):
+    from humanclaw_agents.model_config import ModelConfigError
+
+    _clear_proxy_env(monkeypatch)
+    monkeypatch.setenv("ALL_PROXY", "socks5://127.0.0.1:1080")
+    with pytest.raises(ModelConfigError, match="http:// and https:// proxies only"):
+        _model("http://model-host.invalid:8000")
