@@ -67,8 +67,8 @@ class RunArgs:
     """run through a benchmark server at this URL (token from HUMANCLAW_SERVER_TOKEN)"""
     quiet: bool = False
     """no progress bar"""
-    no_preflight: bool = False
-    """skip the agent's preflight check (psv: one small request to the model endpoint before the first episode; docs/agents.md)"""
+    preflight: bool = True
+    """check the agent's model endpoint before the first episode (psv: one small request; docs/agents.md); --no-preflight skips it"""
 
 
 @dataclass
@@ -99,8 +99,8 @@ class RolloutArgs:
     """seed for stochastic policies"""
     backend: Annotated[BackendArgs, Flattened] = field(default_factory=BackendArgs)
     """simulator backends"""
-    no_preflight: bool = False
-    """skip the agent's preflight check (psv: one small request to the model endpoint; docs/agents.md)"""
+    preflight: bool = True
+    """check the agent's model endpoint first (psv: one small request; docs/agents.md); --no-preflight skips it"""
 
 
 def parse_motion_options(items: tuple[str, ...]) -> tuple[tuple[str, object], ...]:
@@ -281,7 +281,7 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
             progress=not args.quiet,
             episodes=episodes,
             ray_resources=ray_resources,
-            preflight=not args.no_preflight,
+            preflight=args.preflight,
         )
     except BatchInterrupted as exc:
         summary, interrupted = exc.summary, exc
@@ -384,7 +384,7 @@ def rollout(args: RolloutArgs) -> int:
         return 2
     # a bad model config or key, an endpoint that does not answer: one line, exit 2,
     # nothing written
-    check_policy(config, preflight=not args.no_preflight)
+    check_policy(config, preflight=args.preflight)
     check_episode_scenes([spec], config)
     from humanclaw_gym.episodes.instructions import (
         apply_instruction_template,
