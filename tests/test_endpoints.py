@@ -242,7 +242,7 @@ def test_a_smaller_cap_can_be_asked_for():
             _model("http://127.0.0.1:9", max_reply_bytes=bad)
 
 
-def _answer_when_pending(queue_dir: Path, payload: bytes, reference: bool) -> None:
+def _answer_when_pending(queue_dir: Path, payload: bytes) -> None:
     """Write ``payload`` as the response of the first pending request (in a thread)."""
     import threading
 
@@ -253,7 +253,9 @@ def _answer_when_pending(queue_dir: Path, payload: bytes, reference: bool) -> No
             if pending:
                 done = queue_dir / "done" / pending[0].name
                 done.mkdir(parents=True, exist_ok=True)
-                (done / "response.json").write_bytes(payload)
+                temp = queue_dir / f"{pending[0].name}.part"  # the protocol: write, rename
+                temp.write_bytes(payload)
+                temp.replace(done / "response.json")
                 return
             time.sleep(0.01)
 
@@ -269,7 +271,7 @@ def test_a_queue_response_file_over_the_cap_is_refused_unread(tmp_path, layout):
     model = FilesystemQueueModel(config)
     text = "z" * (MAX_REPLY_BYTES + 1024)
     key = "content" if layout == "reference" else "text"
-    _answer_when_pending(config.queue_dir, json.dumps({key: text}).encode(), layout == "reference")
+    _answer_when_pending(config.queue_dir, json.dumps({key: text}).encode())
     started = time.monotonic()
     with pytest.raises(ModelCallError, match=str(MAX_REPLY_BYTES)) as info:
         model.respond("hello", None, "planner")
@@ -280,7 +282,7 @@ def test_a_queue_response_file_over_the_cap_is_refused_unread(tmp_path, layout):
 def test_queue_response_within_the_cap_still_reads(tmp_path):
     config = FilesystemQueueConfig(queue_dir=tmp_path / "queue", timeout_s=20.0)
     model = FilesystemQueueModel(config, max_reply_bytes=4096)
-    _answer_when_pending(config.queue_dir, json.dumps({"text": "fine"}).encode(), False)
+    _answer_when_pending(config.queue_dir, json.dumps({"text": "fine"}).encode())
     assert model.respond("hello", None, "planner").text == "fine"
     assert queue_reference.read_response(tmp_path, "nothing") == (False, None)
 
