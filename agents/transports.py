@@ -12,7 +12,9 @@ Two transports implement it:
   ``openai`` package (optional extra ``humanclaw-gym[openai]``), with its plain client or
   its Azure client. The image travels as a PNG data URL next to the prompt text. The client
   never retries on its own (``max_retries=0``): the agent counts and logs every attempt
-  itself.
+  itself. It reads through :mod:`humanclaw_agents.bounded_http`: ``timeout_s`` is a
+  deadline for the whole request and response, and a body past :data:`MAX_REPLY_BYTES` is
+  abandoned unread.
 * :class:`FilesystemQueueModel`: writes the request into a queue folder and waits for an
   external worker to answer; the worker owns the credentials. It speaks our layout or the
   reference release's (:mod:`humanclaw_agents.queue_reference`), as the config says (see
@@ -20,7 +22,9 @@ Two transports implement it:
   loop body).
 
 Both raise :class:`ModelCallError` (or its :class:`ModelTimeoutError` subclass) for any
-failed call; the agent treats that as a failed attempt and retries.
+failed call, with a one-line message; the agent treats that as a failed attempt and
+retries. Both offer ``preflight()``, the cheap check a run makes before its first episode
+(``docs/agents.md``, Preflight).
 """
 
 from __future__ import annotations
