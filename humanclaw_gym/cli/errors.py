@@ -29,6 +29,7 @@ USER_ERRORS: tuple[str, ...] = (
     "humanclaw_gym.evaluation.policies:PolicySpecError",
     "humanclaw_gym.evaluation.fingerprint:RunFingerprintError",
     "humanclaw_gym.evaluation.batch:OutputInUseError",
+    "humanclaw_gym.evaluation.batch:PolicyPreflightError",
     "humanclaw_gym.metrics.episode:MetricsFileError",
     "humanclaw_gym.replay.bundle:ReplayBundleError",
     "humanclaw_gym.data.schema:DatasetError",
