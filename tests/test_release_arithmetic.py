@@ -81,6 +81,8 @@ def test_spawn_frame_turns_the_shift_in_the_world_not_with_the_body() -> None:
     start = np.zeros(75)
     start[0:3] = (1.0, 1.15, 2.0)
     start[_NECK : _NECK + 3] = 0.4
+    hand = 3 + 3 * JOINT_INDEX["left_hand"]
+    start[hand : hand + 3] = 0.3
     shift0 = np.array([0.003, -0.35, 0.012])
     for yaw in (0.0, 1.0, -2.5):
         start[3:6] = (0.0, yaw, 0.0)
@@ -91,7 +93,9 @@ def test_spawn_frame_turns_the_shift_in_the_world_not_with_the_body() -> None:
         )
         turned = quat_mul(quat_exp(np.array([0.0, math.pi, 0.0])), quat_exp(start[3:6]))
         assert abs(abs(float(np.dot(quat_exp(frame[3:6]), turned))) - 1.0) < 1e-12
-    assert not frame[_NECK : _NECK + 3].any() and not zero_neck_head(start)[_NECK : _NECK + 3].any()
+    for column in (_NECK, hand):  # neck, head and the hands: the release's physics input
+        assert not frame[column : column + 3].any()
+        assert not zero_neck_head(start)[column : column + 3].any()
     with pytest.raises(ValueError, match="shift.npy row 0"):
         release_spawn_frame(start, np.array([0.0, np.nan, 0.0]))
 

@@ -664,7 +664,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         lin, ang = self._call("getBaseVelocity", self._human)
         omega = np.asarray(ang, dtype=np.float64) if omega_world is None else omega_world
         _, quat = self._call("getBasePositionAndOrientation", self._human)
-        com_to_joint = -quat_rotate(np.asarray(quat, dtype=np.float64), self._base_com_local)
+        com_to_joint = self._root_lever(quat)
         # horizontal components of omega x com_to_joint
         lever_x = omega[1] * com_to_joint[2] - omega[2] * com_to_joint[1]
         lever_z = omega[0] * com_to_joint[1] - omega[1] * com_to_joint[0]
@@ -768,12 +768,19 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             targetVelocities=velocity.tolist(),
         )
 
+    def _root_lever(self, quat: Any) -> np.ndarray:
+        """From the base's centre of mass to the pelvis joint, world; zero with
+        ``release_arithmetic`` (the release commands the base's own velocity)."""
+        if self.release_arithmetic:
+            return np.zeros(3)
+        return -quat_rotate(np.asarray(quat, dtype=np.float64), self._base_com_local)
+
     def _root_joint_velocity(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(v_joint, omega, com_to_joint)``: the pelvis joint's world velocity, the base's
         angular velocity and the lever from the base's centre of mass to the joint."""
         lin, ang = self._call("getBaseVelocity", self._human)
         _, quat = self._call("getBasePositionAndOrientation", self._human)
-        lever = -quat_rotate(np.asarray(quat, dtype=np.float64), self._base_com_local)
+        lever = self._root_lever(quat)
         omega = np.asarray(ang, dtype=np.float64)
         return np.asarray(lin, dtype=np.float64) + np.cross(omega, lever), omega, lever
 

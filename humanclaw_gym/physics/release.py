@@ -14,7 +14,12 @@ package's own code, for both backends and for the simulation's spawn:
   from the first frame of the seed state placed at the episode's ``init_offset``;
 * **first frame of a chunk** (:func:`first_in_chunk`): no translation command (its
   displacement from the previous chunk's last frame is dropped);
-* **neck and head** (:func:`zero_neck_head`): zeroed in the physics input;
+* **physics input** (:func:`zero_neck_head`): neck and head zeroed (its motion
+  checkpoints' convention), the two SMPL hand joints too (its conversion keeps the first 21
+  body joints: its SMPL-X bodies have no hand joint);
+* **root velocity**: written and read as the velocity of the root link's centre of mass
+  (the engine's base velocity), not of the root joint (the same for the release's bodies,
+  whose root link has its centre of mass at its origin);
 * **joint drive** (:func:`joint_drive`): every joint's velocity, written once before
   substep 0, is the shortest-arc rate from the realized rotation to the generated one,
   capped at 30 degrees per frame; each joint's position motor (gain: its PJSC gain) targets
@@ -61,8 +66,10 @@ ZUP_TO_WORLD = np.array([[-1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
 #: The release's Y-up motion world -> this package's world (its Z-up conversion followed by
 #: :data:`ZUP_TO_WORLD`): a half turn about +Y, x and z negated.
 MOTION_TO_WORLD = np.diag([-1.0, 1.0, -1.0])
-#: Frame joints the release zeroes in its physics input (its motion checkpoints' convention).
-NECK_HEAD_JOINTS: tuple[str, ...] = ("neck", "head")
+#: Frame joints the release zeroes in its physics input: neck and head (its motion
+#: checkpoints' convention) and the two SMPL hand joints (its conversion to SMPL-X keeps the
+#: first 21 body joints).
+NECK_HEAD_JOINTS: tuple[str, ...] = ("neck", "head", "left_hand", "right_hand")
 _NECK_HEAD_COLUMNS = np.concatenate(
     [np.arange(3 + 3 * JOINT_INDEX[name], 6 + 3 * JOINT_INDEX[name]) for name in NECK_HEAD_JOINTS]
 )
@@ -78,8 +85,8 @@ def first_in_chunk(frame_index: int) -> bool:
 
 
 def zero_neck_head(frame_75: np.ndarray) -> np.ndarray:
-    """A copy of a 75-D frame with the neck and head rotations zeroed (the release's
-    physics input)."""
+    """A copy of a 75-D frame with the neck, head and hand rotations zeroed (the release's
+    physics input, :data:`NECK_HEAD_JOINTS`)."""
     out = np.array(frame_75, dtype=np.float64, copy=True)
     out[..., _NECK_HEAD_COLUMNS] = 0.0
     return out
@@ -97,7 +104,7 @@ def release_spawn_frame(release_start_75: np.ndarray, shift_row0_m: np.ndarray) 
     Returns:
         ``float64 (75,)``: root link position = :data:`ZUP_TO_WORLD` ``@ shift0`` + the
         SMPL translation in this world; root orientation turned into this world; joints as
-        given with neck and head zeroed.
+        given with neck, head and hands zeroed.
     """
     start = np.asarray(release_start_75, dtype=np.float64)
     shift = np.asarray(shift_row0_m, dtype=np.float64)
