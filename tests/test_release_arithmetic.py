@@ -440,3 +440,45 @@ def test_cli_release_arithmetic_switch_needs_the_profile(tmp_path, capsys) -> No
     assert run(args) == 2
     assert "--no-release-arithmetic applies to --profile paper" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------------------
+# forward replay starts where the env reset the physics
+# --------------------------------------------------------------------------------------
+def test_forward_replay_starts_from_the_release_spawn(paper_release, synth, tmp_path) -> None:
+    """A profile run's bundle keeps the frame the physics was reset to (the release's spawn,
+    not the seed's last frame) and forward replay from it is exact; a run of the built-in
+    body keeps none (its trajectory files are unchanged)."""
+    from humanclaw_gym.motion.paper import clear_model_cache
+    from humanclaw_gym.replay import forward_replay, load_bundle
+    from humanclaw_gym.scenes.hssd import open_scene_dataset
+    from humanclaw_gym.wrappers import TrajectoryWrapper
+
+    env = TrajectoryWrapper(_profile_env(paper_release, synth), tmp_path / "out")
+    try:
+        env.reset(seed=0)
+        spawn = env.unwrapped.simulation.reset_frame.copy()
+        env.step("Walk<forward><normal>")
+        env.step("Stop/Stand")
+    finally:
+        env.close()
+        clear_model_cache()
+    bundle = load_bundle(env.last_bundle_dir)
+    np.testing.assert_array_equal(bundle.reset_frame, spawn)
+    assert np.abs(bundle.reset_frame[0:3] - bundle.seed_history[-1][0:3]).max() > 0.1
+    scene = open_scene_dataset(synth.root).load_scene(bundle.scene_id)
+    report = forward_replay(env.last_bundle_dir, scene=scene)
+    assert report.contract_matches and report.exact, report
+
+    plain = TrajectoryWrapper(gym.make(ENV_ID), tmp_path / "plain")
+    try:
+        plain.reset(seed=0)
+        plain.step("Stop/Stand")
+    finally:
+        plain.close()
+    with np.load(plain.last_bundle_dir / "trajectory_before.npz") as data:
+        assert "reset_frame" not in data.files
+    assert np.array_equal(
+        load_bundle(plain.last_bundle_dir).reset_frame,
+        load_bundle(plain.last_bundle_dir).seed_history[-1],
+    )

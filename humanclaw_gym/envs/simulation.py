@@ -165,6 +165,9 @@ class Simulation:
         self._cache_version = -1
         self._snapshot: Snapshot | None = None
         self._closed = False
+        #: The frame the physics was last reset to (the seed history's last frame, lifted
+        #: for a body asset, or the release's spawn); None before the first reset.
+        self.reset_frame: np.ndarray | None = None
 
     # ------------------------------------------------------------------------------------
     # configuration
@@ -345,6 +348,7 @@ class Simulation:
         start[1] += self.surface_skin_m()
         history = np.asarray(self.motion.reset(start, start_yaw_rad, seed=seed), dtype=np.float64)
         self.physics.reset(history[-1])
+        self.reset_frame = history[-1].copy()
         if self.body_asset is not None:
             # a body of other proportions than the motion's may reach below the floor in
             # the seed pose: lift it until its lowest vertex rests on the start's floor
@@ -353,6 +357,7 @@ class Simulation:
                 lifted = history[-1].copy()
                 lifted[1] += gap
                 self.physics.reset(lifted)
+                self.reset_frame = lifted
         self._version += 1
         return history
 
@@ -375,6 +380,7 @@ class Simulation:
         history = np.asarray(self.motion.reset(start, start_yaw_rad, seed=seed), dtype=np.float64)
         frame = release_spawn_frame(self.motion.release_start, self.body_asset.shift_m[0])
         self.physics.reset(frame)
+        self.reset_frame = frame
         self._version += 1
         return history
 
