@@ -180,10 +180,9 @@ class HalfPhysicsBase(ABC):
         release_arithmetic: False (default): this package's drive arithmetic. True: the
             reference release's where it differs (:mod:`~humanclaw_gym.physics.release`):
             the first frame of every chunk of :data:`~.contract.FRAMES_PER_CHUNK` frames
-            since reset gets no translation command, neck and head are zeroed in the
-            physics input, each joint's velocity is the capped shortest arc from its
-            realized to its generated rotation and its motor targets the realized rotation
-            advanced along the uncapped arc with the PJSC gain. Needs
+            since reset gets no translation command and neck, head and hands are zeroed in
+            the physics input (here); each backend takes the rest it can (pybullet: the
+            release's joint drive and root velocity, see its class). Needs
             ``root_correction_gain`` 1.0 (the release's root angular drive).
 
     Raises:
