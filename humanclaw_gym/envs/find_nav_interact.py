@@ -277,7 +277,10 @@ class FindNavInteractEnv(gym.Env):
         start = np.asarray(episode.start_position, dtype=np.float64)
         seed_ = self._task.episode_seed(episode)
         history = self._sim.reset(
-            start, float(episode.start_yaw_rad), seed=seed_, reference=episode.reference
+            start,
+            float(episode.start_yaw_rad),
+            seed=seed_,
+            reference=getattr(episode, "reference", None),
         )
         self._task.begin(episode)
         self._obs = self._observe()
