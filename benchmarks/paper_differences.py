@@ -12,18 +12,28 @@ read; nothing of it is copied). Written (JSON, the figures ``docs/paper.md`` quo
 * ``skeleton``: the built-in body's hand joint reach past the wrist, for comparison;
 * ``root_placement``: where the release's arithmetic puts its root link relative to its
   motion's pelvis at spawn (its ``shift.npy`` row 0 through its Z-up-to-Habitat rotation,
-  against the SMPL rest pelvis of its seed state), Habitat axes, metres;
+  against the SMPL rest pelvis of its seed state), Habitat axes, metres: what switching
+  ``release_arithmetic`` moves the spawn by;
+* ``spawn_height.<split>``: over the release's episodes, the body's lowest point at the
+  release's spawn (its seed state placed at the episode's ``init_offset``, height included)
+  relative to the episode's ``start_position`` height: median, 5th / 95th percentile,
+  extremes, and how many start more than 0.5 m below it or more than 5 cm above it (this
+  package's own arithmetic puts the lowest point on the start point's floor);
 * ``first_frame``: the translation the release gives the first frame of every chunk (none)
   against the generated one, for this package's procedural ``Walk<forward><normal>``;
 * ``physics.<backend>.<options>``: the release body on an open floor through a scripted
-  sequence (procedural motion), with the paper profile's options and with the backends'
-  defaults: realized vs generated pelvis at the end (horizontal, metres), largest vertical
-  difference, and the CPU time per decision.
+  sequence (procedural motion), with the paper profile's options and the release's
+  arithmetic (``release_arithmetic``, the profile's default), with the same options and this
+  package's arithmetic (``our_arithmetic``), and with the backends' defaults: realized vs
+  generated pelvis at the end (horizontal, metres), largest vertical difference, the driven
+  joints' angle to their generated rotation (mean, 95th percentile and largest over every
+  frame, degrees), and the CPU time per decision.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import platform
 import sys
 import time
@@ -113,6 +123,45 @@ def _root_placement(release: Path) -> dict:
     }
 
 
+def _spawn_height(release: Path) -> dict:
+    """The release body's lowest point at the release's spawn, relative to each episode's
+    start height (see the module docstring)."""
+    import torch
+
+    from humanclaw_gym.episodes.io import load_split
+    from humanclaw_gym.physics.release import release_spawn_frame
+
+    body = load_body_asset(release / "resources/agent" / _BODIES[0])
+    seed = torch.load(
+        release / "resources/seeds/natural_beta0_fk_seed.pt", map_location="cpu", weights_only=True
+    )
+    state = (seed["state"] if isinstance(seed, dict) else seed).double().numpy()
+    start = state[0, :75].copy()  # placed at init_offset 0, yaw 0 (a yaw turns no height)
+    frame = release_spawn_frame(start, body.shift_m[0])
+    lowest = float(body.posed_vertices(body.link_poses_from_frame(frame))[:, 1].min())
+    root_to_lowest = lowest - float(frame[1])
+    out = {"root_to_lowest_m": round(root_to_lowest, 4)}
+    for split, rel in (("val100", "resources/benchmark/val100.json"),
+                       ("val", "resources/benchmark/episodes/val")):  # fmt: skip
+        gaps = []
+        for ep in load_split(release / rel):
+            offset = ep.reference.init_offset  # (x, z, y)
+            root_y = float(frame[1]) + float(offset[2])
+            gaps.append(root_y + root_to_lowest - float(ep.start_position[1]))
+        g = np.array(gaps)
+        out[split] = {
+            "episodes": len(g),
+            "lowest_minus_start_median_m": round(float(np.median(g)), 4),
+            "p5_m": round(float(np.percentile(g, 5)), 4),
+            "p95_m": round(float(np.percentile(g, 95)), 4),
+            "min_m": round(float(g.min()), 4),
+            "max_m": round(float(g.max()), 4),
+            "below_0_5_m": int((g < -0.5).sum()),
+            "above_0_05_m": int((g > 0.05).sum()),
+        }
+    return out
+
+
 def _first_frame() -> dict:
     from humanclaw_gym.motion.procedural import ProceduralMotionGenerator
     from humanclaw_gym.skills import SkillCall
@@ -143,13 +192,15 @@ def _physics(release: Path) -> dict:
     from humanclaw_gym.skills import SkillCall
 
     body, profile = paper_physics(release)
+    _, ours = paper_physics(release, release_arithmetic=False)
     floor = SceneObject(1, "floor", "floor", (0.0, -0.05, 0.0), 0.0, (Part("box", (20, 0.05, 20)),))
     scene = SceneSpec("open", (Room(0, "living_room", (-20, -20), (20, 20)),), (floor,))
     out: dict = {}
     for name in ("pybullet", "mujoco"):
         cls = registry.entry("physics", name).load()
         out[name] = {}
-        for label, options in (("paper_profile", profile), ("defaults", {})):
+        runs = (("release_arithmetic", profile), ("our_arithmetic", ours), ("defaults", {}))
+        for label, options in runs:
             physics = cls(body_asset=str(body.path), **options)
             physics.build(scene)
             motion = ProceduralMotionGenerator()
@@ -159,31 +210,55 @@ def _physics(release: Path) -> dict:
             physics.reset(start)
             lift = start[1] - history[-1][1]
             worst_y, spent = 0.0, 0.0
+            driven = [k for k in np.unique(physics._drive_map) if k > 0]
+            joint_deg: list[np.ndarray] = []
             for text in _SEQUENCE:
                 frames = motion.generate(SkillCall.parse(text))
                 t0 = time.process_time()
                 for frame in frames:
                     physics.step_frame(frame)
-                    y = physics.realized_frame()[1] - (frame[1] + lift)
+                    real = physics.realized_frame()
+                    y = real[1] - (frame[1] + lift)
                     worst_y = max(worst_y, abs(float(y)))
+                    joint_deg.append(_joint_errors_deg(frame, real, driven))
                 spent += time.process_time() - t0
             end = physics.realized_frame()
+            errors = np.concatenate(joint_deg)
             out[name][label] = {
                 "pelvis_end_error_m": round(
                     float(np.linalg.norm(end[[0, 2]] - frames[-1][[0, 2]])), 4
                 ),
                 "pelvis_height_error_max_m": round(worst_y, 4),
+                "joint_error_mean_deg": round(float(errors.mean()), 2),
+                "joint_error_p95_deg": round(float(np.percentile(errors, 95)), 2),
+                "joint_error_max_deg": round(float(errors.max()), 2),
                 "cpu_ms_per_decision": round(1000.0 * spent / len(_SEQUENCE), 1),
             }
             physics.close()
     return out
 
 
+def _joint_errors_deg(frame: np.ndarray, real: np.ndarray, joints: list[int]) -> np.ndarray:
+    """Angle of each driven joint's realized rotation to the generated one, degrees (neck
+    and head, which the release's arithmetic zeroes, are not counted)."""
+    from humanclaw_gym.physics.release import NECK_HEAD_JOINTS
+    from humanclaw_gym.rotations import quat_conj, quat_exp, quat_log, quat_mul
+
+    kept = [k for k in joints if k not in {JOINT_INDEX[n] for n in NECK_HEAD_JOINTS}]
+    cols = np.array([[3 + 3 * k, 4 + 3 * k, 5 + 3 * k] for k in kept])
+    gen, got = quat_exp(frame[cols]), quat_exp(real[cols])
+    return np.degrees(np.linalg.norm(quat_log(quat_mul(quat_conj(got), gen)), axis=-1))
+
+
 def main(args: Args) -> int:
     release = args.release.expanduser()
     record = {
-        "schema": "humanclaw_paper_differences_v1",
-        "machine": {"platform": platform.platform(), "python": sys.version.split()[0]},
+        "schema": "humanclaw_paper_differences_v2",
+        "machine": {
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+            "load_average_1min_at_start": round(os.getloadavg()[0], 2),
+        },
         "sequence": list(_SEQUENCE),
         "bodies": _bodies(release),
         "skeleton": {
@@ -198,6 +273,7 @@ def main(args: Args) -> int:
             )
         },
         "root_placement": _root_placement(release),
+        "spawn_height": _spawn_height(release),
         "first_frame": _first_frame(),
         "physics": _physics(release),
     }

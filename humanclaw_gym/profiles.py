@@ -22,7 +22,13 @@ run needs, read from the release's own files where they live there:
 * **motion**: ``motion="paper"`` with the weights from ``motion_weights`` (default
   ``<release>/weights/paper_fullval_v1``) and the release's manifest and seed state;
 * **scenes**: the HSSD homes prepared as the release describes (``scene_dataset``, default
-  ``<release>/data/humanclaw-hssd-val41``), holding every selected episode's scene.
+  ``<release>/data/humanclaw-hssd-val41``), holding the scene of every episode that will
+  run (``limit`` / ``episode_ids`` narrow the selection: a smoke run needs only its
+  episodes' scenes);
+* **the release's arithmetic** (``release_arithmetic``, default True): the physics option
+  of the same name (:mod:`humanclaw_gym.physics.release`: the release's spawn, first-frame
+  rule, neck/head zeroing and joint drive) and the release's fixed shoulder and wrist PJSC
+  gains; False runs this package's corrected arithmetic with the same values.
 
 Every part is checked before anything runs; what is missing or wrong is refused in one
 :class:`ProfileError` that names every such part and where it comes from. The returned
@@ -39,7 +45,7 @@ import json
 import math
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +57,7 @@ __all__ = [
     "PAPER_PHYSICS_CONFIG",
     "PAPER_SPLITS",
     "PROFILE_NAMES",
+    "RELEASE_FIXED_PJSC_GAINS",
     "URDF_DEFAULT_LATERAL_FRICTION",
     "ProfileError",
     "RunProfile",
@@ -72,6 +79,14 @@ PAPER_SPLITS: dict[str, str] = {
 }
 _WEIGHTS_DIR = "weights/paper_fullval_v1"
 _SCENE_DATASET = "data/humanclaw-hssd-val41"
+#: PJSC gains the release's half-physics forces whatever its profile says (its ``hp_step``
+#: overrides the configured shoulder and wrist gains with these constants).
+RELEASE_FIXED_PJSC_GAINS: dict[str, float] = {
+    "left_shoulder": 0.03,
+    "right_shoulder": 0.03,
+    "left_wrist": 0.1,
+    "right_wrist": 0.1,
+}
 #: Lateral friction URDF readers (Bullet's, pybullet's, Habitat's) give a link without a
 #: ``<contact><lateral_friction>``: the release's pelvis keeps it.
 URDF_DEFAULT_LATERAL_FRICTION = 0.5
@@ -105,6 +120,11 @@ class RunProfile:
         agent: ``"psv"``.
         max_steps: the profile's step limit (100).
         record: what fingerprints and replay manifests record (JSON-ready).
+        episode_ids: the ids of the episodes that will run when ``limit`` / ``episode_ids``
+            narrowed the selection (an env made with this profile plays only those), None
+            for the whole split.
+        release_arithmetic: whether the release's arithmetic runs (see the module
+            docstring).
     """
 
     name: str
@@ -116,6 +136,8 @@ class RunProfile:
     agent: str
     max_steps: int
     record: Mapping[str, Any] = field(default_factory=dict)
+    episode_ids: tuple[str, ...] | None = None
+    release_arithmetic: bool = True
 
 
 def _sha256(path: Path) -> str:
@@ -290,14 +312,22 @@ def _release_physics(
     return body, options
 
 
-def paper_physics(release_dir: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
+def paper_physics(
+    release_dir: str | os.PathLike[str], *, release_arithmetic: bool = True
+) -> tuple[Any, dict[str, Any]]:
     """The body and the physics backend options of the paper profile, read from a release
     checkout (its ``configs/paper_fullval_v1.json``, simulator config and body folder).
+
+    Args:
+        release_dir: the release checkout.
+        release_arithmetic: the release's arithmetic (default) or this package's (see
+            :func:`release_arithmetic_options`).
 
     Returns:
         ``(BodyAsset, options)``: ``options`` are keyword arguments of both physics backends
         (``pjsc_gains``, ``human_friction``, ``root_friction``, ``root_gravity_mode``,
-        ``root_gravity_scale``, ``inherit_downward_root_y_velocity``).
+        ``root_gravity_scale``, ``inherit_downward_root_y_velocity``,
+        ``release_arithmetic``).
 
     Raises:
         ProfileError: a missing or wrong part, each named.
@@ -318,7 +348,31 @@ def paper_physics(release_dir: str | os.PathLike[str]) -> tuple[Any, dict[str, A
     )
     if problems:
         raise ProfileError("paper", problems)
-    return body, options
+    return body, release_arithmetic_options(options, release_arithmetic)
+
+
+def release_arithmetic_options(
+    options: Mapping[str, Any], release_arithmetic: bool
+) -> dict[str, Any]:
+    """The paper profile's physics options with the arithmetic chosen.
+
+    Args:
+        options: the options read from the release's files (:func:`paper_physics`).
+        release_arithmetic: True: the physics option ``release_arithmetic``
+            (:mod:`humanclaw_gym.physics.release`) and the release's fixed shoulder and
+            wrist PJSC gains (:data:`RELEASE_FIXED_PJSC_GAINS`, which its ``hp_step`` forces
+            over its profile's); False: this package's arithmetic, the profile's gains.
+
+    Raises:
+        TypeError: ``release_arithmetic`` is not a bool.
+    """
+    if not isinstance(release_arithmetic, bool):
+        raise TypeError(f"release_arithmetic must be a bool, got {release_arithmetic!r}")
+    out = dict(options)
+    if release_arithmetic and "pjsc_gains" in out:
+        out["pjsc_gains"] = {**dict(out["pjsc_gains"]), **RELEASE_FIXED_PJSC_GAINS}
+    out["release_arithmetic"] = release_arithmetic
+    return out
 
 
 def resolve_profile(
@@ -331,6 +385,9 @@ def resolve_profile(
     physics: str = "pybullet",
     renderer: str = "auto",
     motion_device: str = "cpu",
+    limit: int | None = None,
+    episode_ids: Sequence[str] | None = None,
+    release_arithmetic: bool = True,
 ) -> RunProfile:
     """Resolve a named profile against a release checkout (see the module docstring).
 
@@ -346,9 +403,15 @@ def resolve_profile(
             profile's options).
         renderer: the render backend.
         motion_device: the paper motion's device (``"cpu"``, ``"cuda"``).
+        limit: only the first ``limit`` episodes of the selection will run (``--limit``).
+        episode_ids: only these episodes of the split will run, in the split's order.
+        release_arithmetic: the release's arithmetic (default) or this package's
+            (:func:`release_arithmetic_options`).
 
     Returns:
-        The :class:`RunProfile`.
+        The :class:`RunProfile`; its scene dataset is checked for the scenes of the
+        episodes that will run (after ``episode_ids`` and ``limit``), which its record
+        names (``episodes.selected``) when they are fewer than the split's.
 
     Raises:
         ProfileError: naming every missing or wrong part and where it comes from.
@@ -359,6 +422,10 @@ def resolve_profile(
         raise ValueError(
             f"profile {name!r}: episodes {episodes!r} is unknown: allowed {tuple(PAPER_SPLITS)}"
         )
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"profile {name!r}: limit {limit!r} is invalid: allowed an int >= 1")
+    if not isinstance(release_arithmetic, bool):
+        raise TypeError(f"release_arithmetic must be a bool, got {release_arithmetic!r}")
     problems: list[tuple[str, str]] = []
     files: dict[str, str] = {}
     release = None if release_dir is None else Path(release_dir).expanduser()
@@ -399,11 +466,16 @@ def resolve_profile(
             )
 
     # -- body and physics profile ----------------------------------------------------------
+    selected, selection_problem = _select(episode_list, episode_ids, limit)
+    if selection_problem:
+        problems.append(("episodes", selection_problem))
+
     body: Any = None
     physics_options: dict[str, Any] = {}
     body_path: Path | None = None
     if config is not None:
         body, physics_options = _release_physics(release, config, problems, files)
+        physics_options = release_arithmetic_options(physics_options, release_arithmetic)
         body_path = None if body is None else body.path
 
     # -- motion ----------------------------------------------------------------------------
@@ -441,7 +513,7 @@ def resolve_profile(
     )  # fmt: skip
     dataset_record: dict[str, Any] | None = None
     try:
-        dataset_record = _check_scenes(dataset, episode_list, scene_dataset is None)
+        dataset_record = _check_scenes(dataset, selected, scene_dataset is None)
     except _Missing as exc:
         problems.append(("scene dataset", str(exc)))
 
@@ -468,7 +540,13 @@ def resolve_profile(
             "profile_name": config.get("profile"),
             "files": None if commit else dict(sorted(files.items())),
         },
-        "episodes": {"split": episodes, "path": str(episodes_path), "count": len(episode_list)},
+        "episodes": {
+            "split": episodes,
+            "path": str(episodes_path),
+            "count": len(episode_list),
+            "selected": _selection_record(selected, episode_list, episode_ids, limit),
+        },
+        "release_arithmetic": release_arithmetic,
         "body": body.identity(),
         "physics_options": physics_options,
         "motion_weights": motion_record,
@@ -486,7 +564,45 @@ def resolve_profile(
         agent="psv",
         max_steps=int(max_steps) if isinstance(max_steps, int) and max_steps > 0 else 100,
         record=record,
+        episode_ids=None
+        if len(selected) == len(episode_list)
+        else tuple(e.episode_id for e in selected),
+        release_arithmetic=release_arithmetic,
     )
+
+
+def _select(
+    episodes: list[Any], episode_ids: Sequence[str] | None, limit: int | None
+) -> tuple[list[Any], str | None]:
+    """The episodes that will run (``episode_ids`` in the split's order, then the first
+    ``limit``) and a problem naming the ids the split lacks, or None."""
+    selected = list(episodes)
+    if episode_ids is not None:
+        if isinstance(episode_ids, str):
+            return [], f"episode_ids must be a list of ids, got the string {episode_ids!r}"
+        wanted = {str(i) for i in episode_ids}
+        selected = [e for e in episodes if e.episode_id in wanted]
+        if episodes and len(selected) < len(wanted):
+            known = {e.episode_id for e in episodes}
+            lacking = sorted(wanted - known)
+            return [], f"episode_ids not in the split: {lacking[:5]}"
+    if limit is not None:
+        selected = selected[:limit]
+    return selected, None
+
+
+def _selection_record(
+    selected: list[Any], episodes: list[Any], episode_ids: Sequence[str] | None, limit: int | None
+) -> dict[str, Any] | None:
+    """What the record keeps of a narrowed selection (None: the whole split runs)."""
+    if len(selected) == len(episodes):
+        return None
+    return {
+        "limit": limit,
+        "episode_ids": None if episode_ids is None else sorted(str(i) for i in episode_ids),
+        "count": len(selected),
+        "scenes": sorted({e.scene_id for e in selected}),
+    }
 
 
 class _Missing(Exception):
@@ -562,6 +678,8 @@ def _check_scenes(dataset: Path | None, episodes: list[Any], defaulted: bool) ->
 
 #: Backend fields a profile leaves to the caller (with the profile's scene dataset).
 _FREE_FIELDS = ("physics", "renderer", "scene_dataset")
+#: Keyword arguments of an env that choose among a profile's own settings.
+_PROFILE_FIELDS = ("release_arithmetic",)
 
 
 def profile_for_env(
@@ -572,11 +690,13 @@ def profile_for_env(
     episodes: Any,
     backend: BackendConfig | None,
     backend_fields: Mapping[str, Any],
+    episode_ids: Sequence[str] | None = None,
 ) -> RunProfile:
     """The :class:`RunProfile` an env is made with: ``profile`` a resolved one, or a name
-    resolved here against ``release_dir`` with ``motion_weights`` and the free backend
-    fields (``physics``, ``renderer``, ``scene_dataset``); ``split`` names its episodes
-    (``"val100"`` or ``"val"``).
+    resolved here against ``release_dir`` with ``motion_weights``, the free backend
+    fields (``physics``, ``renderer``, ``scene_dataset``) and ``release_arithmetic``
+    (default True); ``split`` names its episodes (``"val100"`` or ``"val"``), the env's
+    ``episode_ids`` those that will run (the scene dataset is checked for their scenes).
 
     Raises:
         TypeError / ValueError: ``release_dir`` or ``motion_weights`` without a profile, or a
@@ -586,7 +706,7 @@ def profile_for_env(
     """
     if profile is None:
         raise TypeError("release_dir= and motion_weights= are read with profile='paper'")
-    taken = sorted(set(backend_fields) - set(_FREE_FIELDS))
+    taken = sorted(set(backend_fields) - set(_FREE_FIELDS) - set(_PROFILE_FIELDS))
     if backend is not None:
         taken.insert(0, "backend")
     if episodes is not None:
@@ -594,7 +714,7 @@ def profile_for_env(
     if taken:
         raise ValueError(
             f"profile {getattr(profile, 'name', profile)!r} sets {taken} itself: give only "
-            f"{list(_FREE_FIELDS)} (and split='val100' or 'val')"
+            f"{list(_FREE_FIELDS)}, release_arithmetic (and split='val100' or 'val')"
         )
     if isinstance(profile, RunProfile):
         if release_dir is not None or motion_weights is not None or backend_fields:
@@ -614,4 +734,6 @@ def profile_for_env(
         scene_dataset=backend_fields.get("scene_dataset"),
         physics=backend_fields.get("physics", "pybullet"),
         renderer=backend_fields.get("renderer", "auto"),
+        episode_ids=episode_ids,
+        release_arithmetic=backend_fields.get("release_arithmetic", True),
     )

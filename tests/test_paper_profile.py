@@ -198,10 +198,19 @@ def test_physics_options_are_read_from_the_release_files(tmp_path) -> None:
         "root_gravity_mode": "midpoint",
         "root_gravity_scale": 1.0,
         "inherit_downward_root_y_velocity": True,
+        "release_arithmetic": True,
     }
     # another value in the release's files is another option
     other = write_release_checkout(tmp_path / "other", physics={"friction": 0.6})
     assert paper_physics(other)[1]["human_friction"] == 0.6
+    # the release forces its shoulder and wrist gains over its profile's; ours reads them
+    odd = {"pjsc_lambda_by_link": {"left_shoulder": 0.5, "left_ankle": 0.2}}
+    other = write_release_checkout(tmp_path / "odd", physics=odd)
+    gains = paper_physics(other)[1]["pjsc_gains"]
+    assert gains["left_shoulder"] == 0.03 and gains["left_ankle"] == 0.2
+    ours = paper_physics(other, release_arithmetic=False)[1]
+    assert ours["pjsc_gains"] == {"left_shoulder": 0.5, "left_ankle": 0.2}
+    assert ours["release_arithmetic"] is False
 
 
 def test_a_contract_difference_is_refused_naming_it(tmp_path) -> None:

@@ -31,6 +31,8 @@ class RunArgs:
     """psv | psv:v1 | oracle | random | module:Class | checkpoint:PATH (default: oracle; psv with --profile paper)"""
     profile: Literal["paper"] | None = None
     """run the configuration of the published table: the release's episodes, body, physics profile, metric rules, the PSV agent and the paper motion (needs --release, the motion weights and --scene-dataset; docs/paper.md)"""
+    release_arithmetic: bool = True
+    """with --profile paper: run the reference release's arithmetic (its spawn, first-frame rule, neck/head zeroing, joint drive; docs/paper.md); --no-release-arithmetic runs this package's"""
     output: Path = Path("outputs/run")
     """output directory"""
     model_config: Path | None = None
@@ -199,6 +201,8 @@ def _profile(args: RunArgs):
         scene_dataset=b.scene_dataset,
         physics=b.physics,
         renderer=b.renderer,
+        limit=args.limit,
+        release_arithmetic=args.release_arithmetic,
     )
 
 
@@ -216,6 +220,12 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
 
     workers = args.workers
     profile = None
+    if args.profile is None and not args.release_arithmetic:
+        print(
+            "humanclaw run: error: --no-release-arithmetic applies to --profile paper only",
+            file=sys.stderr,
+        )
+        return 2
     if args.profile is not None:
         try:
             profile = _profile(args)

@@ -83,6 +83,9 @@ class ResetEvent:
         physics_contract: the physics backend's contract description (for manifests).
         body_links: the humanoid's link names, the order of contact rows' ``link_a`` (a
             body asset's links); None for the built-in skeleton body (``JOINT_NAMES``).
+        reset_frame: ``(75,)`` the frame the physics was reset to when it is not
+            ``seed_history[-1]`` (a body asset lifted onto the floor, the reference
+            release's spawn), else None.
     """
 
     episode: Episode
@@ -100,6 +103,7 @@ class ResetEvent:
     physics_contract: dict[str, Any] | None = None
     physics_state: Any = None
     body_links: tuple[str, ...] | None = None
+    reset_frame: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,7 @@ class ObserverFeed:
             physics_contract=sim.physics_contract(),
             physics_state=None,
             body_links=sim.body_links,
+            reset_frame=_reset_frame(sim.reset_frame, history),
         )
         self._observers.emit("on_reset", event)
 
@@ -174,3 +175,10 @@ class ObserverFeed:
     def end(self, reason: str, steps: int, origins: Any, error: str | None = None) -> None:
         """``on_episode_end``; ``origins`` None when the body cannot be read any more."""
         self._observers.emit("on_episode_end", EndEvent(reason, steps, origins, error=error))
+
+
+def _reset_frame(frame: np.ndarray | None, history: np.ndarray) -> np.ndarray | None:
+    """The physics' reset frame when it is not the seed history's last frame, else None."""
+    if frame is None or np.array_equal(frame, history[-1]):
+        return None
+    return np.array(frame, dtype=np.float64)

@@ -136,9 +136,18 @@ class FindNavInteractEnv(gym.Env):
             from humanclaw_gym.profiles import profile_for_env
 
             self.run_profile = profile_for_env(
-                profile, release_dir, motion_weights, split, episodes, backend, backend_fields
+                profile,
+                release_dir,
+                motion_weights,
+                split,
+                episodes,
+                backend,
+                backend_fields,
+                episode_ids,
             )
             split, episodes = self.run_profile.episodes, None
+            if episode_ids is None:  # the profile's narrowed selection (limit / ids)
+                episode_ids = self.run_profile.episode_ids
             backend, backend_fields = self.run_profile.backend, {}
         config = _backend_config(backend, backend_fields)
         template = resolve_instruction_template(instruction_template)
@@ -267,7 +276,12 @@ class FindNavInteractEnv(gym.Env):
         episode = self._task.resolve(chosen, self._sim.scene)
         start = np.asarray(episode.start_position, dtype=np.float64)
         seed_ = self._task.episode_seed(episode)
-        history = self._sim.reset(start, float(episode.start_yaw_rad), seed=seed_)
+        history = self._sim.reset(
+            start,
+            float(episode.start_yaw_rad),
+            seed=seed_,
+            reference=getattr(episode, "reference", None),
+        )
         self._task.begin(episode)
         self._obs = self._observe()
         self._phase = _Phase.RUNNING

@@ -135,6 +135,16 @@ class Simulation:
             from humanclaw_gym.body.asset_cache import cached_body_asset
 
             self.body_asset = cached_body_asset(config.body_asset)
+        #: Whether the body is placed as the reference release places it (the physics
+        #: option ``release_arithmetic``; see :meth:`reset`).
+        self.release_spawn = config.physics_options.get("release_arithmetic") is True
+        if self.release_spawn and (config.motion != "paper" or config.body_asset is None):
+            raise ValueError(
+                "physics_options release_arithmetic=True places the body as the reference "
+                "release does, from the paper motion's SMPL translation and the body asset's "
+                "shift.npy: it needs motion='paper' and body_asset=; got "
+                f"motion={config.motion!r}, body_asset={config.body_asset!r}"
+            )
         self.scene_dataset: SceneDataset | None = None
         if config.scene_dataset is not None:
             from humanclaw_gym.scenes.hssd import open_scene_dataset
@@ -155,6 +165,9 @@ class Simulation:
         self._cache_version = -1
         self._snapshot: Snapshot | None = None
         self._closed = False
+        #: The frame the physics was last reset to (the seed history's last frame, lifted
+        #: for a body asset, or the release's spawn); None before the first reset.
+        self.reset_frame: np.ndarray | None = None
 
     # ------------------------------------------------------------------------------------
     # configuration
@@ -314,7 +327,13 @@ class Simulation:
     # ------------------------------------------------------------------------------------
     # an episode
     # ------------------------------------------------------------------------------------
-    def reset(self, start_position: np.ndarray, start_yaw_rad: float, seed: int) -> np.ndarray:
+    def reset(
+        self,
+        start_position: np.ndarray,
+        start_yaw_rad: float,
+        seed: int,
+        reference: Any = None,
+    ) -> np.ndarray:
         """Place the humanoid standing at the start pose (the scene must be loaded).
 
         In scenes made of triangle meshes the body starts on the meshes' contact skin:
@@ -324,13 +343,21 @@ class Simulation:
         would start below that height is lifted onto it (the seed pose is the motion
         model's body, whose proportions differ).
 
+        With the physics option ``release_arithmetic`` the reference release's spawn is
+        used instead (:meth:`_release_reset`); ``reference`` is then the episode's
+        :class:`~humanclaw_gym.episodes.schema.ReferenceRecord` (its ``init_offset``), or
+        None for an episode without one.
+
         Returns:
             ``float64 (5, 75)``: the motion generator's seed history (world frame).
         """
+        if self.release_spawn:
+            return self._release_reset(start_position, start_yaw_rad, seed, reference)
         start = np.array(start_position, dtype=np.float64)
         start[1] += self.surface_skin_m()
         history = np.asarray(self.motion.reset(start, start_yaw_rad, seed=seed), dtype=np.float64)
         self.physics.reset(history[-1])
+        self.reset_frame = history[-1].copy()
         if self.body_asset is not None:
             # a body of other proportions than the motion's may reach below the floor in
             # the seed pose: lift it until its lowest vertex rests on the start's floor
@@ -339,6 +366,30 @@ class Simulation:
                 lifted = history[-1].copy()
                 lifted[1] += gap
                 self.physics.reset(lifted)
+                self.reset_frame = lifted
+        self._version += 1
+        return history
+
+    def _release_reset(
+        self, start_position: np.ndarray, start_yaw_rad: float, seed: int, reference: Any
+    ) -> np.ndarray:
+        """The reference release's spawn: the paper motion starts at the episode's
+        ``init_offset`` (its motion runner's placement, height included; without a
+        reference record, ``start_position``), and the body's root link is put at the seed's
+        first frame's SMPL translation plus ``shift.npy`` row 0, both turned into the
+        world as the release turns them (:func:`~humanclaw_gym.physics.release.
+        release_spawn_frame`); no collision skin, no lift."""
+        from humanclaw_gym.physics.release import release_spawn_frame
+
+        if reference is not None:
+            off = [float(v) for v in reference.init_offset]  # (x, z, y) of the motion world
+            start = np.array([-off[0], off[2], off[1]], dtype=np.float64)
+        else:
+            start = np.array(start_position, dtype=np.float64)
+        history = np.asarray(self.motion.reset(start, start_yaw_rad, seed=seed), dtype=np.float64)
+        frame = release_spawn_frame(self.motion.release_start, self.body_asset.shift_m[0])
+        self.physics.reset(frame)
+        self.reset_frame = frame
         self._version += 1
         return history
 

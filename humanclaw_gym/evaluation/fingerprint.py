@@ -19,7 +19,8 @@ Every ``humanclaw run`` output directory holds ``run_fingerprint.json`` (schema
   its files, links, mass), None for the built-in body;
 * ``profile``: the record of a profile (``--profile paper``: the release's commit or
   file hashes, the body, the physics options, the weight manifest's hash, the scene
-  dataset), None without one;
+  dataset, ``release_arithmetic``, and ``episodes.selected`` when ``--limit`` narrowed the
+  episodes the scene dataset was checked for), None without one;
 * ``metric_rules``: which metric rules score the episodes (``"paper"`` when the run
   config names none);
 * ``instruction_template``: ``None`` (each episode's own instruction) or where the
@@ -29,9 +30,10 @@ Every ``humanclaw run`` output directory holds ``run_fingerprint.json`` (schema
 * ``humanclaw_gym_version``.
 
 Not part of it (they change no episode's result): ``--limit`` (a resumed run may cover
-more or fewer episodes of the same selection), ``--workers``, ``--executor``, the output
-path, and ``--metrics`` / ``--video`` (``--resume`` already re-runs an episode that lacks
-an artifact the flags ask for).
+more or fewer episodes of the same selection; under ``--profile`` the narrowed selection is
+part of the profile's record, since only its scenes were checked), ``--workers``,
+``--executor``, the output path, and ``--metrics`` / ``--video`` (``--resume`` already
+re-runs an episode that lacks an artifact the flags ask for).
 
 :func:`check_fingerprint` refuses a directory whose recorded settings differ from the
 current ones, naming every differing field, before anything runs.

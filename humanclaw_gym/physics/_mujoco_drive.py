@@ -135,6 +135,8 @@ def begin_frame(
     g_eff,
     inherit,
     h,
+    frame_index,
+    release_chunk,
 ):
     """Compute and write every drive of one generated frame (before substep 0).
 
@@ -165,7 +167,16 @@ def begin_frame(
             the root's vertical velocity is set here to the generated one (plus the
             realized downward one when ``inherit`` is 1, minus ``g_eff / fps`` for ``"pre"``).
         g_eff: gravity times its scale (m/s^2); ``h``: the substep length (s).
+        frame_index: ``int64 (1,)`` frames executed since reset; incremented.
+        release_chunk: 0, or the chunk length of the reference release's first-frame rule
+            (``release_arithmetic``): a frame whose index is a multiple of it gets no
+            translation command (the previous generated position is taken as its own).
     """
+    if release_chunk > 0 and frame_index[0] % release_chunk == 0:
+        prev_xz[0] = frame[0]
+        prev_xz[1] = frame[2]
+        prev_y[0] = frame[1]
+    frame_index[0] += 1
     links = prev_rot.shape[0]
     # generated rotations of this frame
     gen = np.empty((links, 4))
@@ -382,6 +393,8 @@ def run_frames(
     g_eff,
     inherit,
     h,
+    frame_index,
+    release_chunk,
 ):
     """Execute ``frames (n, 75)`` in order: per frame :func:`begin_frame`, the four
     substeps (actuator targets, the root x/z velocity again before substep 2, ``mj_step``)
@@ -434,6 +447,8 @@ def run_frames(
             g_eff,
             inherit,
             h,
+            frame_index,
+            release_chunk,
         )
         if gmode != 0:  # the reference release's root-only gravity: a bias per substep
             for sub in range(4):

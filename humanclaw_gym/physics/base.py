@@ -7,7 +7,7 @@ bookkeeping once:
 * the body the backend builds, as data (:class:`~humanclaw_gym.body.model.BodyModel`: links,
   joint tree, shapes and masses); the backends build their humanoid from ``self.body``;
 * the constructor keywords, declared once (:attr:`HalfPhysicsBase.options`, a tuple of
-  :class:`PhysicsOption`): the ten every backend shares (:data:`BASE_OPTIONS`) and any a
+  :class:`PhysicsOption`): the eleven every backend shares (:data:`BASE_OPTIONS`) and any a
   backend adds (:func:`physics_options`). The base takes them, checks them (the drive
   tuning by :func:`~.contract.check_drive_tuning`), keeps each as the public attribute of its
   name, and reads the same declaration for the env's ``physics_options`` check, the
@@ -77,6 +77,7 @@ from humanclaw_gym.physics.contract import (
     check_ray_down,
     validate_frame,
 )
+from humanclaw_gym.physics.release import zero_neck_head
 from humanclaw_gym.physics.types import FrameStates
 from humanclaw_gym.rotations import quat_exp, quat_log
 
@@ -188,6 +189,11 @@ BASE_OPTIONS: tuple[PhysicsOption, ...] = (
         True,
         "root-only modes: carry the realized downward root velocity into the next frame",
     ),
+    PhysicsOption(
+        "release_arithmetic",
+        False,
+        "the reference release's per-frame arithmetic where it differs (physics.release)",
+    ),
 )
 _BASE_NAMES = frozenset(o.name for o in BASE_OPTIONS)
 
@@ -275,6 +281,13 @@ class HalfPhysicsBase(ABC):
         root_gravity_scale: factor on gravity in the root-only modes, >= 0.
         inherit_downward_root_y_velocity: in the root-only modes, carry the realized
             downward root velocity into the next frame's vertical command.
+        release_arithmetic: False (default): this package's drive arithmetic. True: the
+            reference release's where it differs (:mod:`~humanclaw_gym.physics.release`):
+            the first frame of every chunk of :data:`~.contract.FRAMES_PER_CHUNK` frames
+            since reset gets no translation command and neck, head and hands are zeroed in
+            the physics input (here); each backend takes the rest it can (pybullet: the
+            release's joint drive and root velocity, see its class). Needs
+            ``root_correction_gain`` 1.0 (the release's root angular drive).
 
     Raises:
         TypeError / ValueError: an option out of range or unknown, or a body of other links.
@@ -323,6 +336,7 @@ class HalfPhysicsBase(ABC):
         root_gravity_mode: str | None,
         root_gravity_scale: float,
         inherit_downward_root_y_velocity: bool,
+        release_arithmetic: bool,
     ) -> None:
         self.human_friction = _positive(human_friction, "human_friction")
         self.root_friction = (
@@ -346,6 +360,14 @@ class HalfPhysicsBase(ABC):
                 f"{inherit_downward_root_y_velocity!r}"
             )
         self.inherit_downward_root_y_velocity = inherit_downward_root_y_velocity
+        if not isinstance(release_arithmetic, bool):
+            raise TypeError(f"release_arithmetic must be a bool, got {release_arithmetic!r}")
+        if release_arithmetic and float(root_correction_gain) != 1.0:
+            raise ValueError(
+                "release_arithmetic=True drives the root's rotation as the release does "
+                f"(root_correction_gain 1.0); got root_correction_gain={root_correction_gain}"
+            )
+        self.release_arithmetic = release_arithmetic
         self.body_asset: str | None = None
         self._body_identity: dict[str, Any] | None = None
         if body_asset is not None:
@@ -388,6 +410,9 @@ class HalfPhysicsBase(ABC):
         self._command = np.tile(IDENTITY_QUAT, (n - 1, 1))
         self._real_pos = np.zeros(3)
         self._real_rot = np.tile(IDENTITY_QUAT, (n, 1))
+        #: ``int64 (1,)``: generated frames executed since the last reset (the release's
+        #: first-frame rule counts chunks by it).
+        self._frame_index = np.zeros(1, dtype=np.int64)
 
     @property
     def link_root_friction(self) -> float:
@@ -500,6 +525,7 @@ class HalfPhysicsBase(ABC):
             "root_gravity_mode": self.root_gravity_mode,
             "root_gravity_scale": self.root_gravity_scale,
             "inherit_downward_root_y_velocity": self.inherit_downward_root_y_velocity,
+            "release_arithmetic": self.release_arithmetic,
             "scene_friction": SCENE_FRICTION,
             "restitution": RESTITUTION,
             "joint_velocity_drive": _JOINT_VELOCITY_DRIVE,
@@ -531,9 +557,10 @@ class HalfPhysicsBase(ABC):
             RuntimeError: called before ``build``.
         """
         self._require_built("reset")
-        frame = validate_frame(frame_75, "reset")
+        frame = self._physics_input(validate_frame(frame_75, "reset"))
         self._episode_ready = False
         self._episode += 1
+        self._frame_index[0] = 0
         self._reset_engine(frame)
         self._episode_ready = True
 
@@ -545,7 +572,7 @@ class HalfPhysicsBase(ABC):
             RuntimeError: called before :meth:`reset`, or the simulation diverged.
         """
         self._require_episode("step_frame")
-        self._step_engine(validate_frame(frame_75, "step_frame"))
+        self._step_engine(self._physics_input(validate_frame(frame_75, "step_frame")))
 
     def record_frames(
         self, frames: np.ndarray, *, contacts: bool = False, contact_parts: bool = False
@@ -570,7 +597,7 @@ class HalfPhysicsBase(ABC):
             RuntimeError: called before :meth:`reset`.
         """
         self._require_episode("record_frames")
-        rows = self._check_frames(frames, "record_frames")
+        rows = self._checked_input(frames, "record_frames")
         pos: list[np.ndarray] = []
         rot: list[np.ndarray] = []
         poses: list[np.ndarray] = []
@@ -595,6 +622,15 @@ class HalfPhysicsBase(ABC):
             self._contact_batch(queries, contact_parts) if contacts else None,
             error,
         )
+
+    def _physics_input(self, frame: np.ndarray) -> np.ndarray:
+        """What the engine is driven with for a checked frame: the frame itself, or with
+        ``release_arithmetic`` a copy with neck and head zeroed (the release's input)."""
+        return zero_neck_head(frame) if self.release_arithmetic else frame
+
+    def _checked_input(self, frames: np.ndarray, where: str) -> list[np.ndarray]:
+        """Every row of ``frames (n, 75)`` checked, as :meth:`_physics_input` makes it."""
+        return [self._physics_input(row) for row in self._check_frames(frames, where)]
 
     @staticmethod
     def _check_frames(frames: np.ndarray, where: str) -> list[np.ndarray]:

@@ -14,6 +14,7 @@ import numpy as np
 from humanclaw_gym.body.skeleton import FRAME_DIM, JOINT_NAMES
 
 __all__ = [
+    "FRAMES_PER_CHUNK",
     "FRAME_RATE_HZ",
     "GRAVITY_M_S2",
     "HUMAN_FRICTION",
@@ -34,6 +35,9 @@ __all__ = [
 
 #: Rate of generated frames, Hz.
 FRAME_RATE_HZ = 30.0
+#: Generated frames per skill call (one chunk of 0.5 s); the reference release's first-frame
+#: rule (``release_arithmetic``) counts chunks by it.
+FRAMES_PER_CHUNK = 15
 #: Physics substeps per generated frame.
 SUBSTEPS_PER_FRAME = 4
 #: Length of one physics substep, seconds (1/120).

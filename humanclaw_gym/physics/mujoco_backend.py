@@ -50,6 +50,7 @@ from humanclaw_gym.physics.base import (
 )
 from humanclaw_gym.physics.contract import (
     FRAME_RATE_HZ,
+    FRAMES_PER_CHUNK,
     GRAVITY_M_S2,
     MAX_DRIVE_PER_FRAME_RAD,
     ROOT_VELOCITY_SUBSTEPS,
@@ -292,6 +293,7 @@ class _Snapshot(PhysicsSnapshot):
     prev_y: np.ndarray
     prev_rot: np.ndarray
     command: np.ndarray
+    frame_index: int
 
 
 class MujocoHalfPhysics(HalfPhysicsBase):
@@ -320,11 +322,14 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         target_ramp: move each joint's actuator target along the frame's path substep by
             substep (True, default), or hold the frame's command for all four substeps.
         body_asset, human_friction, root_friction, root_gravity_mode, root_gravity_scale,
-            inherit_downward_root_y_velocity: the body to build and the reference release's
-            physics profile options, see :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`.
-            A body asset's meshes, masses and inertias are written into the generated model
-            as the asset holds them; its root-only gravity cancels gravity on every humanoid
-            body (``gravcomp``).
+            inherit_downward_root_y_velocity, release_arithmetic: the body to build and the
+            reference release's physics profile options, see
+            :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`. A body asset's meshes,
+            masses and inertias are written into the generated model as the asset holds
+            them; its root-only gravity cancels gravity on every humanoid body
+            (``gravcomp``). With ``release_arithmetic`` this backend takes the release's
+            first-frame rule and neck/head zeroing; its joints keep this backend's drive
+            (the release's joint drive is a Bullet spherical motor, which MuJoCo has not).
     """
 
     # no triangle meshes: MuJoCo collides a mesh as its convex hull, which would fill the
@@ -643,7 +648,7 @@ class MujocoHalfPhysics(HalfPhysicsBase):
                 frames after the diverged one do not run).
         """
         self._require_episode("step_frames")
-        rows = self._check_frames(frames, "step_frames")
+        rows = self._checked_input(frames, "step_frames")
         if rows:
             self._run(np.stack(rows))
 
@@ -656,7 +661,7 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         every frame are then read from those copies (the contact queries run in a second
         ``MjData``, as :meth:`contacts` does), the realized frames computed all at once."""
         self._require_episode("record_frames")
-        rows = self._check_frames(frames, "record_frames")
+        rows = self._checked_input(frames, "record_frames")
         n, links = len(rows), self.body.num_links
         record = (np.empty((n, self._model.nq)), np.empty((n, 3)), np.empty((n, links, 4)))
         error: Exception | None = None
@@ -743,6 +748,8 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             GRAVITY_M_S2 * self.root_gravity_scale,
             1 if self.inherit_downward_root_y_velocity else 0,
             SUBSTEP_S,
+            self._frame_index,
+            FRAMES_PER_CHUNK if self.release_arithmetic else 0,
         )
 
     def _python_frame(self, frame: np.ndarray) -> None:
@@ -923,6 +930,7 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             prev_y=self._prev_y.copy(),
             prev_rot=self._prev_rot.copy(),
             command=self._command.copy(),
+            frame_index=int(self._frame_index[0]),
         )
 
     def _snapshot_live(self, state: Any) -> bool:
@@ -935,6 +943,7 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         self._prev_y[:] = state.prev_y
         self._prev_rot[:] = state.prev_rot
         self._command[:] = state.command
+        self._frame_index[0] = state.frame_index
         self._kinematics_current = False
         self._resets_seen = self._resets()
         self._read_state()

@@ -55,6 +55,7 @@ from humanclaw_gym.physics.contract import (
     SUBSTEP_S,
     SUBSTEPS_PER_FRAME,
 )
+from humanclaw_gym.physics.release import RELEASE_MOTOR_FORCE, first_in_chunk, joint_drive
 from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, empty_contacts
 from humanclaw_gym.rotations import (
     cap_rotvec,
@@ -121,6 +122,7 @@ class _Snapshot(PhysicsSnapshot):
     prev_rot: np.ndarray
     command: np.ndarray
     stepped: bool
+    frame_index: int
 
 
 def _release_state(backend_ref: weakref.ReferenceType, episode: int, state_id: int) -> None:
@@ -153,9 +155,15 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             values are :data:`REFERENCE_PJSC_GAINS`).
         motor_torque_scale: multiplies every joint motor's maximum torque (> 0).
         body_asset, human_friction, root_friction, root_gravity_mode, root_gravity_scale,
-            inherit_downward_root_y_velocity: the body to build and the reference release's
-            physics profile options, see :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`.
-            A body asset's URDF is loaded by pybullet itself.
+            inherit_downward_root_y_velocity, release_arithmetic: the body to build and the
+            reference release's physics profile options, see
+            :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`. A body asset's URDF is
+            loaded by pybullet itself. With ``release_arithmetic`` the joints are driven as
+            the release drives them (:func:`humanclaw_gym.physics.release.joint_drive`): the
+            capped joint velocity written before substep 0, and before every substep each
+            joint's spherical motor aimed at the release's expected rotation with the PJSC
+            gain as its position gain, no velocity gain and an unbounded force (a gain of 0:
+            no motor), in place of this backend's PJSC command and gain-5 motors.
     """
 
     capabilities = PhysicsCapabilities(
@@ -177,6 +185,16 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         self._drive_zero_vel = [[0.0, 0.0, 0.0]] * len(self._drive_links)
         self._motor_forces = [[float(cap)] * 3 for cap in self.max_torque_nm[self._drive_idx]]
         self._motor_gains = [_MOTOR_POSITION_GAIN] * len(self._drive_links)
+        # the release's motors (release_arithmetic): the PJSC gain as the position gain, no
+        # velocity gain, unbounded force; a joint of gain 0 has no motor (zero force)
+        release_gains = self.pjsc_gains[self._drive_idx]
+        self._release_gains = [float(g) for g in release_gains]
+        self._release_velocity_gains = [0.0] * len(self._drive_links)
+        self._release_forces = [
+            [RELEASE_MOTOR_FORCE if g > 0.0 else 0.0] * 3 for g in release_gains
+        ]
+        # the motor targets of the current frame's substeps (release_arithmetic)
+        self._release_targets = np.zeros((SUBSTEPS_PER_FRAME, len(self._drive_links), 4))
 
         self._p: Any = None
         self._client: int | None = None
@@ -583,7 +601,20 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             forces=self._motor_forces,
         )
 
-    def _substep(self) -> None:
+    def _substep(self, sub: int) -> None:
+        """Substep ``sub`` of the frame (with ``release_arithmetic``, after aiming the
+        motors at the release's expected rotations of that substep)."""
+        if self.release_arithmetic:
+            self._call(
+                "setJointMotorControlMultiDofArray",
+                self._human,
+                self._drive_links,
+                self._p.POSITION_CONTROL,
+                targetPositions=self._release_targets[sub].tolist(),
+                positionGains=self._release_gains,
+                velocityGains=self._release_velocity_gains,
+                forces=self._release_forces,
+            )
         self._call("stepSimulation")
 
     def _read_state(self) -> None:
@@ -609,7 +640,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         lin, ang = self._call("getBaseVelocity", self._human)
         omega = np.asarray(ang, dtype=np.float64) if omega_world is None else omega_world
         _, quat = self._call("getBasePositionAndOrientation", self._human)
-        com_to_joint = -quat_rotate(np.asarray(quat, dtype=np.float64), self._base_com_local)
+        com_to_joint = self._root_lever(quat)
         # horizontal components of omega x com_to_joint
         lever_x = omega[1] * com_to_joint[2] - omega[2] * com_to_joint[1]
         lever_z = omega[0] * com_to_joint[1] - omega[1] * com_to_joint[0]
@@ -620,6 +651,11 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         """One generated 30 Hz frame: drives, then 4 substeps of 1/120 s."""
         gen_rot = self.frame_link_rotations(frame)
         prev_rot = self._prev_rot
+        if self.release_arithmetic and first_in_chunk(int(self._frame_index[0])):
+            # the release's first frame of a chunk: no translation command (the displacement
+            # from the previous chunk's last frame is dropped)
+            self._prev_gen[0:3] = frame[0:3]
+        self._frame_index[0] += 1
 
         # -- Root x/z velocity: difference of consecutive generated root positions * 30 Hz.
         v_root_xz = (frame[[0, 2]] - self._prev_gen[[0, 2]]) * FRAME_RATE_HZ
@@ -634,6 +670,30 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         )
         omega_world = root_delta * FRAME_RATE_HZ
 
+        if self.release_arithmetic:
+            self._release_joint_drive(gen_rot)
+        else:
+            self._joint_drive(gen_rot, prev_rot)
+
+        # -- Four substeps. x/z velocity before substeps 0 and 2 (contacts may change it in
+        # substeps 1 and 3), angular velocity before substep 0 only.
+        self._pristine = False
+        self._stepped = True
+        if self.root_gravity_mode is not None:
+            self._root_gravity_substeps(frame, v_root_xz, omega_world)
+        else:
+            for sub in range(SUBSTEPS_PER_FRAME):
+                if sub in ROOT_VELOCITY_SUBSTEPS:
+                    self._write_root_velocity(
+                        v_root_xz, omega_world if sub == ROOT_ANGULAR_SUBSTEP else None
+                    )
+                self._substep(sub)
+        self._prev_gen = frame.copy()
+        self._prev_rot = gen_rot
+        self._read_state()
+
+    def _joint_drive(self, gen_rot: np.ndarray, prev_rot: np.ndarray) -> None:
+        """This backend's joint drive: PJSC commands, motor targets, joint velocities."""
         # -- Joint drives with PJSC (local joint frames, shortest arcs). The expected pose
         # integrates the *uncapped* generated delta from the reset pose, which is exactly
         # the generated pose, so ``gen_rot`` is the PJSC target. The drive command moves by
@@ -668,29 +728,35 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             targetVelocities=(lead[drive] * FRAME_RATE_HZ).tolist(),
         )
 
-        # -- Four substeps. x/z velocity before substeps 0 and 2 (contacts may change it in
-        # substeps 1 and 3), angular velocity before substep 0 only.
-        self._pristine = False
-        self._stepped = True
-        if self.root_gravity_mode is not None:
-            self._root_gravity_substeps(frame, v_root_xz, omega_world)
-        else:
-            for sub in range(SUBSTEPS_PER_FRAME):
-                if sub in ROOT_VELOCITY_SUBSTEPS:
-                    self._write_root_velocity(
-                        v_root_xz, omega_world if sub == ROOT_ANGULAR_SUBSTEP else None
-                    )
-                self._substep()
-        self._prev_gen = frame.copy()
-        self._prev_rot = gen_rot
-        self._read_state()
+    def _release_joint_drive(self, gen_rot: np.ndarray) -> None:
+        """The release's joint drive (``release_arithmetic``): the capped shortest-arc
+        velocity from the realized to the generated rotation, written once; the motor
+        targets of the four substeps kept for :meth:`_substep`."""
+        drive = self._drive_idx
+        real = self._real_rot[1 + drive]
+        velocity, targets = joint_drive(real, gen_rot[1 + drive], 1.0 / FRAME_RATE_HZ)
+        self._release_targets = targets
+        self._call(
+            "resetJointStatesMultiDof",
+            self._human,
+            self._drive_links,
+            real.tolist(),
+            targetVelocities=velocity.tolist(),
+        )
+
+    def _root_lever(self, quat: Any) -> np.ndarray:
+        """From the base's centre of mass to the pelvis joint, world; zero with
+        ``release_arithmetic`` (the release commands the base's own velocity)."""
+        if self.release_arithmetic:
+            return np.zeros(3)
+        return -quat_rotate(np.asarray(quat, dtype=np.float64), self._base_com_local)
 
     def _root_joint_velocity(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(v_joint, omega, com_to_joint)``: the pelvis joint's world velocity, the base's
         angular velocity and the lever from the base's centre of mass to the joint."""
         lin, ang = self._call("getBaseVelocity", self._human)
         _, quat = self._call("getBasePositionAndOrientation", self._human)
-        lever = -quat_rotate(np.asarray(quat, dtype=np.float64), self._base_com_local)
+        lever = self._root_lever(quat)
         omega = np.asarray(ang, dtype=np.float64)
         return np.asarray(lin, dtype=np.float64) + np.cross(omega, lever), omega, lever
 
@@ -736,7 +802,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
                 v_joint[1] -= g * SUBSTEP_S
             self._set_root_joint_velocity(v_joint, omega, lever)
             self._apply_object_weights()
-            self._substep()
+            self._substep(sub)
             if mode == "midpoint":
                 v_joint, omega, lever = self._root_joint_velocity()
                 v_joint[1] -= 0.5 * g * SUBSTEP_S
@@ -939,6 +1005,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             prev_rot=self._prev_rot.copy(),
             command=self._command.copy(),
             stepped=self._stepped,
+            frame_index=int(self._frame_index[0]),
         )
         weakref.finalize(snap, _release_state, weakref.ref(self), self._episode, state_id)
         return snap
@@ -953,6 +1020,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         self._prev_rot = state.prev_rot.copy()
         self._command = state.command.copy()
         self._stepped = state.stepped
+        self._frame_index[0] = state.frame_index
         self._apply_motors()
         self._read_state()
 

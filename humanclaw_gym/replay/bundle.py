@@ -73,6 +73,9 @@ BEFORE_KEYS: tuple[str, ...] = (
     "initial_object_ids",
     "initial_object_poses",
 )
+#: Arrays ``trajectory_before.npz`` may hold: ``reset_frame`` ``(75,)``, the frame the physics
+#: was reset to, written only when it is not ``seed_history[-1]``.
+OPTIONAL_BEFORE_KEYS: tuple[str, ...] = ("reset_frame",)
 #: Arrays of ``trajectory_after.npz``.
 AFTER_KEYS: tuple[str, ...] = ("realized", "object_ids", "object_poses", "frame_step")
 
@@ -244,8 +247,7 @@ class ReplayBundle:
         step_index: ``(N,)`` decision step index (0-based) of motion step ``k``.
         skill_id: ``(N,)`` skill id (0..7) of motion step ``k``.
         skill_text: ``(N,)`` unicode text form of the SkillCall, e.g. ``"Turn<left><30>"``.
-        seed_history: ``(5, 75)`` standing seed history; ``seed_history[-1]`` is the frame
-            the physics was reset to.
+        seed_history: ``(5, 75)`` standing seed history.
         fps: generated / physics frame rate (30.0).
         frames_per_step: frames per motion step (15).
         initial_realized: ``(75,)`` realized humanoid pose right after reset.
@@ -255,6 +257,9 @@ class ReplayBundle:
         object_ids: ``(M,)`` dynamic object ids, the row order of ``object_poses``.
         object_poses: ``(F, M, 7)`` dynamic object poses after each physics frame.
         frame_step: ``(F,)`` decision step index each realized frame belongs to.
+        reset_frame: ``(75,)`` the frame the physics was reset to: ``seed_history[-1]``
+            unless the bundle records another (a body asset lifted onto the floor, the
+            reference release's spawn).
     """
 
     directory: Path
@@ -274,6 +279,11 @@ class ReplayBundle:
     object_ids: np.ndarray
     object_poses: np.ndarray
     frame_step: np.ndarray
+    reset_frame: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.reset_frame is None:
+            object.__setattr__(self, "reset_frame", self.seed_history[-1])
 
     @property
     def scene_id(self) -> str:
@@ -301,13 +311,15 @@ class ReplayBundle:
         return int(self.realized.shape[0])
 
 
-def _load_npz(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+def _load_npz(
+    path: Path, keys: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as data:
             missing = [k for k in keys if k not in data.files]
             if missing:
                 raise ReplayBundleError(f"replay file {path} lacks arrays {missing}")
-            return {k: data[k] for k in keys}
+            return {k: data[k] for k in (*keys, *optional) if k in data.files}
     except ReplayBundleError:
         raise
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
@@ -339,6 +351,8 @@ def _check_arrays(before: Mapping[str, Any], after: Mapping[str, Any], where: st
     _check_shape("fps", b["fps"], (), where)
     _check_shape("frames_per_step", b["frames_per_step"], (), where)
     _check_shape("initial_realized", b["initial_realized"], (75,), where)
+    if "reset_frame" in before:
+        _check_shape("reset_frame", np.asarray(before["reset_frame"]), (75,), where)
     m = b["initial_object_ids"].shape[0] if b["initial_object_ids"].ndim == 1 else -1
     _check_shape("initial_object_ids", b["initial_object_ids"], (m,), where)
     _check_shape("initial_object_poses", b["initial_object_poses"], (m, 7), where)
@@ -502,7 +516,7 @@ def load_bundle(directory: str | os.PathLike[str], verify: bool = True) -> Repla
             actual = sha256_file(path)
             if actual != entry["sha256"]:
                 raise ReplayIntegrityError(path, entry["sha256"], actual)
-    before = _load_npz(directory / BEFORE_FILE, BEFORE_KEYS)
+    before = _load_npz(directory / BEFORE_FILE, BEFORE_KEYS, OPTIONAL_BEFORE_KEYS)
     after = _load_npz(directory / AFTER_FILE, AFTER_KEYS)
     _check_arrays(before, after, where=str(directory))
     _check_manifest(manifest, before, after, where=str(manifest_path))
@@ -524,4 +538,7 @@ def load_bundle(directory: str | os.PathLike[str], verify: bool = True) -> Repla
         object_ids=after["object_ids"].astype(np.int64, copy=False),
         object_poses=after["object_poses"].astype(np.float64, copy=False),
         frame_step=after["frame_step"].astype(np.int64, copy=False),
+        reset_frame=None
+        if "reset_frame" not in before
+        else before["reset_frame"].astype(np.float64, copy=False),
     )

@@ -1,7 +1,9 @@
 """Forward replay: re-execute a saved rollout's generated motion and compare with the record.
 
 :func:`forward_replay` rebuilds the physics backend for the bundle's scene, resets it with
-the same frame the env used (the last frame of the seed history), feeds the saved
+the same frame the env used (the bundle's ``reset_frame``: the last frame of the seed
+history unless a body asset was lifted onto the floor or placed as the reference release
+places it), feeds the saved
 generated frames through ``step_frame`` one by one, and compares the realized humanoid
 pose and every dynamic object pose with ``trajectory_after.npz``. On the same machine and
 build the deviation is exactly 0: the half-physics execution is deterministic given the
@@ -128,7 +130,7 @@ def forward_replay(
         if callable(contract_fn) and from_backend:
             contract_matches = to_jsonable(contract_fn()) == recorded_contract
         t0 = time.perf_counter()
-        backend.reset(bundle.seed_history[-1])
+        backend.reset(bundle.reset_frame)
         ids = tuple(int(i) for i in backend.dynamic_object_ids)
         if ids != tuple(int(i) for i in bundle.object_ids):
             raise ValueError(

@@ -84,6 +84,9 @@ class EpisodeTrajectory:
             "initial_object_ids": ids,
             "initial_object_poses": np.asarray(r.object_poses, dtype=np.float64).reshape(m, 7),
         }
+        reset_frame = getattr(r, "reset_frame", None)
+        if reset_frame is not None:  # the physics did not start at seed_history[-1]
+            before["reset_frame"] = np.asarray(reset_frame, dtype=np.float64)
         after = {
             "realized": (
                 np.stack(self.realized).astype(np.float64) if self.realized else np.zeros((0, 75))
