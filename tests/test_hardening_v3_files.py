@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from humanclaw_gym.motion.paper.manifest import PaperWeightsError, read_manifest
@@ -486,4 +487,143 @@ def test_cli_profile_refusals_write_nothing(checkout_copy, synth, tmp_path, caps
     err = capsys.readouterr().err
     _one_line(err)
     assert "nested too deeply" in err
+    assert not out.exists()
+
+
+# ----------------------------------------------------------------------------------------
+# body assets
+# ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def body_dir(tmp_path_factory) -> Path:
+    from humanclaw_gym.body.synthetic import write_synthetic_body_asset
+
+    return write_synthetic_body_asset(tmp_path_factory.mktemp("body") / "body")
+
+
+def _body_copy(src: Path, dst: Path) -> tuple[Path, Path]:
+    shutil.copytree(src, dst)
+    return dst, next(dst.glob("*.urdf"))
+
+
+def _stl(triangles: int) -> bytes:
+    """A binary STL of ``triangles`` small distinct triangles (a fan along x)."""
+    records = np.zeros(triangles, dtype=[("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")])
+    x = np.arange(triangles, dtype=np.float32) * 1e-4
+    records["v"][:, 0, 0] = x
+    records["v"][:, 1, 0] = x + 5e-5
+    records["v"][:, 1, 1] = 0.01
+    records["v"][:, 2, 0] = x
+    records["v"][:, 2, 2] = 0.01
+    return b"\0" * 80 + np.uint32(triangles).tobytes() + records.tobytes()
+
+
+def _body_refused(folder: Path, pattern: str, seconds: float = 5.0) -> str:
+    from humanclaw_gym.body.asset import BodyAssetError, load_body_asset
+
+    start = time.perf_counter()
+    with pytest.raises(BodyAssetError, match=pattern) as err:
+        load_body_asset(folder)
+    assert time.perf_counter() - start < seconds
+    _one_line(str(err.value))
+    return str(err.value)
+
+
+def test_a_utf16_urdf_with_entities_is_refused(body_dir, tmp_path) -> None:
+    """The DOCTYPE / ENTITY ban was a byte regex: in UTF-16 the declaration passed it and
+    the entities expanded (3.9 MB became 192 MB). Now the parser refuses it in any
+    encoding; a plain UTF-16 URDF still reads."""
+    from humanclaw_gym.body.asset import load_body_asset
+
+    folder, urdf = _body_copy(body_dir, tmp_path / "b")
+    text = urdf.read_text().replace('<?xml version="1.0" ?>', "")
+    urdf.write_bytes(('<?xml version="1.0" encoding="UTF-16"?>' + text).encode("utf-16"))
+    assert load_body_asset(folder).num_links == 55
+    bomb = (
+        '<?xml version="1.0" encoding="UTF-16"?>\n<!DOCTYPE robot [<!ENTITY a "'
+        + "x" * 1000
+        + '"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>\n'
+        + text.replace('<robot name="synthetic_beta0">', '<robot name="synthetic_beta0">&b;')
+    )
+    urdf.write_bytes(bomb.encode("utf-16"))
+    _body_refused(folder, "DOCTYPE or ENTITY declarations are not accepted")
+    urdf.write_bytes(bomb.encode("utf-16-be"))
+    _body_refused(folder, "DOCTYPE or ENTITY declarations are not accepted|malformed XML")
+
+
+def test_many_elements_naming_one_mesh_are_bounded(body_dir, tmp_path, monkeypatch) -> None:
+    """One STL named by 20,000 <collision> elements made a transformed copy each (uncapped:
+    ~137 GB for a 5 MB file). Now the elements and their triangles in all are counted (the
+    triangle cap lowered here, so that a small file reaches it)."""
+    from humanclaw_gym.body import asset
+
+    folder, urdf = _body_copy(body_dir, tmp_path / "b")
+    text = urdf.read_text()
+    one = (
+        '<collision><origin rpy="0 0 0" xyz="0 0 0"/><geometry>'
+        '<mesh filename="meshes/pelvis.stl"/></geometry></collision>'
+    )
+    many = text.replace('<link name="pelvis">', '<link name="pelvis">' + one * 20_000, 1)
+    urdf.write_text(many)
+    _body_refused(folder, r"more than 2048 <collision> / <visual> meshes in all")
+    (folder / "meshes" / "big.stl").write_bytes(_stl(4_000))
+    big = one.replace("meshes/pelvis.stl", "meshes/big.stl")
+    urdf.write_text(text.replace('<link name="pelvis">', '<link name="pelvis">' + big * 3, 1))
+    monkeypatch.setitem(asset.BODY_ASSET_LIMITS, "total_triangles", 10_000)
+    _body_refused(folder, r"'meshes/big.stl': .* more than 10000 triangles in all")
+
+
+def test_deeply_nested_unknown_elements_are_refused_at_load(body_dir, tmp_path) -> None:
+    """20,000 nested unknown elements were accepted, then the physics' URDF rewrite hit a
+    RecursionError at reset."""
+    folder, urdf = _body_copy(body_dir, tmp_path / "b")
+    urdf.write_text(
+        urdf.read_text().replace("</robot>", "<x>" * 20_000 + "</x>" * 20_000 + "</robot>")
+    )
+    _body_refused(folder, r"elements nested 17 deep \(<x>\): allowed at most 16 levels")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "pattern"),
+    [
+        (
+            '<mesh filename="meshes/pelvis.stl"/>',
+            '<mesh filename="meshes/pelvis.stl" scale="1e300 1e300 1e300"/>',
+            r"mesh scale \[1e\+300, 1e\+300, 1e\+300\] must be in",
+        ),
+        (
+            '<mesh filename="meshes/pelvis.stl"/>',
+            '<mesh filename="meshes/pelvis.stl" scale="900 900 900"/>',
+            r"mesh 'meshes/pelvis.stl' \(scale \[900.0, 900.0, 900.0\]\) reaches .* m",
+        ),
+        ('<mass value="5.000000"/>', '<mass value="1e300"/>', "at most 10000.0 kg"),
+    ],
+    ids=["scale-1e300", "scale-900", "mass"],
+)
+def test_placed_meshes_and_masses_are_bounded(body_dir, tmp_path, old, new, pattern) -> None:
+    """``<mesh scale="1e300 ...">`` passed the 100 m coordinate cap (checked before the
+    scale): pybullet ran, MuJoCo failed."""
+    folder, urdf = _body_copy(body_dir, tmp_path / "b")
+    urdf.write_text(urdf.read_text().replace(old, new, 1))
+    _body_refused(folder, pattern)
+
+
+def test_cli_refuses_a_hostile_body_in_one_line(body_dir, tmp_path) -> None:
+    folder, urdf = _body_copy(body_dir, tmp_path / "b")
+    urdf.write_text(
+        urdf.read_text().replace("</robot>", "<x>" * 20_000 + "</x>" * 20_000 + "</robot>")
+    )
+    out = tmp_path / "out"
+    done = _cli(
+        "rollout",
+        "--body-asset",
+        str(folder),
+        "--max-steps",
+        "2",
+        "--output",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    _one_line(done.stderr)
+    assert "nested 17 deep" in done.stderr
     assert not out.exists()
