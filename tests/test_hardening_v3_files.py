@@ -13,6 +13,7 @@ work, or an accepted file).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -627,3 +628,123 @@ def test_cli_refuses_a_hostile_body_in_one_line(body_dir, tmp_path) -> None:
     _one_line(done.stderr)
     assert "nested 17 deep" in done.stderr
     assert not out.exists()
+
+
+# ----------------------------------------------------------------------------------------
+# episodes
+# ----------------------------------------------------------------------------------------
+def _shard_with(tmp_path: Path, edit, name: str = "s") -> Path:
+    """A shard of our format holding the first val100 episode, edited as a dict (in a
+    folder of its own: splits are cached by path)."""
+    from humanclaw_gym.episodes.io import canonical_json, gzip_bytes, load_split
+
+    ep = load_split("val100")[0]
+    record = ep.to_dict()
+    edit(record)
+    doc = {"schema": "humanclaw_episodes_v2", "scene_id": ep.scene_id, "episodes": [record]}
+    (tmp_path / name).mkdir()
+    path = tmp_path / name / f"{ep.scene_id}.json.gz"
+    path.write_bytes(gzip_bytes(canonical_json(doc).encode()))
+    return path
+
+
+@pytest.mark.parametrize("value", [1e300, 1e6, -1e5])
+def test_start_positions_far_away_are_refused_when_read(tmp_path: Path, value: float) -> None:
+    """1e300 failed late, 1e6 was accepted and scored final_distance_m=1414205.6."""
+    from humanclaw_gym.episodes.io import read_shard
+    from humanclaw_gym.episodes.schema import EpisodeFormatError
+
+    path = _shard_with(tmp_path, lambda r: r.update(start_position=[value, 0.0, 1.0]))
+    with pytest.raises(EpisodeFormatError, match=r"start_position .* is out of range") as err:
+        read_shard(path)
+    message = str(err.value)
+    _one_line(message)
+    assert str(path) in message and "episodes[0]" in message
+
+
+def test_a_start_below_the_floor_is_refused_when_the_episode_starts(tmp_path: Path) -> None:
+    """50 m below the floor, or beside the home, was accepted and run."""
+    import gymnasium as gym
+
+    from humanclaw_gym.envs import ENV_ID
+    from humanclaw_gym.episodes.schema import EpisodeFormatError
+
+    for k, (position, pattern) in enumerate(
+        (
+            ([1.0, -50.0, 1.0], r"start_position \[1, -50, 1\] .* is off the scene's floors"),
+            ([1.0, 0.0, 300.0], r"start_position \[1, 0, 300\] .* lies outside the scene"),
+        )
+    ):
+        path = _shard_with(tmp_path, lambda r, p=position: r.update(start_position=p), str(k))
+        env = gym.make(ENV_ID, split=str(path), max_steps=2)
+        try:
+            with pytest.raises(EpisodeFormatError, match=pattern) as err:
+                env.reset(seed=0)
+        finally:
+            env.close()
+        _one_line(str(err.value))
+        assert "episode " in str(err.value)
+
+
+_HABITAT_RECORD = {
+    "episode_id": "0",
+    "scene_id": "data/scenes/home.scene_instance.json",
+    "start_position": [1.0, 0.0, 1.0],
+    "start_rotation": [0.0, 0.0, 0.0, 1.0],
+    "object_category": "chair",
+    "info": {"geodesic_distance": 2.0},
+    "goals": [{"object_id": 3, "position": [2.0, 0.5, 2.0]}],
+}
+
+
+@pytest.mark.parametrize(
+    ("edit", "pattern"),
+    [
+        (lambda e: e.update(goals=5), r"field 'goals' must be a list"),
+        (lambda e: e.update(max_steps="abc"), r"max_steps must be an int in \[1, 10000\]"),
+        (lambda e: e.update(max_steps=1e300), r"max_steps must be an int in \[1, 10000\]"),
+        (lambda e: e.update(init_offset=[1e300, 0, 0]), r"'init_offset' must be 3 numbers"),
+    ],
+    ids=["goals", "max_steps", "max_steps_huge", "init_offset"],
+)
+def test_habitat_records_give_one_line_errors(tmp_path: Path, edit, pattern: str) -> None:
+    """Each was a raw TypeError / ValueError / OverflowError naming no file, or (the huge
+    offset) accepted and failed late."""
+    from humanclaw_gym.episodes.io import episodes_from_habitat
+    from humanclaw_gym.episodes.schema import EpisodeFormatError
+
+    record = copy.deepcopy(_HABITAT_RECORD)
+    edit(record)
+    with pytest.raises(EpisodeFormatError, match=pattern) as err:
+        episodes_from_habitat({"episodes": [record]}, "shard.json.gz")
+    _one_line(str(err.value))
+    assert "shard.json.gz" in str(err.value) and len(str(err.value)) < 600
+    # a goal id of 5,000 digits was a raw ValueError (int conversion): it stays a string
+    record = copy.deepcopy(_HABITAT_RECORD)
+    record["goals"][0]["object_id"] = "9" * 5000
+    (episode,) = episodes_from_habitat({"episodes": [record]}, "shard.json.gz")
+    assert episode.goals[0].object_id == "9" * 5000
+
+
+@pytest.mark.parametrize(
+    ("edit", "pattern"),
+    [
+        (lambda r: r["info"].update(choice_points="abc"), "choice_points must be a non-negative"),
+        (lambda r: r["info"].update(choice_points=[1]), "choice_points must be a non-negative"),
+        (lambda r: r.update(max_steps=10**9), r"max_steps must be an int in \[1, 10000\]"),
+        (lambda r: r.update(instruction=5), "instruction must be a string"),
+        (lambda r: r["goals"][0].update(seat_height_m=1e300), "seat_height_m .* out of range"),
+    ],
+    ids=["choice_points", "choice_points_list", "max_steps", "instruction", "seat"],
+)
+def test_our_records_give_one_line_errors(tmp_path: Path, edit, pattern: str) -> None:
+    """A raw ValueError / TypeError naming no file, or (steps, instruction, seat height)
+    accepted and failed or ran long later."""
+    from humanclaw_gym.episodes.io import read_shard
+    from humanclaw_gym.episodes.schema import EpisodeFormatError
+
+    path = _shard_with(tmp_path, edit)
+    with pytest.raises(EpisodeFormatError, match=pattern) as err:
+        read_shard(path)
+    _one_line(str(err.value))
+    assert str(path) in str(err.value)

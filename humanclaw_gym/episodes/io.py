@@ -37,6 +37,7 @@ from humanclaw_gym.episodes.schema import (
     DEFAULT_MAX_STEPS,
     EPISODE_SCHEMA,
     EPISODE_SCHEMAS_READ,
+    MAX_COORD_M,
     Episode,
     EpisodeFormatError,
     EpisodeInfo,
@@ -272,7 +273,7 @@ def _habitat_goal(g: Any, category: str, where: str) -> Goal:
     oid = g.get("object_id")
     if oid is None:
         raise EpisodeFormatError(f"{where} is missing field 'object_id'")
-    if isinstance(oid, str) and re.fullmatch(r"-?\d+", oid):
+    if isinstance(oid, str) and len(oid) <= 18 and re.fullmatch(r"-?\d+", oid):
         oid = int(oid)
     name = g.get("object_name")
     try:
@@ -331,6 +332,10 @@ def episodes_from_habitat(
         scene_id = _short_scene_id(scene_path)
         raw_cat = ep.get("object_category")
         inline = ep.get("goals") or []
+        if not isinstance(inline, list):
+            raise EpisodeFormatError(
+                f"{here}: field 'goals' must be a list, got {type(inline).__name__}"
+            )
         if raw_cat is None and inline and isinstance(inline[0], Mapping):
             raw_cat = inline[0].get("object_category")
         if not isinstance(raw_cat, str) or not raw_cat:
@@ -342,7 +347,13 @@ def episodes_from_habitat(
         goals_raw = next((by_cat[k] for k in keys if by_cat.get(k)), None) or inline
         if not goals_raw:
             raise EpisodeFormatError(
-                f"{here}: no goals (neither goals_by_category[{keys[0]!r}] nor inline 'goals')"
+                f"{here}: no goals (neither goals_by_category[{shown_id(keys[0])}] nor inline "
+                "'goals')"
+            )
+        if not isinstance(goals_raw, list):
+            raise EpisodeFormatError(
+                f"{here}: the goals (goals_by_category[{shown_id(keys[0])}] or inline 'goals') "
+                f"must be a list, got {type(goals_raw).__name__}"
             )
         goals = tuple(
             _habitat_goal(g, category, f"{here} goals[{j}]") for j, g in enumerate(goals_raw)
@@ -354,16 +365,28 @@ def episodes_from_habitat(
                 yaw = habitat_quat_to_yaw(ep["start_rotation"])
         except (TypeError, ValueError) as exc:
             field = "init_yaw" if ep.get("init_yaw") is not None else "start_rotation"
-            raise EpisodeFormatError(f"{here}: field {field!r} {ep[field]!r}: {exc}") from None
+            raise EpisodeFormatError(
+                f"{here}: field {field!r} {shown_id(ep[field])}: {exc}"
+            ) from None
         offset = ep.get("init_offset")
         if offset is not None and (
             not isinstance(offset, list)
             or len(offset) != 3
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in offset)
+            or not all(
+                isinstance(v, (int, float))
+                and not isinstance(v, bool)
+                and math.isfinite(v)
+                and abs(v) <= MAX_COORD_M
+                for v in offset
+            )
         ):
             raise EpisodeFormatError(
-                f"{here}: field 'init_offset' must be 3 numbers, got {offset!r}"
+                f"{here}: field 'init_offset' must be 3 numbers within ±{MAX_COORD_M:g} m, got "
+                f"{shown_id(offset)}"
             )
+        max_steps = ep.get("max_steps", DEFAULT_MAX_STEPS)
+        if isinstance(max_steps, float) and max_steps.is_integer():
+            max_steps = int(max_steps)
         eid = str(ep.get("episode_id", i))
         if re.fullmatch(r"\d+", eid):
             eid = f"{scene_id}_{eid}"
@@ -396,7 +419,7 @@ def episodes_from_habitat(
                         difficulty=info_raw.get("difficulty"),
                         closest_goal_object_id=info_raw.get("closest_goal_object_id"),
                     ),
-                    max_steps=int(ep.get("max_steps", DEFAULT_MAX_STEPS)),
+                    max_steps=max_steps,
                     interact=interact,
                     instruction=instruction_for(category, interact, instruction),
                     reference=reference,
