@@ -25,31 +25,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hostile_files import HABITAT_RECORD, glb_bytes, glb_parts, manifest_dict, scene_instance_dict
 
 from humanclaw_gym.motion.paper.manifest import PaperWeightsError, read_manifest
 
 _REPO = Path(__file__).resolve().parents[1]
 _TINY = {"hidden_dim": 32, "num_layers": 2, "num_heads": 2, "nfe_steps": 6}
-_SKILLS = (
-    "walk_forward",
-    "side_walk",
-    "step_back",
-    "turn",
-    "step_climb_up",
-    "step_climb_down",
-    "sit",
-    "stand",
-)
-_NETWORKS = {
-    "walk_forward": ("WalkForwardCtrlDiTFourierXZYaw", "fast_xzyaw", True),
-    "side_walk": ("SideWalkCtrlDiTFourier", "side_fourier", True),
-    "step_back": ("WalkForwardCtrlDiTFourier", "fourier", True),
-    "turn": ("TurnCtrlDiT", "base", False),
-    "step_climb_up": ("StepClimbUpCtrlDiT", "base", False),
-    "step_climb_down": ("StepClimbDownCtrlDiT", "step_down_mlp", False),
-    "sit": ("SitCtrlDiT", "sit_mlp", False),
-    "stand": ("NonCondCtrlDiT", "noncond_fast", False),
-}
 
 
 def _one_line(text: str) -> None:
@@ -73,51 +54,6 @@ def _cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedPro
 # ----------------------------------------------------------------------------------------
 # weight manifests (no torch: read_manifest reads no weight)
 # ----------------------------------------------------------------------------------------
-def _pinned(path: str) -> dict[str, Any]:
-    return {"path": path, "size_bytes": 1000, "sha256": "ab" * 32}
-
-
-def manifest_dict() -> dict[str, Any]:
-    """A valid ``humanclaw_weight_manifest_v2`` document (its files are not needed)."""
-    skills = {}
-    for name in _SKILLS:
-        network, kind, fourier = _NETWORKS[name]
-        entry = {
-            **_pinned(f"skills/{name}.pt"),
-            "storage": "control_state_v1",
-            "base_variant": "fp32",
-            "network": network,
-            "kind": kind,
-            "nfe_steps": 30,
-        }
-        if fourier:
-            entry["n_freqs"] = 6
-        skills[name] = entry
-    return {
-        "schema": "humanclaw_weight_manifest_v2",
-        "profile": "hostile",
-        "selection_policy": "exact_step_only",
-        "checkpoint_step": 0,
-        "base": {
-            **_pinned("base/motion_dit.pt"),
-            "storage": "motion_dit_state_v1",
-            "architecture": {
-                "x_dim": 219,
-                "hidden_dim": 512,
-                "num_layers": 10,
-                "num_heads": 8,
-                "mlp_ratio": 2.0,
-                "n_history": 5,
-                "n_future": 15,
-                "nfe_steps": 30,
-                "use_qk_norm": False,
-            },
-        },
-        "base_variants": {"fp32": {"transform": "identity"}},
-        "skills": skills,
-    }
-
-
 def test_a_valid_manifest_document_reads(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     path.write_text(json.dumps(manifest_dict()))
@@ -292,14 +228,24 @@ def _repin(root: Path, skill: str) -> None:
 def test_an_architecture_bigger_than_its_files_is_refused_before_building(copy_of) -> None:
     """64 layers named over files of two: refused from the sizes alone (nothing unpickled,
     nothing built); was built, then refused tensor by tensor."""
+    import torch
+
     from humanclaw_gym.motion.paper import PaperMotion
+    from humanclaw_gym.motion.paper import weights as weights_module
 
     root = copy_of()
     _edit_manifest(root, lambda d: d["base"]["architecture"].update(num_layers=64))
+    loaded = []
+    real_load = torch.load
+    weights_module.torch.load = lambda *a, **k: loaded.append(a) or real_load(*a, **k)
     start = time.perf_counter()
-    with pytest.raises(PaperWeightsError, match=r"base\.size_bytes=\d+ does not fit") as err:
-        PaperMotion(release_dir=root)
-    assert time.perf_counter() - start < 5.0
+    try:
+        with pytest.raises(PaperWeightsError, match=r"base\.size_bytes=\d+ does not fit") as err:
+            PaperMotion(release_dir=root)
+    finally:
+        weights_module.torch.load = real_load
+    assert time.perf_counter() - start < 10.0
+    assert not [a for a in loaded if isinstance(a[0], (str, Path))]  # no weight file read
     _one_line(str(err.value))
 
 
@@ -686,17 +632,6 @@ def test_a_start_below_the_floor_is_refused_when_the_episode_starts(tmp_path: Pa
         assert "episode " in str(err.value)
 
 
-_HABITAT_RECORD = {
-    "episode_id": "0",
-    "scene_id": "data/scenes/home.scene_instance.json",
-    "start_position": [1.0, 0.0, 1.0],
-    "start_rotation": [0.0, 0.0, 0.0, 1.0],
-    "object_category": "chair",
-    "info": {"geodesic_distance": 2.0},
-    "goals": [{"object_id": 3, "position": [2.0, 0.5, 2.0]}],
-}
-
-
 @pytest.mark.parametrize(
     ("edit", "pattern"),
     [
@@ -713,14 +648,14 @@ def test_habitat_records_give_one_line_errors(tmp_path: Path, edit, pattern: str
     from humanclaw_gym.episodes.io import episodes_from_habitat
     from humanclaw_gym.episodes.schema import EpisodeFormatError
 
-    record = copy.deepcopy(_HABITAT_RECORD)
+    record = copy.deepcopy(HABITAT_RECORD)
     edit(record)
     with pytest.raises(EpisodeFormatError, match=pattern) as err:
         episodes_from_habitat({"episodes": [record]}, "shard.json.gz")
     _one_line(str(err.value))
     assert "shard.json.gz" in str(err.value) and len(str(err.value)) < 600
     # a goal id of 5,000 digits was a raw ValueError (int conversion): it stays a string
-    record = copy.deepcopy(_HABITAT_RECORD)
+    record = copy.deepcopy(HABITAT_RECORD)
     record["goals"][0]["object_id"] = "9" * 5000
     (episode,) = episodes_from_habitat({"episodes": [record]}, "shard.json.gz")
     assert episode.goals[0].object_id == "9" * 5000
@@ -748,3 +683,246 @@ def test_our_records_give_one_line_errors(tmp_path: Path, edit, pattern: str) ->
         read_shard(path)
     _one_line(str(err.value))
     assert str(path) in str(err.value)
+
+
+# ----------------------------------------------------------------------------------------
+# scene datasets: GLB meshes, configs, scene instances
+# ----------------------------------------------------------------------------------------
+def _tiny_dataset(root: Path, glb: bytes | None = None, count: int = 1) -> Path:
+    """A scene dataset of one object config (a triangle GLB) placed ``count`` times in
+    scene ``home``; returns the dataset config file."""
+    doc, binary = glb_parts()
+    objects = root / "objects" / "box"
+    objects.mkdir(parents=True)
+    (objects / "box.glb").write_bytes(glb if glb is not None else glb_bytes(doc, binary))
+    (objects / "box.object_config.json").write_text(json.dumps({"render_asset": "box.glb"}))
+    (root / "scenes").mkdir()
+    (root / "scenes" / "home.scene_instance.json").write_text(
+        json.dumps(scene_instance_dict("box", count))
+    )
+    config = root / "tiny.scene_dataset_config.json"
+    config.write_text(
+        json.dumps(
+            {
+                "objects": {"paths": {".json": ["objects/*"]}},
+                "scene_instances": {"paths": {".json": ["scenes"]}},
+            }
+        )
+    )
+    return config
+
+
+def _dataset_refused(config: Path, pattern: str, scene: str | None = "home") -> str:
+    """Open the dataset (and load ``scene``): a one-line SceneDatasetError / MeshAssetError
+    matching ``pattern``."""
+    from humanclaw_gym.scenes.hssd.configs import SceneDatasetError
+    from humanclaw_gym.scenes.hssd.dataset import SceneDataset
+    from humanclaw_gym.scenes.meshes import MeshAssetError
+
+    with pytest.raises((SceneDatasetError, MeshAssetError), match=pattern) as err:
+        dataset = SceneDataset(config)
+        if scene is not None:
+            dataset.load_scene(scene)
+    _one_line(str(err.value))
+    assert len(str(err.value)) < 1500
+    return str(err.value)
+
+
+def test_a_tiny_dataset_loads(tmp_path: Path) -> None:
+    pytest.importorskip("trimesh")
+    from humanclaw_gym.scenes.hssd.dataset import SceneDataset
+
+    scene = SceneDataset(_tiny_dataset(tmp_path)).load_scene("home")
+    assert len(scene.objects) == 1
+
+
+def _nested(doc: dict) -> bytes:
+    text = json.dumps(doc)
+    return (text[:-1] + ', "extras": ' + "[" * 50_000 + "]" * 50_000 + "}").encode()
+
+
+def _digits(doc: dict) -> bytes:
+    return (json.dumps(doc)[:-1] + ', "extras": {"n": ' + "9" * 5000 + "}}").encode()
+
+
+def _glb_case(name: str) -> bytes:
+    doc, binary = glb_parts()
+    if name == "nesting":
+        return glb_bytes(None, binary, raw_json=_nested(doc))
+    if name == "digits":
+        return glb_bytes(None, binary, raw_json=_digits(doc))
+    if name == "extensionsRequired":
+        doc["extensionsRequired"] = 5
+    elif name == "materials":
+        doc["materials"] = [1]
+    elif name == "texture_source":
+        doc["textures"] = [{"source": "a"}]
+        doc["materials"][0]["pbrMetallicRoughness"]["baseColorTexture"] = {"index": 0}
+    elif name == "index_range":
+        doc, binary = glb_parts(indices=(0, 1, 7))
+    elif name == "huge_vertices":
+        doc, binary = glb_parts(positions=((0, 0, 0), (3e38, 0, 0), (0, 3e38, 0)))
+    return glb_bytes(doc, binary)
+
+
+@pytest.mark.parametrize(
+    ("case", "pattern"),
+    [
+        ("nesting", "JSON chunk holds JSON nested too deeply"),
+        ("digits", "JSON chunk holds a JSON value that cannot be read"),
+        ("extensionsRequired", "extensionsRequired must be a list of extension names"),
+        ("materials", "materials must be a list of objects"),
+        ("texture_source", r"textures\[0\]\.source"),
+        ("index_range", r"primitives\[0\]\.indices name vertex 7: POSITION has 3 vertices"),
+        ("huge_vertices", r"POSITION must be .*|vertex .* beyond 100000"),
+    ],
+)
+def test_hostile_glb_json_chunks_are_one_line_errors(tmp_path: Path, case, pattern) -> None:
+    """Were a raw RecursionError / ValueError / TypeError / AttributeError / IndexError
+    naming no file, or (vertices at 3e38) accepted."""
+    pytest.importorskip("trimesh")
+    from humanclaw_gym.scenes.meshes import MeshAssetError, load_mesh
+
+    path = tmp_path / f"{case}.glb"
+    path.write_bytes(_glb_case(case))
+    with pytest.raises(MeshAssetError, match=pattern) as err:
+        load_mesh(path, use_disk_cache=False)
+    _one_line(str(err.value))
+    assert str(path) in str(err.value) and len(str(err.value)) < 800
+    # and through a dataset: the scene's load names the file too
+    config = _tiny_dataset(tmp_path / "ds", glb=path.read_bytes())
+    _dataset_refused(config, "box.glb")
+
+
+def test_a_huge_glb_is_refused_unread(tmp_path: Path) -> None:
+    pytest.importorskip("trimesh")
+    from humanclaw_gym.scenes.meshes import MeshAssetError, load_mesh
+
+    path = tmp_path / "big.glb"
+    with open(path, "wb") as fh:
+        fh.truncate(600 << 20)
+    start = time.perf_counter()
+    with pytest.raises(MeshAssetError, match=r"has 629145600 bytes; allowed at most 536870912"):
+        load_mesh(path, use_disk_cache=False)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_a_huge_texture_is_not_decoded(tmp_path: Path) -> None:
+    """A 9,000 x 9,000 image (81 M pixels, a few hundred KB as PNG) was decoded to RGBA in
+    memory (324 MB) before being shrunk; above 8192 x 8192 pixels the file is read without
+    its images and the material colour drawn."""
+    pytest.importorskip("trimesh")
+    import warnings
+    import zlib
+
+    from humanclaw_gym.scenes.meshes import MeshTextureWarning, load_mesh
+
+    side = 9000
+    raw = zlib.compressobj(9)
+    row = b"\0" * (side + 1)
+    idat = b"".join(raw.compress(row) for _ in range(side)) + raw.flush()
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        import struct
+
+        return (
+            struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+        )
+
+    import struct
+
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0))
+        + chunk(b"IDAT", idat)
+        + chunk(b"IEND", b"")
+    )
+    doc, binary = glb_parts()
+    offset = len(binary)
+    binary += png
+    doc["bufferViews"].append({"buffer": 0, "byteOffset": offset, "byteLength": len(png)})
+    doc["buffers"][0]["byteLength"] = len(binary)
+    doc["images"] = [{"bufferView": 2, "mimeType": "image/png"}]
+    doc["textures"] = [{"source": 0}]
+    doc["materials"][0]["pbrMetallicRoughness"]["baseColorTexture"] = {"index": 0}
+    doc["meshes"][0]["primitives"][0]["attributes"]["TEXCOORD_0"] = 2
+    uv = np.zeros((3, 2), dtype=np.float32).tobytes()
+    doc["bufferViews"].append({"buffer": 0, "byteOffset": len(binary), "byteLength": len(uv)})
+    doc["accessors"].append({"bufferView": 3, "componentType": 5126, "count": 3, "type": "VEC2"})
+    binary += uv
+    doc["buffers"][0]["byteLength"] = len(binary)
+    path = tmp_path / "textured.glb"
+    path.write_bytes(glb_bytes(doc, binary))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asset = load_mesh(path, use_disk_cache=False)
+    assert asset.primitives[0].texture is None
+    assert any(
+        "9000 x 9000 pixels" in str(w.message) for w in caught if w.category is MeshTextureWarning
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "pattern"),
+    [
+        ("translation", [1e300, 0.0, 0.0], r"field 'translation' .* is out of range"),
+        ("non_uniform_scale", [1e30, 1.0, 1.0], r"the scale .* is out of range"),
+        ("translation", [20_000.0, 0.0, 0.0], r"field 'translation' .* is out of range"),
+    ],
+    ids=["translation", "scale", "translation-20km"],
+)
+def test_instance_placement_is_bounded(tmp_path: Path, key, value, pattern) -> None:
+    """Translation 1e300 or scale 1e30 gave a bare OverflowError when the scene was built."""
+    pytest.importorskip("trimesh")
+    config = _tiny_dataset(tmp_path)
+    path = tmp_path / "scenes" / "home.scene_instance.json"
+    doc = json.loads(path.read_text())
+    doc["object_instances"][0][key] = value
+    path.write_text(json.dumps(doc))
+    message = _dataset_refused(config, pattern)
+    assert "object_instances[0]" in message and str(path) in message
+
+
+def test_instance_counts_and_scene_triangles_are_bounded(tmp_path: Path, monkeypatch) -> None:
+    """200,000 object instances (40 MB, under the 64 MiB file cap) ran for minutes at GBs:
+    the instances of a scene and the triangles it places in all are bounded (the caps
+    lowered here so that a small file reaches them)."""
+    pytest.importorskip("trimesh")
+    from humanclaw_gym.scenes.hssd import configs
+
+    config = _tiny_dataset(tmp_path, count=60)
+    monkeypatch.setitem(configs.DATASET_LIMITS, "object_instances", 50)
+    _dataset_refused(config, r"'object_instances' holds 60 instances: allowed at most 50")
+    monkeypatch.setitem(configs.DATASET_LIMITS, "object_instances", 10_000)
+    monkeypatch.setitem(configs.DATASET_LIMITS, "scene_triangles", 40)
+    message = _dataset_refused(config, r"places more than 40 triangles in all")
+    assert "object_instances[40]" in message
+
+
+def test_dataset_paths_stay_inside_the_dataset(tmp_path: Path) -> None:
+    """A render_asset or a dataset config's glob reached /proc: every path a config names
+    stays inside the dataset folder as written; a symbolic link inside it may lead to
+    other files (a prepared dataset links the licensed meshes), never into /proc."""
+    pytest.importorskip("trimesh")
+    from humanclaw_gym.scenes.hssd.dataset import SceneDataset
+
+    for k, asset in enumerate(("../../../../../../proc/self/status", "/proc/self/status")):
+        config = _tiny_dataset(tmp_path / f"a{k}")
+        cfg = config.parent / "objects" / "box" / "box.object_config.json"
+        cfg.write_text(json.dumps({"render_asset": asset}))
+        _dataset_refused(config, r"field 'render_asset': the path .* (leaves|must be relative)")
+    for k, entry in enumerate(("/proc/*", "../../../../*", "objects/../../*")):
+        config = _tiny_dataset(tmp_path / f"g{k}")
+        doc = json.loads(config.read_text())
+        doc["objects"]["paths"][".json"] = [entry]
+        config.write_text(json.dumps(doc))
+        _dataset_refused(config, r"objects\.paths.*the path .* (leaves|must be relative)", None)
+    # a symbolic link inside the dataset into /proc is refused, one to other files is read
+    config = _tiny_dataset(tmp_path / "s")
+    os.symlink("/proc/self", config.parent / "objects" / "proc")
+    _dataset_refused(config, r"leads into /proc/", None)
+    (config.parent / "objects" / "proc").unlink()
+    outside = tmp_path / "licensed"
+    shutil.move(str(config.parent / "objects" / "box"), outside)
+    os.symlink(outside, config.parent / "objects" / "box")
+    assert len(SceneDataset(config).load_scene("home").objects) == 1
