@@ -199,7 +199,7 @@ def episodes_from_document(doc: Any, where: str | os.PathLike[str] = "<memory>")
         return episodes_from_habitat(doc, where)
     if schema not in EPISODE_SCHEMAS_READ:
         raise EpisodeFormatError(
-            f"{where}: field 'schema' must be one of {EPISODE_SCHEMAS_READ} (or absent for a Habitat ObjectNav shard), got {schema!r}"
+            f"{where}: field 'schema' must be one of {EPISODE_SCHEMAS_READ} (or absent for a Habitat ObjectNav shard), got {shown_id(schema)}"
         )
     raw = doc.get("episodes")
     if not isinstance(raw, list):
@@ -474,7 +474,7 @@ def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
         if not isinstance(index, dict) or index.get("schema") != SPLIT_INDEX_SCHEMA:
             got = index.get("schema") if isinstance(index, dict) else type(index).__name__
             raise EpisodeFormatError(
-                f"{index_path}: field 'schema' must be {SPLIT_INDEX_SCHEMA!r}, got {got!r}"
+                f"{index_path}: field 'schema' must be {SPLIT_INDEX_SCHEMA!r}, got {shown_id(got)}"
             )
         scenes = index.get("scenes")
         if not isinstance(scenes, list):
@@ -521,7 +521,9 @@ def _reference_subset(path: Path, doc: dict[str, Any]) -> tuple[Episode, ...]:
         raise EpisodeFormatError(f"{path}: field 'episodes' must be a non-empty list")
     split = doc.get("split", "val")
     if not isinstance(split, str) or not split:
-        raise EpisodeFormatError(f"{path}: field 'split' must be a split name, got {split!r}")
+        raise EpisodeFormatError(
+            f"{path}: field 'split' must be a split name, got {shown_id(split)}"
+        )
     folder = path.parent / "episodes" / split
     parent: str | Path = folder.resolve() if folder.is_dir() else split
     pool = {ep.episode_id: ep for ep in _load_cached(_resolve(parent))}
@@ -543,7 +545,7 @@ def _reference_subset(path: Path, doc: dict[str, Any]) -> tuple[Episode, ...]:
         cat = row.get("object_category")
         if cat is not None and HABITAT_CATEGORY_ALIASES.get(cat, cat) != ep.object_category:
             raise EpisodeFormatError(
-                f"{path}: episodes[{k}] ({eid!r}) has object_category {cat!r} but the episode's "
+                f"{path}: episodes[{k}] ({shown_id(eid)}) has object_category {shown_id(cat)} but the episode's "
                 f"is {ep.object_category!r}"
             )
         out.append(ep)
@@ -555,7 +557,9 @@ def _reference_subset(path: Path, doc: dict[str, Any]) -> tuple[Episode, ...]:
     _refuse_repeats(path, [ep.episode_id for ep in out])
     count = doc.get("n_episodes")
     if count is not None and count != len(out):
-        raise EpisodeFormatError(f"{path}: n_episodes is {count!r} but {len(out)} are listed")
+        raise EpisodeFormatError(
+            f"{path}: n_episodes is {shown_id(count)} but {len(out)} are listed"
+        )
     return tuple(out)
 
 
@@ -581,7 +585,7 @@ def _load_subset(path: Path) -> tuple[Episode, ...]:
         if doc.get("schema") != SUBSET_SCHEMA:
             raise EpisodeFormatError(
                 f"{path}: field 'schema' must be {SUBSET_SCHEMA!r} or "
-                f"{REFERENCE_SUBSET_SCHEMA!r}, got {doc.get('schema')!r}"
+                f"{REFERENCE_SUBSET_SCHEMA!r}, got {shown_id(doc.get('schema'))}"
             )
         if "episode_ids" not in doc:
             raise EpisodeFormatError(f"{path}: missing field 'episode_ids'")

@@ -103,7 +103,7 @@ def check_id(value: Any, field: str) -> str:
     """
     limit = MAX_ID_CHARS.get(field, 96)
     if not isinstance(value, str) or not value:
-        raise EpisodeFormatError(f"{field} must be a non-empty string, got {value!r}")
+        raise EpisodeFormatError(f"{field} must be a non-empty string, got {shown_id(value)}")
     if len(value) > limit or not _ID_RE.fullmatch(value):
         raise EpisodeFormatError(
             f"{field} {shown_id(value)} is not allowed: it becomes part of a file name, so it must have "
@@ -202,9 +202,11 @@ def reference_yaw_to_ours(init_yaw_deg: float) -> float:
     try:
         value = float(init_yaw_deg)
     except (TypeError, ValueError):
-        raise EpisodeFormatError(f"init_yaw must be a number, got {init_yaw_deg!r}") from None
+        raise EpisodeFormatError(
+            f"init_yaw must be a number, got {shown_id(init_yaw_deg)}"
+        ) from None
     if not math.isfinite(value):
-        raise EpisodeFormatError(f"init_yaw must be a finite number, got {init_yaw_deg!r}")
+        raise EpisodeFormatError(f"init_yaw must be a finite number, got {shown_id(init_yaw_deg)}")
     return _wrap(math.radians(value) + math.pi)
 
 
@@ -404,7 +406,7 @@ class Goal:
                 self.approach_points, "__iter__"
             ):
                 raise EpisodeFormatError(
-                    f"Goal.approach_points must be a list of [x, y, z] points or null, got {self.approach_points!r}"
+                    f"Goal.approach_points must be a list of [x, y, z] points or null, got {shown_id(self.approach_points)}"
                 )
             object.__setattr__(
                 self,
@@ -589,7 +591,7 @@ class Episode:
         yaw = _opt_float(self.start_yaw_rad, "Episode.start_yaw_rad")
         if yaw is None or not math.isfinite(yaw):
             raise EpisodeFormatError(
-                f"Episode.start_yaw_rad must be a finite number, got {self.start_yaw_rad!r}"
+                f"Episode.start_yaw_rad must be a finite number, got {shown_id(self.start_yaw_rad)}"
             )
         object.__setattr__(self, "start_yaw_rad", yaw)
         assert rot is not None
@@ -621,7 +623,9 @@ class Episode:
                 f"{shown_id(self.max_steps)}"
             )
         if not isinstance(self.interact, bool):
-            raise EpisodeFormatError(f"Episode.interact must be a bool, got {self.interact!r}")
+            raise EpisodeFormatError(
+                f"Episode.interact must be a bool, got {shown_id(self.interact)}"
+            )
         if self.reference is not None and not isinstance(self.reference, ReferenceRecord):
             raise EpisodeFormatError("Episode.reference must be a ReferenceRecord or None")
         if not isinstance(self.instruction, str) or len(self.instruction) > MAX_INSTRUCTION_CHARS:

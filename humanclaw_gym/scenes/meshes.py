@@ -522,9 +522,9 @@ class _Gltf:
         return value
 
     def integer(self, d: dict[str, Any], key: str, field: str, low: int, high: int) -> int | None:
-        value = d.get(key)
-        if value is None:
+        if key not in d:
             return None
+        value = d[key]
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise self.fail(
                 f"{field}.{key}",
@@ -540,9 +540,9 @@ class _Gltf:
         return self.integer(d, key, field, 0, count - 1)
 
     def numbers(self, d: dict[str, Any], key: str, field: str, n: int, bound: float) -> None:
-        value = d.get(key)
-        if value is None:
+        if key not in d:
             return
+        value = d[key]
         if (
             not isinstance(value, list)
             or len(value) != n
@@ -554,9 +554,9 @@ class _Gltf:
             )
 
     def number(self, d: dict[str, Any], key: str, field: str, low: float, high: float) -> None:
-        value = d.get(key)
-        if value is None:
+        if key not in d:
             return
+        value = d[key]
         if not _within(value, low, high):
             raise self.fail(
                 f"{field}.{key}",
@@ -570,9 +570,9 @@ class _Gltf:
         return value
 
     def texture_ref(self, d: dict[str, Any], key: str, field: str) -> None:
-        ref = d.get(key)
-        if ref is None:
+        if key not in d:
             return
+        ref = d[key]
         if not isinstance(ref, dict):
             raise self.fail(f"{field}.{key}", "must be an object")
         if "index" not in ref:
@@ -751,12 +751,11 @@ def check_gltf(
 
 def _check_accessor(g: _Gltf, acc: dict[str, Any], i: int, views: list[dict[str, Any]]) -> None:
     field = f"accessors[{i}]"
-    if "sparse" in acc or "bufferView" not in acc:
+    if "sparse" in acc or acc.get("bufferView") is None:
         raise g.fail(field, "has no bufferView (sparse or zero-filled accessors are not read)")
-    view_index = g.index(acc, "bufferView", field, "bufferViews")
-    assert view_index is not None
+    view_index = int(g.index(acc, "bufferView", field, "bufferViews"))  # type: ignore[arg-type]
     ctype = acc.get("componentType")
-    if ctype not in _COMPONENT_BYTES or isinstance(ctype, bool):
+    if isinstance(ctype, bool) or not isinstance(ctype, int) or ctype not in _COMPONENT_BYTES:
         raise g.fail(
             f"{field}.componentType",
             f"={_shown(ctype)} is invalid: allowed {sorted(_COMPONENT_BYTES)}",

@@ -485,7 +485,7 @@ def read_manifest(path: str | os.PathLike[str]) -> WeightManifest:
     schema = data.get("schema") if isinstance(data, Mapping) else None
     if schema != MANIFEST_SCHEMA:
         raise PaperWeightsError(
-            f"{mpath}: schema={schema!r} is unknown: allowed {MANIFEST_SCHEMA!r}", mpath
+            f"{mpath}: schema={_shown(schema)} is unknown: allowed {MANIFEST_SCHEMA!r}", mpath
         )
     top.text("selection_policy", (_SELECTION_POLICY,))
     base = _Fields(top.get("base"), "base", mpath, "base")
