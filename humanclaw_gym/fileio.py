@@ -277,8 +277,10 @@ def loads_json(data: bytes | str, where: str = "<memory>") -> Any:
         raise FileContentError(f"{where} holds a JSON value that cannot be read ({exc})") from None
 
 
-#: Kernel filesystems no path a user's file names may lead into, symbolic links resolved.
+#: Kernel filesystems no path a user's file names may lead into, symbolic links resolved
+#: (``/dev/shm``, a memory-backed folder of ordinary files, excepted).
 SYSTEM_DIRS: tuple[str, ...] = ("/proc", "/sys", "/dev")
+_SHARED_MEMORY_DIR = "/dev/shm"
 
 
 def path_inside(
@@ -291,7 +293,8 @@ def path_inside(
 
     As written it must stay inside ``root``: relative, no ``..`` leading out, no drive or
     URL. A symbolic link inside ``root`` may lead elsewhere (a dataset links the licensed
-    meshes it was prepared from), but never into :data:`SYSTEM_DIRS`.
+    meshes it was prepared from), but never into :data:`SYSTEM_DIRS` (``/dev/shm``
+    excepted).
 
     Args:
         root: the folder the file belongs to (a dataset's folder).
@@ -322,7 +325,8 @@ def path_inside(
     if target != base and base not in target.parents:
         raise FileContentError(f"{where}: the path {text} leaves {base}; allowed: inside it")
     real = os.path.realpath(target)
-    if any(real == d or real.startswith(d + os.sep) for d in SYSTEM_DIRS):
+    inside = [d for d in SYSTEM_DIRS if real == d or real.startswith(d + os.sep)]
+    if inside and not real.startswith(_SHARED_MEMORY_DIR + os.sep):
         raise FileContentError(
             f"{where}: the path {text} leads into {real} (symbolic links resolved); allowed: "
             f"files outside {', '.join(SYSTEM_DIRS)}"

@@ -556,10 +556,10 @@ def _check_motion(weights: Path | None, release: Path | None) -> dict[str, Any]:
 
 
 def _check_motion_payloads(weights: Path, release: Path | None) -> None:
-    """Beyond the hashes: every weight file unpickled weights-only and checked against the
-    manifest's architecture (schema, tensor names, shapes, dtypes, finiteness), one at a
-    time, and the seed state read and checked, before any episode runs (torch; no model
-    is built)."""
+    """Beyond the hashes (just checked by :func:`check_weights`): every weight file
+    unpickled weights-only and checked against the manifest's architecture (schema, tensor
+    names, shapes, dtypes, finiteness), one at a time, and the seed state read and checked,
+    before any episode runs (torch; no model is built)."""
     from humanclaw_gym.motion.paper.generator import _load_seed_state
     from humanclaw_gym.motion.paper.manifest import (
         PaperWeightsError,
@@ -570,7 +570,7 @@ def _check_motion_payloads(weights: Path, release: Path | None) -> None:
 
     try:
         sources = resolve_sources(weights, None, None, release)
-        check_payloads(read_manifest(sources.manifest), sources.weights_dir)
+        check_payloads(read_manifest(sources.manifest), sources.weights_dir, hashed=True)
         if sources.seed_state is not None:
             _load_seed_state(None, sources.seed_state)
     except PaperWeightsError as exc:

@@ -139,21 +139,21 @@ def test_num_threads_is_bounded_before_torch_sees_it(tmp_path: Path) -> None:
         BackendConfig(motion="paper", motion_options=options).check()
 
 
-def test_cli_num_threads_is_refused_in_one_line(tmp_path: Path) -> None:
-    manifest = tmp_path / "m.json"
-    manifest.write_text(json.dumps(manifest_dict()))
-    (tmp_path / "w").mkdir()
+def test_cli_rollout_refuses_threads_and_nested_manifests(tmp_path: Path, release: Path) -> None:
+    """``humanclaw rollout --motion paper``: ``num_threads=100000`` crashed torch in the
+    episode, a deeply nested manifest gave a RecursionError traceback; both are one line,
+    exit 2, nothing written."""
     out = tmp_path / "out"
     done = _cli(
         "rollout",
         "--motion",
         "paper",
-        "--motion-weights",
-        str(tmp_path / "w"),
-        "--motion-option",
-        f"manifest={manifest}",
+        "--release",
+        str(release),
         "--motion-option",
         "num_threads=100000",
+        "--max-steps",
+        "2",
         "--output",
         str(out),
         cwd=tmp_path,
@@ -162,6 +162,23 @@ def test_cli_num_threads_is_refused_in_one_line(tmp_path: Path) -> None:
     _one_line(done.stderr)
     assert "num_threads=100000 is invalid" in done.stderr
     assert not out.exists()
+    manifest = tmp_path / "m.json"
+    manifest.write_text('{"schema": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    done = _cli(
+        "rollout",
+        "--motion",
+        "paper",
+        "--release",
+        str(release),
+        "--motion-option",
+        f"manifest={manifest}",
+        "--output",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    _one_line(done.stderr)
+    assert "nested too deeply" in done.stderr and not out.exists()
 
 
 def test_doctor_reports_a_hostile_manifest_in_one_line(tmp_path: Path) -> None:

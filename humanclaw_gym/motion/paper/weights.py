@@ -246,16 +246,24 @@ def check_sizes(manifest: WeightManifest) -> None:
             )
 
 
-def check_payloads(manifest: WeightManifest, weights_dir: Path) -> None:
+def check_payloads(manifest: WeightManifest, weights_dir: Path, *, hashed: bool = False) -> None:
     """Steps 1-3 of the module docstring for every file, one at a time, without building
     a model: sizes against the architecture, size and SHA-256, weights-only unpickling,
-    schema, tensor names, shapes, dtypes and finiteness. Nothing is kept.
+    schema, tensor names, shapes, dtypes and finiteness. Nothing is kept; at most one
+    file's tensors are in memory at a time.
+
+    Args:
+        manifest: the validated manifest.
+        weights_dir: the weights directory.
+        hashed: the caller has just checked every file's size and SHA-256
+            (:func:`~.manifest.verify_files`): they are not read a second time for it.
 
     Raises:
         PaperWeightsError: the first file at fault, naming it and its skill.
     """
     check_sizes(manifest)
-    paths = verify_files(manifest, Path(weights_dir))
+    root = Path(weights_dir)
+    paths = [root / p.path for p in manifest.files()] if hashed else verify_files(manifest, root)
     for pinned, path in zip(manifest.files(), paths, strict=True):
         schema = BASE_PAYLOAD_SCHEMA if pinned.skill == "base" else CONTROL_PAYLOAD_SCHEMA
         state = _payload(path, schema, pinned.skill)

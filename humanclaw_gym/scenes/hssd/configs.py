@@ -23,8 +23,8 @@ field raises :class:`SceneDatasetError` naming the file, the field and what refe
 Every path a config names (a ``paths`` folder or glob, ``render_asset``,
 ``collision_asset``, the lexicon) must stay inside the dataset folder as written
 (:func:`humanclaw_gym.fileio.path_inside`: a symbolic link inside it may lead to the
-licensed meshes, never into /proc, /sys or /dev); counts, coordinates, scales and masses
-are bounded by :data:`DATASET_LIMITS`.
+licensed meshes, never into /proc, /sys or /dev other than /dev/shm); counts,
+coordinates, scales and masses are bounded by :data:`DATASET_LIMITS`.
 Template names resolve like Habitat's: a path relative to the dataset folder without the
 config suffix (``"stages/102343992"``) or a bare config name (``"hcbv3r_..._0000_..."``).
 """
