@@ -943,3 +943,19 @@ def test_dataset_paths_stay_inside_the_dataset(tmp_path: Path) -> None:
     shutil.move(str(config.parent / "objects" / "box"), outside)
     os.symlink(outside, config.parent / "objects" / "box")
     assert len(SceneDataset(config).load_scene("home").objects) == 1
+
+
+def test_compressed_geometry_is_named_before_the_structure_check(tmp_path: Path) -> None:
+    """A Draco file's accessors have no buffer view: the refusal still names the extension
+    (and how to decompress), not the accessor."""
+    pytest.importorskip("trimesh")
+    from humanclaw_gym.scenes.meshes import MeshAssetError, load_mesh
+
+    doc, binary = glb_parts()
+    doc["extensionsRequired"] = doc["extensionsUsed"] = ["KHR_draco_mesh_compression"]
+    for accessor in doc["accessors"]:
+        del accessor["bufferView"]
+    path = tmp_path / "draco.glb"
+    path.write_bytes(glb_bytes(doc, binary))
+    with pytest.raises(MeshAssetError, match="uses KHR_draco_mesh_compression .* decompress"):
+        load_mesh(path, use_disk_cache=False)

@@ -581,6 +581,20 @@ class _Gltf:
         self.integer(ref, "texCoord", f"{field}.{key}", 0, 16)
 
 
+def _extension_names(doc: dict[str, Any], name: str, where: str) -> list[str]:
+    """``extensionsUsed`` / ``extensionsRequired``: a list of at most 256 names."""
+    value = doc.get(name, [])
+    if (
+        not isinstance(value, list)
+        or len(value) > 256
+        or not all(isinstance(v, str) and len(v) <= 256 for v in value)
+    ):
+        raise MeshAssetError(
+            f"mesh asset {where}: {name} must be a list of extension names, got {_shown(value)}"
+        )
+    return value
+
+
 def _within(value: Any, low: float, high: float) -> bool:
     """A JSON number (not a bool) in ``[low, high]`` (an integer of any size compares
     exactly; NaN and infinities are refused)."""
@@ -616,13 +630,7 @@ def check_gltf(
     for name in _ARRAYS:
         g.array(name)
     for name in ("extensionsUsed", "extensionsRequired"):
-        value = doc.get(name, [])
-        if (
-            not isinstance(value, list)
-            or len(value) > 256
-            or not all(isinstance(v, str) and len(v) <= 256 for v in value)
-        ):
-            raise g.fail(name, f"must be a list of extension names, got {_shown(value)}")
+        _extension_names(doc, name, where)
     for name in ("asset", "extensions", "extras"):
         if name in doc and not isinstance(doc[name], dict):
             raise g.fail(name, "must be an object")
@@ -995,18 +1003,18 @@ def _parse_glb(data: bytes, name: str, sha: str, frame: tuple[float, ...], where
     from humanclaw_gym.scenes.spec import MeshRef
 
     doc, start, end = _glb_json(data, where)
-    bin_start, bin_length = _bin_chunk(data, end, where)
-    check_gltf(doc, data, bin_start, bin_length, where)
-    required = set(doc.get("extensionsRequired", []) or []) | set(
-        doc.get("extensionsUsed", []) or []
+    required = set(_extension_names(doc, "extensionsRequired", where)) | set(
+        _extension_names(doc, "extensionsUsed", where)
     )
     bad = sorted(required & set(_UNSUPPORTED_EXTENSIONS))
-    if bad:
+    if bad:  # named before the structure check: compressed accessors have no buffer view
         raise MeshAssetError(
             f"mesh asset {where} uses {', '.join(bad)} (compressed geometry), which this "
             "reader does not decode; decompress it first, e.g. "
             "'gltf-transform copy in.glb out.glb'"
         )
+    bin_start, bin_length = _bin_chunk(data, end, where)
+    check_gltf(doc, data, bin_start, bin_length, where)
     problems = _texture_problems(data, doc, end)
     too_large = _texture_too_large(data, doc, bin_start)
     try:
