@@ -666,8 +666,11 @@ def check_gltf(
 
     totals = {"triangles": 0, "vertices": 0}
     mesh_triangles = []
+    quantized = "KHR_mesh_quantization" in _extension_names(doc, "extensionsUsed", where)
     for i, mesh in enumerate(g.array("meshes")):
-        mesh_triangles.append(_check_mesh(g, mesh, i, accessors, views, data, bin_start, totals))
+        mesh_triangles.append(
+            _check_mesh(g, mesh, i, accessors, views, data, bin_start, totals, quantized)
+        )
 
     nodes = g.array("nodes")
     parent = [-1] * len(nodes)
@@ -679,7 +682,7 @@ def check_gltf(
         bound = MESH_LIMITS["transform"]
         g.numbers(node, "matrix", field, 16, bound)
         g.numbers(node, "translation", field, 3, bound)
-        g.numbers(node, "rotation", field, 4, 1.001)
+        g.numbers(node, "rotation", field, 4, bound)
         g.numbers(node, "scale", field, 3, bound)
         children = node.get("children", [])
         if not isinstance(children, list):
@@ -725,8 +728,8 @@ def check_gltf(
         pbr = g.obj(material, "pbrMetallicRoughness", field)
         here = f"{field}.pbrMetallicRoughness"
         g.numbers(pbr, "baseColorFactor", here, 4, 1e6)
-        g.number(pbr, "metallicFactor", here, 0.0, 1.0)
-        g.number(pbr, "roughnessFactor", here, 0.0, 1.0)
+        g.number(pbr, "metallicFactor", here, -1e6, 1e6)  # not drawn: finite is enough
+        g.number(pbr, "roughnessFactor", here, -1e6, 1e6)
         g.texture_ref(pbr, "baseColorTexture", here)
         g.texture_ref(pbr, "metallicRoughnessTexture", here)
         for slot in _TEXTURE_SLOTS:
@@ -737,7 +740,7 @@ def check_gltf(
             raise g.fail(
                 f"{field}.alphaMode", f"={_shown(mode)} is unknown: allowed {_ALPHA_MODES}"
             )
-        g.number(material, "alphaCutoff", field, 0.0, 1.0)
+        g.number(material, "alphaCutoff", field, 0.0, 1e6)
         if not isinstance(material.get("doubleSided", False), bool):
             raise g.fail(f"{field}.doubleSided", "must be true or false")
         g.obj(material, "extensions", field)
@@ -818,6 +821,7 @@ def _check_mesh(
     data: bytes,
     bin_start: int,
     totals: dict[str, int],
+    quantized: bool,
 ) -> int:
     """Check one mesh's primitives; returns its triangles."""
     primitives = mesh.get("primitives")
@@ -836,8 +840,13 @@ def _check_mesh(
         for name in attributes:
             g.index(attributes, name, f"{field}.attributes", "accessors")
         position = accessors[attributes["POSITION"]]
-        if position.get("type") != "VEC3" or position.get("componentType") != 5126:
-            raise g.fail(f"{field}.attributes.POSITION", "must be a VEC3 float accessor")
+        if position.get("type") != "VEC3" or (
+            position.get("componentType") != 5126 and not quantized
+        ):
+            raise g.fail(
+                f"{field}.attributes.POSITION",
+                "must be a VEC3 float accessor (other types with KHR_mesh_quantization only)",
+            )
         vertices = int(position["count"])
         for name, index in attributes.items():
             if int(accessors[index]["count"]) != vertices:

@@ -69,7 +69,7 @@ TRANSLATION_ORIGINS: tuple[str, ...] = ("asset_local", "com")
 #: Largest scene dataset JSON file read (configs, scene instances), in bytes.
 MAX_CONFIG_BYTES = 64 << 20
 #: Bounds of a scene dataset (the release's HSSD: at most 1,042 object instances in a
-#: scene, about 29,000 configs, homes within 120 m of the origin): object instances of one
+#: scene, 14,537 object configs, episodes within 112 m of the origin): object instances of one
 #: scene; config files a dataset config's ``paths`` may index, and the folders its globs
 #: may match; |translation| and |coordinate| of anything placed in a scene (metres); each
 #: scale factor (config scale times ``units_to_meters`` times instance scale); an object's

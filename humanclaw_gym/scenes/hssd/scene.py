@@ -271,19 +271,17 @@ def build_scene(index: DatasetIndex, instance: SceneInstance) -> SceneSpec:
         position = np.asarray(instance.stage_translation) + np.asarray(stage_cfg.origin)
         stage = _placed(
             where,
-            lambda: SceneObject(
-                object_id=STAGE_OBJECT_ID,
-                name="stage",
-                category="stage",
-                position=tuple(position),  # type: ignore[arg-type]
-                yaw_rad=0.0,
-                parts=(part,),
-                source=ObjectSource(
-                    template=instance.stage_template or "",
-                    semantic_id=stage_cfg.semantic_id,
-                    friction=stage_cfg.friction,
-                    restitution=stage_cfg.restitution,
-                ),
+            object_id=STAGE_OBJECT_ID,
+            name="stage",
+            category="stage",
+            position=tuple(position),
+            yaw_rad=0.0,
+            parts=(part,),
+            source=ObjectSource(
+                template=instance.stage_template or "",
+                semantic_id=stage_cfg.semantic_id,
+                friction=stage_cfg.friction,
+                restitution=stage_cfg.restitution,
             ),
         )
         objects.append(stage)
@@ -311,24 +309,20 @@ def build_scene(index: DatasetIndex, instance: SceneInstance) -> SceneSpec:
         dynamic = inst.motion_type == "DYNAMIC"
         obj = _placed(
             where,
-            lambda inst=inst, cfg=cfg, yaw=yaw, part=part, category=category, dynamic=dynamic: (
-                SceneObject(
-                    object_id=inst.index + 2,
-                    name=f"{category}_{inst.index}",
-                    category=category,
-                    position=inst.translation,
-                    yaw_rad=yaw,
-                    parts=(part,),
-                    dynamic=dynamic,
-                    mass_kg=cfg.mass_kg if dynamic else 0.0,
-                    source=ObjectSource(
-                        template=inst.template,
-                        index=inst.index,
-                        semantic_id=cfg.semantic_id,
-                        friction=cfg.friction,
-                        restitution=cfg.restitution,
-                    ),
-                )
+            object_id=inst.index + 2,
+            name=f"{category}_{inst.index}",
+            category=category,
+            position=inst.translation,
+            yaw_rad=yaw,
+            parts=(part,),
+            dynamic=dynamic,
+            mass_kg=cfg.mass_kg if dynamic else 0.0,
+            source=ObjectSource(
+                template=inst.template,
+                index=inst.index,
+                semantic_id=cfg.semantic_id,
+                friction=cfg.friction,
+                restitution=cfg.restitution,
             ),
         )
         if category in SITTABLE_CATEGORIES and not dynamic:
@@ -360,12 +354,12 @@ def build_scene(index: DatasetIndex, instance: SceneInstance) -> SceneSpec:
     )
 
 
-def _placed(where: str, make: Any) -> SceneObject:
-    """``make()``, a scene object, whose world box must lie within
+def _placed(where: str, **fields: Any) -> SceneObject:
+    """``SceneObject(**fields)``, whose world box must lie within
     ``DATASET_LIMITS["coordinate_m"]`` of the origin; a malformed value is a
     :class:`SceneDatasetError` naming ``where``."""
     try:
-        obj = make()
+        obj = SceneObject(**fields)
         lo, hi = obj.aabb()
     except (SceneSpecError, ValueError, FloatingPointError) as exc:
         raise SceneDatasetError(f"{where}: {exc}") from None
