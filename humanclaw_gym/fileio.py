@@ -16,7 +16,8 @@ Reading a file a user hands in (episodes, configs, subsets) goes through
 files (a FIFO or device where a file is expected would block or never end), at most a
 stated number of bytes before and after decompression (a gzip bomb is refused, not
 inflated), and JSON whose nesting or numbers the interpreter cannot take is a
-:class:`FileContentError`, not a ``RecursionError``.
+:class:`FileContentError`, not a ``RecursionError``. A path that a user's file names
+relative to its folder goes through :func:`path_inside`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ __all__ = [
     "atomic_path",
     "gunzip_limited",
     "loads_json",
+    "SYSTEM_DIRS",
+    "path_inside",
     "read_bytes_limited",
     "json_default",
     "write_json_record",
@@ -272,3 +275,60 @@ def loads_json(data: bytes | str, where: str = "<memory>") -> Any:
         ) from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
         raise FileContentError(f"{where} holds a JSON value that cannot be read ({exc})") from None
+
+
+#: Kernel filesystems no path a user's file names may lead into, symbolic links resolved
+#: (``/dev/shm``, a memory-backed folder of ordinary files, excepted).
+SYSTEM_DIRS: tuple[str, ...] = ("/proc", "/sys", "/dev")
+_SHARED_MEMORY_DIR = "/dev/shm"
+
+
+def path_inside(
+    root: str | os.PathLike[str],
+    relative: Any,
+    where: str,
+    base: str | os.PathLike[str] | None = None,
+) -> Path:
+    """``base / relative`` for a path a user's file names (a mesh, a config folder, a glob).
+
+    As written it must stay inside ``root``: relative, no ``..`` leading out, no drive or
+    URL. A symbolic link inside ``root`` may lead elsewhere (a dataset links the licensed
+    meshes it was prepared from), but never into :data:`SYSTEM_DIRS` (``/dev/shm``
+    excepted).
+
+    Args:
+        root: the folder the file belongs to (a dataset's folder).
+        relative: the path as the file gives it.
+        where: the file and field, for messages.
+        base: the folder ``relative`` is relative to (default ``root``; e.g. the folder of
+            the config file naming it), inside ``root``.
+
+    Returns:
+        The path, absolute and normalised (symbolic links kept).
+
+    Raises:
+        FileContentError: naming ``where``, the path and what is allowed.
+    """
+    relative_to = base
+    base = Path(os.path.abspath(root))
+    text = repr(relative)
+    if len(text) > 120:
+        text = f"{text[:100]}... ({len(text)} characters)"
+    if not isinstance(relative, str) or not relative or "\0" in relative:
+        raise FileContentError(f"{where}: the path {text} is not a file path")
+    if os.path.isabs(relative) or "://" in relative or relative.startswith("~"):
+        raise FileContentError(
+            f"{where}: the path {text} must be relative to {base} and stay inside it"
+        )
+    start = base if relative_to is None else Path(os.path.abspath(relative_to))
+    target = Path(os.path.normpath(start / relative))
+    if target != base and base not in target.parents:
+        raise FileContentError(f"{where}: the path {text} leaves {base}; allowed: inside it")
+    real = os.path.realpath(target)
+    inside = [d for d in SYSTEM_DIRS if real == d or real.startswith(d + os.sep)]
+    if inside and not real.startswith(_SHARED_MEMORY_DIR + os.sep):
+        raise FileContentError(
+            f"{where}: the path {text} leads into {real} (symbolic links resolved); allowed: "
+            f"files outside {', '.join(SYSTEM_DIRS)}"
+        )
+    return target

@@ -99,7 +99,8 @@ class ProfileError(ValueError):
 
     def __init__(self, profile: str, problems: list[tuple[str, str]]) -> None:
         self.parts = tuple(part for part, _ in problems)
-        listed = "; ".join(f"{part}: {text}" for part, text in problems)
+        # one line whatever a part's message holds (an unpickler's error spans lines)
+        listed = "; ".join(f"{part}: {' '.join(str(text).split())}" for part, text in problems)
         super().__init__(
             f"profile {profile!r} cannot run, {len(problems)} part(s) missing or wrong: {listed}"
         )
@@ -506,6 +507,10 @@ def resolve_profile(
                 "pybullet",
             )
         )
+    elif body is not None and physics_options:
+        problem = _check_physics_values(physics, body, physics_options)
+        if problem is not None:
+            problems.append(("physics profile", problem))
 
     # -- scenes ----------------------------------------------------------------------------
     dataset = Path(scene_dataset).expanduser() if scene_dataset is not None else (
@@ -609,6 +614,27 @@ class _Missing(Exception):
     """One missing or wrong part (the message names it and where it comes from)."""
 
 
+def _check_physics_values(physics: str, body: Any, options: Mapping[str, Any]) -> str | None:
+    """The profile's physics values checked by the backend itself, before any episode
+    runs: the backend is constructed with them and the body (nothing is built: no engine,
+    no scene) and dropped. Returns the backend's one-line refusal, or None.
+
+    The release's files give the values (friction, PJSC gains, root gravity); a value the
+    backend refuses (a friction of -3, a gain of 1e300) would otherwise fail every episode.
+    """
+    from humanclaw_gym.backends import registry
+
+    factory = registry.entry("physics", physics).load()
+    try:
+        backend = factory(body_asset=str(body.path), **dict(options))
+    except (TypeError, ValueError) as exc:
+        return f"{PAPER_CONFIG} physics: {' '.join(str(exc).split())[:300]} ({physics} backend)"
+    close = getattr(backend, "close", None)
+    if callable(close):
+        close()
+    return None
+
+
 def _check_motion(weights: Path | None, release: Path | None) -> dict[str, Any]:
     """The paper motion's weights and files: present and verified; its record."""
     from humanclaw_gym.backends import registry
@@ -638,9 +664,36 @@ def _check_motion(weights: Path | None, release: Path | None) -> dict[str, Any]:
             "where to get them; --motion-weights DIR)"
         )
     try:
-        return dict(weights_record(weights_dir=weights, release_dir=release))
+        record = dict(weights_record(weights_dir=weights, release_dir=release))
     except ValueError as exc:
         raise _Missing(f"{exc} (the release's resources/seeds/)") from None
+    _check_motion_payloads(weights, release)
+    return record
+
+
+def _check_motion_payloads(weights: Path, release: Path | None) -> None:
+    """Beyond the hashes (just checked by :func:`check_weights`): every weight file
+    unpickled weights-only and checked against the manifest's architecture (schema, tensor
+    names, shapes, dtypes, finiteness), one at a time, and the seed state read and checked,
+    before any episode runs (torch; no model is built)."""
+    from humanclaw_gym.motion.paper.generator import _load_seed_state
+    from humanclaw_gym.motion.paper.manifest import (
+        PaperWeightsError,
+        read_manifest,
+        resolve_sources,
+    )
+    from humanclaw_gym.motion.paper.weights import check_payloads
+
+    try:
+        sources = resolve_sources(weights, None, None, release)
+        check_payloads(read_manifest(sources.manifest), sources.weights_dir, hashed=True)
+        if sources.seed_state is not None:
+            _load_seed_state(None, sources.seed_state)
+    except PaperWeightsError as exc:
+        raise _Missing(
+            f"{' '.join(str(exc).split())[:400]} (the weights and the seed state must be the "
+            "files the release's manifest describes)"
+        ) from None
 
 
 def _check_scenes(dataset: Path | None, episodes: list[Any], defaulted: bool) -> dict[str, Any]:

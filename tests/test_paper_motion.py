@@ -295,7 +295,8 @@ def test_payload_schema_tensors_dtypes_and_nan_are_checked(copy_of) -> None:
 def test_a_non_weights_pickle_is_refused_unread(copy_of) -> None:
     root = copy_of()
     path = root / "weights/paper_fullval_v1/base/motion_dit.pt"
-    torch.save({"schema": "humanclaw_motion_dit_state_v1", "state_dict": {}, "x": object()}, path)
+    payload = torch.load(path, weights_only=True)  # the right size: only the pickle is wrong
+    torch.save({**payload, "x": object()}, path)
     _repin(root, "base")
     with pytest.raises(PaperWeightsError, match="base MotionDiT.*weights-only"):
         PaperMotion(release_dir=root)

@@ -19,12 +19,15 @@ does (see :class:`BodyAsset`). :meth:`BodyAsset.body_model` is the
 URDF itself; MuJoCo gets the same meshes, masses and inertias in generated MJCF).
 
 Everything is checked, each failure one line naming the file: malformed or oversized XML,
-XML entity or DOCTYPE declarations, a mesh file outside the folder (``..``, absolute paths,
-URLs, symbolic links leading out), missing or oversized files, non-finite numbers,
-non-positive masses, inertias that are not positive definite, joints other than
-``spherical``, rotated joint or inertial frames, a link tree with several roots, cycles or
-children listed before their parent, and a driven link whose parent is not its frame
-joint's parent.
+XML entity or DOCTYPE declarations in any encoding (the URDF is parsed with ``defusedxml``),
+elements nested deeper than a URDF nests them, a mesh file outside the folder (``..``,
+absolute paths, URLs, symbolic links leading out), missing or oversized files, more mesh
+elements or triangles in all than :data:`BODY_ASSET_LIMITS` allows (a mesh named by many
+elements counts each time: each is a transformed copy), non-finite numbers, coordinates of
+placed meshes and origins beyond 100 m, non-positive or huge masses, inertias that are not
+positive definite, joints other than ``spherical``, rotated joint or inertial frames, a
+link tree with several roots, cycles or children listed before their parent, and a driven
+link whose parent is not its frame joint's parent.
 
 Frames: the link frame is the joint frame (origin at the joint centre, axes of the body
 frame at rest: Y up, Z forward, X left), as in :mod:`humanclaw_gym.body.model`. The 75-D
@@ -37,6 +40,7 @@ is held at its rest rotation, as the release holds them. The root link must be
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 import os
 import re
@@ -60,7 +64,11 @@ __all__ = [
     "release_body_group",
 ]
 
-#: Size limits of a body folder's files, bytes (a larger file is refused before reading).
+#: Limits of a body folder: file sizes in bytes (a larger file is refused before it is
+#: read), links, the depth of the URDF's element tree, triangles of one STL file, and in
+#: all the ``<collision>`` / ``<visual>`` meshes and their triangles (each element is a
+#: transformed copy of its file, so a file named many times counts many times). The
+#: release's bodies: 55 links, depth 5, 110 mesh elements, 17,604 triangles in all.
 BODY_ASSET_LIMITS: dict[str, int] = {
     "urdf_bytes": 4 << 20,
     "mesh_bytes": 32 << 20,
@@ -68,15 +76,25 @@ BODY_ASSET_LIMITS: dict[str, int] = {
     "shift_bytes": 1 << 20,
     "metadata_bytes": 1 << 20,
     "links": 512,
+    "urdf_depth": 16,
     "mesh_triangles": 500_000,
+    "mesh_elements": 2048,
+    "total_triangles": 2_000_000,
 }
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 _ROOT_LINK = "pelvis"
 _SHIFT_FILE = "shift.npy"
 _METADATA_FILE = "metadata.json"
-#: Largest |coordinate| accepted in a mesh or an origin, metres (a body fits in 100 m).
+#: Largest |coordinate| accepted in a mesh (as placed in its link frame, scale applied)
+#: or an origin, metres (a body fits in 100 m).
 _MAX_COORD_M = 100.0
+#: Range of each ``<mesh scale>`` factor.
+_SCALE_RANGE = (1e-6, 1e3)
+#: Largest link mass (kg), inertia entry (kg m^2) and lateral friction accepted.
+_MAX_MASS_KG = 1e4
+_MAX_INERTIA = 1e4
+_MAX_FRICTION = 100.0
 _ZERO_RPY_TOL = 1e-9
 
 
@@ -471,17 +489,17 @@ def _mesh_file(
         raise _fail(urdf, f"{what} mesh has no filename")
     if "://" in filename or filename.startswith(("/", "\\")) or "\\" in filename or ":" in filename:
         raise _fail(
-            urdf, f"{what} mesh filename {filename!r} must be a relative path inside the folder"
+            urdf, f"{what} mesh filename {_q(filename)} must be a relative path inside the folder"
         )
     rel = Path(filename)
     if any(part in ("..", "") for part in rel.parts) or rel.is_absolute():
-        raise _fail(urdf, f"{what} mesh filename {filename!r} leaves the body folder")
+        raise _fail(urdf, f"{what} mesh filename {_q(filename)} leaves the body folder")
     if rel.suffix.lower() != ".stl":
-        raise _fail(urdf, f"{what} mesh {filename!r}: only STL meshes are read (.stl)")
+        raise _fail(urdf, f"{what} mesh {_q(filename)}: only STL meshes are read (.stl)")
     target = folder / rel
     real = Path(os.path.realpath(target))
     if real_folder not in real.parents:
-        raise _fail(urdf, f"{what} mesh {filename!r} resolves outside the body folder")
+        raise _fail(urdf, f"{what} mesh {_q(filename)} resolves outside the body folder")
     return target, rel.as_posix()
 
 
@@ -552,30 +570,52 @@ def _geometry(
     urdf: Path,
     what: str,
     meshes: dict[str, tuple[bytes, np.ndarray, np.ndarray]],
-    budget: list[int],
+    budget: dict[str, int],
 ) -> MeshPart:
     geom = elem.find("geometry")
     if geom is None or len(geom) != 1:
         raise _fail(urdf, f"{what} must hold one <geometry> with one shape")
     shape = geom[0]
     if shape.tag != "mesh":
-        raise _fail(urdf, f"{what} geometry <{shape.tag}> is not supported (meshes only)")
+        raise _fail(urdf, f"{what} geometry <{_clip(shape.tag)}> is not supported (meshes only)")
+    budget["elements"] += 1
+    if budget["elements"] > BODY_ASSET_LIMITS["mesh_elements"]:
+        raise _fail(
+            urdf,
+            f"{what}: more than {BODY_ASSET_LIMITS['mesh_elements']} <collision> / <visual> "
+            "meshes in all; refused",
+        )
     target, rel = _mesh_file(folder, real_folder, shape.get("filename"), urdf, what)
     if rel not in meshes:
         data = _read_capped(target, BODY_ASSET_LIMITS["mesh_bytes"], "mesh file")
-        budget[0] += len(data)
-        if budget[0] > BODY_ASSET_LIMITS["total_mesh_bytes"]:
+        budget["bytes"] += len(data)
+        if budget["bytes"] > BODY_ASSET_LIMITS["total_mesh_bytes"]:
             raise _fail(
                 target, f"meshes exceed {BODY_ASSET_LIMITS['total_mesh_bytes']} bytes in all"
             )
         verts, faces = _read_stl(data, target)
         meshes[rel] = (data, verts, faces)
     _, verts, faces = meshes[rel]
+    budget["triangles"] += len(faces)
+    if budget["triangles"] > BODY_ASSET_LIMITS["total_triangles"]:
+        raise _fail(
+            urdf,
+            f"{what} mesh {_q(rel)}: the <collision> / <visual> meshes hold more than "
+            f"{BODY_ASSET_LIMITS['total_triangles']} triangles in all (each element counts "
+            "its file's triangles); refused",
+        )
     scale = _floats(shape.get("scale"), 3, urdf, f"{what} mesh scale", "1 1 1")
-    if not np.all(scale > 0):
-        raise _fail(urdf, f"{what} mesh scale {scale.tolist()} must be positive")
+    low, high = _SCALE_RANGE
+    if not np.all((scale >= low) & (scale <= high)):
+        raise _fail(urdf, f"{what} mesh scale {scale.tolist()} must be in [{low}, {high}]")
     xyz, rpy = _origin(elem, urdf, what)
     placed = (verts * scale) @ _rpy_matrix(rpy).T + xyz
+    if np.abs(placed).max() > _MAX_COORD_M:
+        raise _fail(
+            urdf,
+            f"{what} mesh {_q(rel)} (scale {scale.tolist()}) reaches "
+            f"{float(np.abs(placed).max()):.3g} m from its link: allowed at most {_MAX_COORD_M} m",
+        )
     placed.setflags(write=False)
     f = np.ascontiguousarray(faces, dtype=np.int32)
     f.setflags(write=False)
@@ -598,8 +638,8 @@ def _inertial(
     mass = _floats(
         None if mass_node is None else mass_node.get("value"), 1, urdf, f"link {name!r} mass"
     )[0]
-    if not mass > 0:
-        raise _fail(urdf, f"link {name!r} mass {mass} must be > 0")
+    if not 0 < mass <= _MAX_MASS_KG:
+        raise _fail(urdf, f"link {name!r} mass {mass} must be > 0 and at most {_MAX_MASS_KG} kg")
     inertia_node = node.find("inertia")
     if inertia_node is None:
         raise _fail(urdf, f"link {name!r} has no <inertia>")
@@ -607,6 +647,10 @@ def _inertial(
     values = np.array(
         [_floats(inertia_node.get(k), 1, urdf, f"link {name!r} inertia {k}", "0")[0] for k in keys]
     )
+    if np.abs(values).max() > _MAX_INERTIA:
+        raise _fail(
+            urdf, f"link {name!r} inertia {values.tolist()}: allowed entries within ±{_MAX_INERTIA}"
+        )
     ixx, iyy, izz, ixy, ixz, iyz = values
     tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
     eig = np.linalg.eigvalsh(tensor)
@@ -628,15 +672,49 @@ def _inertial(
 
 
 def _parse_urdf(data: bytes, urdf: Path) -> ET.Element:
-    if re.search(rb"<!\s*(DOCTYPE|ENTITY)", data, re.IGNORECASE):
-        raise _fail(urdf, "XML DOCTYPE or ENTITY declarations are not accepted")
+    """The URDF's element tree, parsed with ``defusedxml`` (DOCTYPE, entity and external
+    references refused whatever the encoding: UTF-8, UTF-16, ...), its depth checked while
+    it is read."""
+    import defusedxml
+    from defusedxml.ElementTree import iterparse
+
+    limit = BODY_ASSET_LIMITS["urdf_depth"]
+    depth = 0
+    root: ET.Element | None = None
     try:
-        root = ET.fromstring(data)
+        for event, elem in iterparse(
+            io.BytesIO(data), events=("start", "end"), forbid_dtd=True, forbid_entities=True
+        ):
+            if event == "end":
+                depth -= 1
+                continue
+            depth += 1
+            if root is None:
+                root = elem
+            if depth > limit:
+                raise _fail(
+                    urdf,
+                    f"elements nested {depth} deep (<{_clip(elem.tag)}>): allowed at most {limit} "
+                    "levels (a URDF nests 5)",
+                )
+    except defusedxml.DefusedXmlException:
+        raise _fail(urdf, "XML DOCTYPE or ENTITY declarations are not accepted") from None
     except ET.ParseError as exc:
         raise _fail(urdf, f"malformed XML ({exc})") from None
+    if root is None:  # pragma: no cover - expat refuses a document without an element
+        raise _fail(urdf, "malformed XML (no element)")
     if root.tag != "robot":
-        raise _fail(urdf, f"root element is <{root.tag}>, expected <robot>")
+        raise _fail(urdf, f"root element is <{_clip(root.tag)}>, expected <robot>")
     return root
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+def _q(value: Any) -> str:
+    """``repr`` of a name taken from the file, clipped for a message."""
+    return repr(_clip(value, 64)) if isinstance(value, str) else repr(value)
 
 
 def _find_urdf(path: Path) -> tuple[Path, Path]:
@@ -701,32 +779,35 @@ def load_body_asset(path: str | os.PathLike[str]) -> BodyAsset:
     for joint in root.findall("joint"):
         jname = joint.get("name") or ""
         if jname in seen_joints:
-            raise _fail(urdf, f"joint {jname!r} is defined twice")
+            raise _fail(urdf, f"joint {_q(jname)} is defined twice")
         seen_joints.add(jname)
         jtype = joint.get("type")
         if jtype != "spherical":
             raise _fail(
-                urdf, f"joint {jname!r} has type {jtype!r}; only 'spherical' joints are supported"
+                urdf,
+                f"joint {_q(jname)} has type {_q(jtype)}; only 'spherical' joints are supported",
             )
         parent_node, child_node = joint.find("parent"), joint.find("child")
         parent = None if parent_node is None else parent_node.get("link")
         child = None if child_node is None else child_node.get("link")
         if parent not in index or child not in index:
-            raise _fail(urdf, f"joint {jname!r} connects unknown links {parent!r} -> {child!r}")
+            raise _fail(
+                urdf, f"joint {_q(jname)} connects unknown links {_q(parent)} -> {_q(child)}"
+            )
         c, p = index[child], index[parent]
         if parents[c] != -1:
-            raise _fail(urdf, f"link {child!r} has two parent joints")
+            raise _fail(urdf, f"link {_q(child)} has two parent joints")
         if p >= c:
             raise _fail(
                 urdf,
-                f"link {child!r} is listed before (or is) its parent {parent!r}; links must be "
+                f"link {_q(child)} is listed before (or is) its parent {_q(parent)}; links must be "
                 "listed parents first, the root first",
             )
-        xyz, rpy = _origin(joint, urdf, f"joint {jname!r}")
+        xyz, rpy = _origin(joint, urdf, f"joint {_q(jname)}")
         if np.abs(rpy).max() > _ZERO_RPY_TOL:
             raise _fail(
                 urdf,
-                f"joint {jname!r} origin rpy {rpy.tolist()} must be 0 0 0 (link frames are joint frames)",
+                f"joint {_q(jname)} origin rpy {rpy.tolist()} must be 0 0 0 (link frames are joint frames)",
             )
         parents[c] = p
         offsets[c] = xyz
@@ -757,7 +838,7 @@ def load_body_asset(path: str | os.PathLike[str]) -> BodyAsset:
     inertias = np.zeros((len(names), 6))
     coms = np.zeros((len(names), 3))
     meshes: dict[str, tuple[bytes, np.ndarray, np.ndarray]] = {}
-    budget = [0]
+    budget = {"bytes": 0, "elements": 0, "triangles": 0}
     collision: list[tuple[MeshPart, ...]] = []
     visual: list[tuple[MeshPart, ...]] = []
     defaulted: list[str] = []
@@ -774,8 +855,10 @@ def load_body_asset(path: str | os.PathLike[str]) -> BodyAsset:
             frictions.append(None)
         else:
             value = _floats(friction.get("value"), 1, urdf, f"link {name!r} lateral_friction")[0]
-            if value < 0:
-                raise _fail(urdf, f"link {name!r} lateral_friction {value} must be >= 0")
+            if not 0 <= value <= _MAX_FRICTION:
+                raise _fail(
+                    urdf, f"link {name!r} lateral_friction {value} must be in [0, {_MAX_FRICTION}]"
+                )
             frictions.append(float(value))
         collision.append(
             tuple(
@@ -852,6 +935,8 @@ def _read_shift(data: bytes, path: Path, links: int) -> np.ndarray:
     out = array.astype(np.float64)
     if not np.all(np.isfinite(out)):
         raise _fail(path, "holds a non-finite value")
+    if np.abs(out).max(initial=0.0) > _MAX_COORD_M:
+        raise _fail(path, f"holds an offset beyond {_MAX_COORD_M} m")
     return out
 
 
@@ -870,8 +955,11 @@ def _read_metadata(data: bytes, path: Path, links: dict[str, int]) -> dict[str, 
             raise _fail(path, "hand_merge must be an object")
         for key, items in merge.items():
             if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-                raise _fail(path, f"hand_merge[{key!r}] must be a list of link names")
+                raise _fail(path, f"hand_merge[{_q(key)}] must be a list of link names")
             unknown = [i for i in items if i not in links]
             if unknown:
-                raise _fail(path, f"hand_merge[{key!r}] names links the URDF lacks: {unknown[:5]}")
+                raise _fail(
+                    path,
+                    f"hand_merge[{_q(key)}] names links the URDF lacks: {[_clip(u) for u in unknown[:5]]}",
+                )
     return value

@@ -37,6 +37,7 @@ from humanclaw_gym.episodes.schema import (
     DEFAULT_MAX_STEPS,
     EPISODE_SCHEMA,
     EPISODE_SCHEMAS_READ,
+    MAX_COORD_M,
     Episode,
     EpisodeFormatError,
     EpisodeInfo,
@@ -198,7 +199,7 @@ def episodes_from_document(doc: Any, where: str | os.PathLike[str] = "<memory>")
         return episodes_from_habitat(doc, where)
     if schema not in EPISODE_SCHEMAS_READ:
         raise EpisodeFormatError(
-            f"{where}: field 'schema' must be one of {EPISODE_SCHEMAS_READ} (or absent for a Habitat ObjectNav shard), got {schema!r}"
+            f"{where}: field 'schema' must be one of {EPISODE_SCHEMAS_READ} (or absent for a Habitat ObjectNav shard), got {shown_id(schema)}"
         )
     raw = doc.get("episodes")
     if not isinstance(raw, list):
@@ -272,7 +273,7 @@ def _habitat_goal(g: Any, category: str, where: str) -> Goal:
     oid = g.get("object_id")
     if oid is None:
         raise EpisodeFormatError(f"{where} is missing field 'object_id'")
-    if isinstance(oid, str) and re.fullmatch(r"-?\d+", oid):
+    if isinstance(oid, str) and len(oid) <= 18 and re.fullmatch(r"-?\d+", oid):
         oid = int(oid)
     name = g.get("object_name")
     try:
@@ -331,6 +332,10 @@ def episodes_from_habitat(
         scene_id = _short_scene_id(scene_path)
         raw_cat = ep.get("object_category")
         inline = ep.get("goals") or []
+        if not isinstance(inline, list):
+            raise EpisodeFormatError(
+                f"{here}: field 'goals' must be a list, got {type(inline).__name__}"
+            )
         if raw_cat is None and inline and isinstance(inline[0], Mapping):
             raw_cat = inline[0].get("object_category")
         if not isinstance(raw_cat, str) or not raw_cat:
@@ -342,7 +347,13 @@ def episodes_from_habitat(
         goals_raw = next((by_cat[k] for k in keys if by_cat.get(k)), None) or inline
         if not goals_raw:
             raise EpisodeFormatError(
-                f"{here}: no goals (neither goals_by_category[{keys[0]!r}] nor inline 'goals')"
+                f"{here}: no goals (neither goals_by_category[{shown_id(keys[0])}] nor inline "
+                "'goals')"
+            )
+        if not isinstance(goals_raw, list):
+            raise EpisodeFormatError(
+                f"{here}: the goals (goals_by_category[{shown_id(keys[0])}] or inline 'goals') "
+                f"must be a list, got {type(goals_raw).__name__}"
             )
         goals = tuple(
             _habitat_goal(g, category, f"{here} goals[{j}]") for j, g in enumerate(goals_raw)
@@ -354,16 +365,28 @@ def episodes_from_habitat(
                 yaw = habitat_quat_to_yaw(ep["start_rotation"])
         except (TypeError, ValueError) as exc:
             field = "init_yaw" if ep.get("init_yaw") is not None else "start_rotation"
-            raise EpisodeFormatError(f"{here}: field {field!r} {ep[field]!r}: {exc}") from None
+            raise EpisodeFormatError(
+                f"{here}: field {field!r} {shown_id(ep[field])}: {exc}"
+            ) from None
         offset = ep.get("init_offset")
         if offset is not None and (
             not isinstance(offset, list)
             or len(offset) != 3
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in offset)
+            or not all(
+                isinstance(v, (int, float))
+                and not isinstance(v, bool)
+                and math.isfinite(v)
+                and abs(v) <= MAX_COORD_M
+                for v in offset
+            )
         ):
             raise EpisodeFormatError(
-                f"{here}: field 'init_offset' must be 3 numbers, got {offset!r}"
+                f"{here}: field 'init_offset' must be 3 numbers within ±{MAX_COORD_M:g} m, got "
+                f"{shown_id(offset)}"
             )
+        max_steps = ep.get("max_steps", DEFAULT_MAX_STEPS)
+        if isinstance(max_steps, float) and max_steps.is_integer():
+            max_steps = int(max_steps)
         eid = str(ep.get("episode_id", i))
         if re.fullmatch(r"\d+", eid):
             eid = f"{scene_id}_{eid}"
@@ -396,7 +419,7 @@ def episodes_from_habitat(
                         difficulty=info_raw.get("difficulty"),
                         closest_goal_object_id=info_raw.get("closest_goal_object_id"),
                     ),
-                    max_steps=int(ep.get("max_steps", DEFAULT_MAX_STEPS)),
+                    max_steps=max_steps,
                     interact=interact,
                     instruction=instruction_for(category, interact, instruction),
                     reference=reference,
@@ -451,7 +474,7 @@ def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
         if not isinstance(index, dict) or index.get("schema") != SPLIT_INDEX_SCHEMA:
             got = index.get("schema") if isinstance(index, dict) else type(index).__name__
             raise EpisodeFormatError(
-                f"{index_path}: field 'schema' must be {SPLIT_INDEX_SCHEMA!r}, got {got!r}"
+                f"{index_path}: field 'schema' must be {SPLIT_INDEX_SCHEMA!r}, got {shown_id(got)}"
             )
         scenes = index.get("scenes")
         if not isinstance(scenes, list):
@@ -498,7 +521,9 @@ def _reference_subset(path: Path, doc: dict[str, Any]) -> tuple[Episode, ...]:
         raise EpisodeFormatError(f"{path}: field 'episodes' must be a non-empty list")
     split = doc.get("split", "val")
     if not isinstance(split, str) or not split:
-        raise EpisodeFormatError(f"{path}: field 'split' must be a split name, got {split!r}")
+        raise EpisodeFormatError(
+            f"{path}: field 'split' must be a split name, got {shown_id(split)}"
+        )
     folder = path.parent / "episodes" / split
     parent: str | Path = folder.resolve() if folder.is_dir() else split
     pool = {ep.episode_id: ep for ep in _load_cached(_resolve(parent))}
@@ -520,7 +545,7 @@ def _reference_subset(path: Path, doc: dict[str, Any]) -> tuple[Episode, ...]:
         cat = row.get("object_category")
         if cat is not None and HABITAT_CATEGORY_ALIASES.get(cat, cat) != ep.object_category:
             raise EpisodeFormatError(
-                f"{path}: episodes[{k}] ({eid!r}) has object_category {cat!r} but the episode's "
+                f"{path}: episodes[{k}] ({shown_id(eid)}) has object_category {shown_id(cat)} but the episode's "
                 f"is {ep.object_category!r}"
             )
         out.append(ep)
@@ -532,7 +557,9 @@ def _reference_subset(path: Path, doc: dict[str, Any]) -> tuple[Episode, ...]:
     _refuse_repeats(path, [ep.episode_id for ep in out])
     count = doc.get("n_episodes")
     if count is not None and count != len(out):
-        raise EpisodeFormatError(f"{path}: n_episodes is {count!r} but {len(out)} are listed")
+        raise EpisodeFormatError(
+            f"{path}: n_episodes is {shown_id(count)} but {len(out)} are listed"
+        )
     return tuple(out)
 
 
@@ -558,7 +585,7 @@ def _load_subset(path: Path) -> tuple[Episode, ...]:
         if doc.get("schema") != SUBSET_SCHEMA:
             raise EpisodeFormatError(
                 f"{path}: field 'schema' must be {SUBSET_SCHEMA!r} or "
-                f"{REFERENCE_SUBSET_SCHEMA!r}, got {doc.get('schema')!r}"
+                f"{REFERENCE_SUBSET_SCHEMA!r}, got {shown_id(doc.get('schema'))}"
             )
         if "episode_ids" not in doc:
             raise EpisodeFormatError(f"{path}: missing field 'episode_ids'")

@@ -14,7 +14,8 @@ view need goals that carry *our* object ids, boxes, seat heights and approach po
 3. else the nearest object of the episode's category within 0.5 m of ``position``.
 
 A goal that matches nothing raises :class:`EpisodeFormatError` naming the episode, the goal
-and the scene. Resolved goals get the object's world box (:meth:`SceneObject.aabb`), its
+and the scene. Before any of that, :func:`check_start` refuses a start that is not in the
+scene: outside its box or off its floors. Resolved goals get the object's world box (:meth:`SceneObject.aabb`), its
 seat height and, for bed / couch / toilet, an approach pose: on the navigation grid of the
 object's floor (:mod:`humanclaw_gym.scenes.meshgrid`), the first free side of the object
 in the order front, left, right, back, at the standard offset in front of that side; the
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -35,8 +37,16 @@ import numpy as np
 from humanclaw_gym.episodes.schema import Episode, EpisodeFormatError, Goal
 from humanclaw_gym.scenes.spec import INTERACT_CATEGORIES, SceneObject, SceneSpec
 
-__all__ = ["approach_pose_on_grid", "needs_resolution", "resolve_episode"]
+__all__ = [
+    "START_MARGIN_M",
+    "approach_pose_on_grid",
+    "check_start",
+    "needs_resolution",
+    "resolve_episode",
+]
 
+#: How far a start may lie outside the scene's box (x, z) and from its floors (y), metres.
+START_MARGIN_M = 0.5
 _MATCH_RADIUS_M = 0.5
 _SNAP_RADIUS_M = 0.3
 _cache: OrderedDict[tuple[str, str, int], Episode] = OrderedDict()
@@ -125,13 +135,64 @@ def approach_pose_on_grid(
     return None
 
 
+def _floor_heights(scene: SceneSpec) -> list[float]:
+    """The scene's floor heights: a dataset scene's measured ``floor_levels_m``, else its
+    rooms' floors (none for a scene that records neither)."""
+    metadata = getattr(scene, "metadata", None)
+    levels = metadata.get("floor_levels_m") if isinstance(metadata, Mapping) else None
+    if isinstance(levels, list) and levels:
+        return [float(v) for v in levels]
+    return sorted({float(room.floor_y) for room in getattr(scene, "rooms", ())})
+
+
+def check_start(episode: Episode, scene: SceneSpec) -> None:
+    """Refuse a start the scene does not hold: ``start_position`` x or z more than
+    :data:`START_MARGIN_M` outside the box of the scene's objects, or y more than that
+    below its lowest floor or above its highest (a scene without floors on record: its
+    box). A scene with neither objects nor rooms is not checked.
+
+    Raises:
+        EpisodeFormatError: naming the episode, the field, the scene and its extent.
+    """
+    x, y, z = episode.start_position
+    where = (
+        f"episode {episode.episode_id!r} start_position [{x:.6g}, {y:.6g}, {z:.6g}] "
+        f"(scene {getattr(scene, 'scene_id', '?')!r})"
+    )
+    m = START_MARGIN_M
+    lo = hi = None
+    if getattr(scene, "objects", ()):  # test doubles of a scene may have none
+        lo, hi = scene.bounds()
+        if not (lo[0] - m <= x <= hi[0] + m and lo[2] - m <= z <= hi[2] + m):
+            raise EpisodeFormatError(
+                f"{where} lies outside the scene: allowed x in [{lo[0] - m:.2f}, "
+                f"{hi[0] + m:.2f}], z in [{lo[2] - m:.2f}, {hi[2] + m:.2f}] (its objects' box "
+                f"and {m} m)"
+            )
+    floors = _floor_heights(scene)
+    if floors:
+        low, high = min(floors) - m, max(floors) + m
+        what = f"its floors ({', '.join(f'{f:.2f}' for f in floors[:6])} m)"
+    elif lo is not None and hi is not None:
+        low, high, what = float(lo[1]) - m, float(hi[1]), "its objects' box"
+    else:
+        return
+    if not low <= y <= high:
+        raise EpisodeFormatError(
+            f"{where} is off the scene's floors: allowed y in [{low:.2f}, {high:.2f}] "
+            f"({what}, {m} m)"
+        )
+
+
 def resolve_episode(episode: Episode, scene: SceneSpec) -> Episode:
     """``episode`` with its goals matched to ``scene``'s objects (see the module
     docstring); episodes of generated scenes (no object sources) come back unchanged.
 
     Raises:
-        EpisodeFormatError: a goal matches no object of the scene.
+        EpisodeFormatError: the start is not in the scene (:func:`check_start`), or a
+            goal matches no object of the scene.
     """
+    check_start(episode, scene)
     if not needs_resolution(scene):
         return episode
     key = (episode.episode_id, scene.scene_id, id(scene))

@@ -37,6 +37,8 @@ __all__ = [
     "DEFAULT_MAX_STEPS",
     "DIFFICULTY_LABELS",
     "EPISODE_SCHEMA",
+    "MAX_COORD_M",
+    "MAX_EPISODE_STEPS",
     "EPISODE_SCHEMAS_READ",
     "INSTRUCTION_TEMPLATES",
     "INSTRUCTION_VERSIONS",
@@ -59,6 +61,14 @@ EPISODE_SCHEMA = "humanclaw_episodes_v2"
 #: ``approach_points``; it reads as None).
 EPISODE_SCHEMAS_READ: tuple[str, ...] = ("humanclaw_episodes_v1", EPISODE_SCHEMA)
 DEFAULT_MAX_STEPS = 100
+#: Most decision steps an episode may ask for.
+MAX_EPISODE_STEPS = 10_000
+#: Largest |coordinate| of a position an episode gives (start, goals, boxes, approach
+#: points), metres: a home fits in 10 km. Where a start lies in its scene is checked when
+#: the episode starts (:func:`humanclaw_gym.episodes.resolve.check_start`).
+MAX_COORD_M = 10_000.0
+#: Longest instruction text an episode may carry.
+MAX_INSTRUCTION_CHARS = 4096
 DIFFICULTY_LABELS: tuple[str, ...] = ("easy", "medium", "hard")
 _YAW_TOL_RAD = 1e-3
 
@@ -93,7 +103,7 @@ def check_id(value: Any, field: str) -> str:
     """
     limit = MAX_ID_CHARS.get(field, 96)
     if not isinstance(value, str) or not value:
-        raise EpisodeFormatError(f"{field} must be a non-empty string, got {value!r}")
+        raise EpisodeFormatError(f"{field} must be a non-empty string, got {shown_id(value)}")
     if len(value) > limit or not _ID_RE.fullmatch(value):
         raise EpisodeFormatError(
             f"{field} {shown_id(value)} is not allowed: it becomes part of a file name, so it must have "
@@ -192,9 +202,11 @@ def reference_yaw_to_ours(init_yaw_deg: float) -> float:
     try:
         value = float(init_yaw_deg)
     except (TypeError, ValueError):
-        raise EpisodeFormatError(f"init_yaw must be a number, got {init_yaw_deg!r}") from None
+        raise EpisodeFormatError(
+            f"init_yaw must be a number, got {shown_id(init_yaw_deg)}"
+        ) from None
     if not math.isfinite(value):
-        raise EpisodeFormatError(f"init_yaw must be a finite number, got {init_yaw_deg!r}")
+        raise EpisodeFormatError(f"init_yaw must be a finite number, got {shown_id(init_yaw_deg)}")
     return _wrap(math.radians(value) + math.pi)
 
 
@@ -281,22 +293,35 @@ def _wrap(angle: float) -> float:
 def _vec(value: Any, n: int, where: str, optional: bool = False) -> tuple[float, ...] | None:
     if value is None and optional:
         return None
+    if isinstance(value, (str, bytes, Mapping)):
+        raise EpisodeFormatError(f"{where} must be a list of {n} numbers, got {shown_id(value)}")
     try:
         out = tuple(float(v) for v in value)
-    except (TypeError, ValueError) as exc:
-        raise EpisodeFormatError(f"{where} must be a list of {n} numbers, got {value!r}") from exc
+    except (TypeError, ValueError, OverflowError):
+        raise EpisodeFormatError(
+            f"{where} must be a list of {n} numbers, got {shown_id(value)}"
+        ) from None
     if len(out) != n or not all(math.isfinite(v) for v in out):
-        raise EpisodeFormatError(f"{where} must be {n} finite numbers, got {value!r}")
+        raise EpisodeFormatError(f"{where} must be {n} finite numbers, got {shown_id(value)}")
+    if any(abs(v) > MAX_COORD_M for v in out):
+        raise EpisodeFormatError(
+            f"{where} {shown_id(list(out))} is out of range: allowed values within "
+            f"±{MAX_COORD_M:g} m"
+        )
     return out
 
 
 def _opt_float(value: Any, where: str) -> float | None:
     if value is None:
         return None
+    if isinstance(value, (str, bytes)) and len(value) > 64:
+        raise EpisodeFormatError(f"{where} must be a number or null, got {shown_id(value)}")
     try:
         out = float(value)
-    except (TypeError, ValueError) as exc:
-        raise EpisodeFormatError(f"{where} must be a number or null, got {value!r}") from exc
+    except (TypeError, ValueError, OverflowError):
+        raise EpisodeFormatError(
+            f"{where} must be a number or null, got {shown_id(value)}"
+        ) from None
     if math.isnan(out):
         raise EpisodeFormatError(f"{where} must not be NaN")
     return out
@@ -358,11 +383,11 @@ class Goal:
     def __post_init__(self) -> None:
         if isinstance(self.object_id, bool) or not isinstance(self.object_id, (int, str)):
             raise EpisodeFormatError(
-                f"Goal.object_id must be an int or a string, got {self.object_id!r}"
+                f"Goal.object_id must be an int or a string, got {shown_id(self.object_id)}"
             )
         if not isinstance(self.category, str) or not self.category:
             raise EpisodeFormatError(
-                f"Goal.category must be a non-empty string, got {self.category!r}"
+                f"Goal.category must be a non-empty string, got {shown_id(self.category)}"
             )
         object.__setattr__(self, "position", _vec(self.position, 3, "Goal.position"))
         object.__setattr__(self, "aabb_min", _vec(self.aabb_min, 3, "Goal.aabb_min", optional=True))
@@ -370,15 +395,18 @@ class Goal:
         object.__setattr__(
             self, "approach_pose", _vec(self.approach_pose, 3, "Goal.approach_pose", optional=True)
         )
-        object.__setattr__(
-            self, "seat_height_m", _opt_float(self.seat_height_m, "Goal.seat_height_m")
-        )
+        seat = _opt_float(self.seat_height_m, "Goal.seat_height_m")
+        if seat is not None and not abs(seat) <= MAX_COORD_M:
+            raise EpisodeFormatError(
+                f"Goal.seat_height_m {seat} is out of range: allowed within ±{MAX_COORD_M:g} m"
+            )
+        object.__setattr__(self, "seat_height_m", seat)
         if self.approach_points is not None:
             if isinstance(self.approach_points, (str, bytes)) or not hasattr(
                 self.approach_points, "__iter__"
             ):
                 raise EpisodeFormatError(
-                    f"Goal.approach_points must be a list of [x, y, z] points or null, got {self.approach_points!r}"
+                    f"Goal.approach_points must be a list of [x, y, z] points or null, got {shown_id(self.approach_points)}"
                 )
             object.__setattr__(
                 self,
@@ -462,7 +490,7 @@ class EpisodeInfo:
     def __post_init__(self) -> None:
         if self.difficulty is not None and self.difficulty not in DIFFICULTY_LABELS:
             raise EpisodeFormatError(
-                f"info.difficulty must be one of {DIFFICULTY_LABELS} or null, got {self.difficulty!r}"
+                f"info.difficulty must be one of {DIFFICULTY_LABELS} or null, got {shown_id(self.difficulty)}"
             )
         object.__setattr__(
             self, "geodesic_distance", _opt_float(self.geodesic_distance, "info.geodesic_distance")
@@ -476,13 +504,16 @@ class EpisodeInfo:
             self, "obstacle_density", _opt_float(self.obstacle_density, "info.obstacle_density")
         )
         if self.choice_points is not None:
+            cp = self.choice_points
             if (
-                isinstance(self.choice_points, bool)
-                or int(self.choice_points) != self.choice_points
-                or self.choice_points < 0
+                isinstance(cp, bool)
+                or not isinstance(cp, (int, float))
+                or not math.isfinite(cp)
+                or int(cp) != cp
+                or cp < 0
             ):
                 raise EpisodeFormatError(
-                    f"info.choice_points must be a non-negative int or null, got {self.choice_points!r}"
+                    f"info.choice_points must be a non-negative int or null, got {shown_id(cp)}"
                 )
             object.__setattr__(self, "choice_points", int(self.choice_points))
 
@@ -560,7 +591,7 @@ class Episode:
         yaw = _opt_float(self.start_yaw_rad, "Episode.start_yaw_rad")
         if yaw is None or not math.isfinite(yaw):
             raise EpisodeFormatError(
-                f"Episode.start_yaw_rad must be a finite number, got {self.start_yaw_rad!r}"
+                f"Episode.start_yaw_rad must be a finite number, got {shown_id(self.start_yaw_rad)}"
             )
         object.__setattr__(self, "start_yaw_rad", yaw)
         assert rot is not None
@@ -585,15 +616,23 @@ class Episode:
         if (
             isinstance(self.max_steps, bool)
             or not isinstance(self.max_steps, int)
-            or self.max_steps < 1
+            or not 1 <= self.max_steps <= MAX_EPISODE_STEPS
         ):
             raise EpisodeFormatError(
-                f"Episode.max_steps must be an int >= 1, got {self.max_steps!r}"
+                f"Episode.max_steps must be an int in [1, {MAX_EPISODE_STEPS}], got "
+                f"{shown_id(self.max_steps)}"
             )
         if not isinstance(self.interact, bool):
-            raise EpisodeFormatError(f"Episode.interact must be a bool, got {self.interact!r}")
+            raise EpisodeFormatError(
+                f"Episode.interact must be a bool, got {shown_id(self.interact)}"
+            )
         if self.reference is not None and not isinstance(self.reference, ReferenceRecord):
             raise EpisodeFormatError("Episode.reference must be a ReferenceRecord or None")
+        if not isinstance(self.instruction, str) or len(self.instruction) > MAX_INSTRUCTION_CHARS:
+            raise EpisodeFormatError(
+                f"Episode.instruction must be a string of at most {MAX_INSTRUCTION_CHARS} "
+                f"characters, got {shown_id(self.instruction)}"
+            )
         if not self.instruction:
             object.__setattr__(
                 self, "instruction", instruction_for(self.object_category, self.interact)

@@ -24,12 +24,26 @@ def require_torch(generator: str) -> Any:
     return torch
 
 
+#: Most torch threads a generator may ask for: more than any machine's cores, fewer than
+#: the count at which torch's thread pool fails (``torch.set_num_threads(100000)`` crashes
+#: the process).
+MAX_NUM_THREADS = 1024
+
+
 def check_num_threads(num_threads: Any) -> int | None:
-    """``num_threads`` if it is an int >= 1 or None; otherwise a one-line ValueError."""
+    """``num_threads`` if it is an int in ``[1, MAX_NUM_THREADS]`` or None; otherwise a
+    one-line ValueError."""
     if num_threads is not None and (
-        isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1
+        isinstance(num_threads, bool)
+        or not isinstance(num_threads, int)
+        or not 1 <= num_threads <= MAX_NUM_THREADS
     ):
-        raise ValueError(f"num_threads={num_threads!r} is invalid: allowed an int >= 1 or None")
+        shown = (
+            repr(num_threads) if len(repr(num_threads)) <= 40 else f"{repr(num_threads)[:40]}..."
+        )
+        raise ValueError(
+            f"num_threads={shown} is invalid: allowed an int in [1, {MAX_NUM_THREADS}] or None"
+        )
     return num_threads
 
 

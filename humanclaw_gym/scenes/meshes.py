@@ -23,6 +23,17 @@ process (never per frame). Geometry compression (``KHR_draco_mesh_compression``,
 ``EXT_meshopt_compression``) is refused with an error naming the file: decompress such
 files first (e.g. ``gltf-transform copy in.glb out.glb``).
 
+Bounds: a GLB is read as a regular file of at most ``MESH_LIMITS["file_bytes"]``; its JSON
+chunk is read like every user JSON file (nesting and numbers the interpreter can take)
+and its structure checked before the parser sees it (:func:`check_gltf`): the types of the
+fields read, every index in range, every accessor and buffer view inside the binary
+chunk, index buffers within their vertices, node hierarchies that are trees, node
+transforms, counts and the triangles and vertices the file places in all, all bounded by
+:data:`MESH_LIMITS`; textures larger than ``MESH_LIMITS["texture_pixels"]`` are not
+decoded (the material colour is drawn); parsed vertices must be finite and within
+``MESH_LIMITS["coordinate"]``. Every refusal is one :class:`MeshAssetError` line naming the
+file, the field and what is allowed.
+
 Cache: the parsed arrays are stored as ``.npz`` files under ``<cache dir>/meshes/``, keyed
 by the SHA-256 of the asset file's bytes (plus the asset frame and the reader version),
 so an edited file is parsed again and an unchanged one is not, wherever it lives. The
@@ -38,6 +49,7 @@ import functools
 import hashlib
 import io
 import json
+import math
 import os
 import struct
 import threading
@@ -51,12 +63,14 @@ import numpy as np
 
 __all__ = [
     "MESH_CACHE_SCHEMA",
+    "MESH_LIMITS",
     "MeshAsset",
     "MeshAssetError",
     "MeshPrimitive",
     "MeshTextureWarning",
     "cache_dir",
     "cache_size_bytes",
+    "check_gltf",
     "clear_memory_cache",
     "load_mesh",
     "load_part_mesh",
@@ -67,12 +81,27 @@ __all__ = [
 
 MESH_CACHE_SCHEMA = "humanclaw_mesh_cache_v1"
 #: Bumped whenever the parsed arrays change meaning (invalidates older cache entries).
-_READER_VERSION = 1
+_READER_VERSION = 2
 #: Longest texture side kept (larger textures are downsampled once, at parse time).
 MAX_TEXTURE_SIDE = 1024
 _UNSUPPORTED_EXTENSIONS = ("KHR_draco_mesh_compression", "EXT_meshopt_compression")
 _MEMORY_CACHE_ENTRIES = 512
 _GLB_MAGIC = b"glTF"
+_BIN_CHUNK = 0x004E4942  # "BIN\0"
+#: Bounds of one GLB (HSSD's largest: a 55 MB stage, 28 MB objects): file size; items in
+#: each top-level array; node hierarchy depth; triangles and vertices the file places in
+#: all (a mesh placed by several nodes counts each time); pixels of one texture (a larger
+#: one is not decoded); |vertex coordinate| and node transform entries, in the file's units.
+MESH_LIMITS: dict[str, float] = {
+    "file_bytes": 512 << 20,
+    "array_items": 100_000,
+    "node_depth": 64,
+    "triangles": 10_000_000,
+    "vertices": 10_000_000,
+    "texture_pixels": 8192 * 8192,
+    "coordinate": 1e5,
+    "transform": 1e5,
+}
 
 
 class MeshAssetError(ValueError):
@@ -289,14 +318,18 @@ def load_mesh(
         MeshAssetError: the file is missing, unreadable, not a GLB, or compressed with an
             unsupported extension; the message names the file and ``referrer``.
     """
+    from humanclaw_gym.fileio import FileContentError, read_bytes_limited
+
     p = Path(path)
     where = f"{p}" + (f" (referred to by {referrer})" if referrer else "")
     try:
-        data = p.read_bytes()
+        data = read_bytes_limited(p, int(MESH_LIMITS["file_bytes"]), "mesh asset")
     except FileNotFoundError:
         raise MeshAssetError(f"mesh asset {where} does not exist") from None
-    except OSError as exc:
-        raise MeshAssetError(f"mesh asset {where} cannot be read ({exc})") from None
+    except FileContentError as exc:
+        text = str(exc)
+        text = text[len(f"{p}: ") :] if text.startswith(f"{p}: ") else text
+        raise MeshAssetError(f"mesh asset {where}: {text}") from None
     sha = hashlib.sha256(data).hexdigest()
     frame = tuple(float(v) for v in (*up, *front))
     key = (sha, frame)
@@ -405,20 +438,479 @@ def _read_cache(path: Path, name: str, sha: str) -> MeshAsset:
 # ---------------------------------------------------------------------------------------
 def _glb_json(data: bytes, where: str) -> tuple[dict[str, Any], int, int]:
     """The JSON chunk of a GLB and its byte range ``(start, end)``."""
+    from humanclaw_gym.fileio import FileContentError, loads_json
+
     if len(data) < 20 or data[:4] != _GLB_MAGIC:
         raise MeshAssetError(f"mesh asset {where} is not a binary glTF (.glb) file")
     length, kind = struct.unpack("<II", data[12:20])
     if kind != 0x4E4F534A or 20 + length > len(data):  # "JSON"
         raise MeshAssetError(f"mesh asset {where}: malformed GLB (no JSON chunk first)")
     try:
-        doc = json.loads(data[20 : 20 + length])
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise MeshAssetError(
-            f"mesh asset {where}: the GLB's JSON chunk is invalid ({exc})"
-        ) from None
+        doc = loads_json(data[20 : 20 + length], "the GLB's JSON chunk")
+    except FileContentError as exc:
+        raise MeshAssetError(f"mesh asset {where}: {exc}") from None
     if not isinstance(doc, dict):
         raise MeshAssetError(f"mesh asset {where}: the GLB's JSON chunk is not an object")
     return doc, 20, 20 + length
+
+
+def _bin_chunk(data: bytes, end: int, where: str) -> tuple[int, int]:
+    """``(start, length)`` of the GLB's binary chunk after the JSON chunk (``(end, 0)``
+    without one)."""
+    if len(data) < end + 8:
+        return end + 8, 0
+    length, kind = struct.unpack("<II", data[end : end + 8])
+    if kind != _BIN_CHUNK or end + 8 + length > len(data):
+        raise MeshAssetError(
+            f"mesh asset {where}: malformed GLB (the chunk after the JSON is not a binary "
+            "chunk that fits in the file)"
+        )
+    return end + 8, length
+
+
+# ---------------------------------------------------------------------------------------
+# GLB structure (checked before the parser reads it)
+# ---------------------------------------------------------------------------------------
+_COMPONENT_BYTES = {5120: 1, 5121: 1, 5122: 2, 5123: 2, 5125: 4, 5126: 4}
+_COMPONENT_DTYPES = {5121: "<u1", 5123: "<u2", 5125: "<u4"}
+_TYPE_COMPONENTS = {
+    "SCALAR": 1,
+    "VEC2": 2,
+    "VEC3": 3,
+    "VEC4": 4,
+    "MAT2": 4,
+    "MAT3": 9,
+    "MAT4": 16,
+}
+_ARRAYS = (
+    "accessors",
+    "animations",
+    "bufferViews",
+    "buffers",
+    "cameras",
+    "images",
+    "materials",
+    "meshes",
+    "nodes",
+    "samplers",
+    "scenes",
+    "skins",
+    "textures",
+)
+_TEXTURE_SLOTS = ("normalTexture", "occlusionTexture", "emissiveTexture")
+_ALPHA_MODES = ("OPAQUE", "MASK", "BLEND")
+
+
+class _Gltf:
+    """Typed reads of a glTF JSON document, every failure a :class:`MeshAssetError` naming
+    the file and the field."""
+
+    def __init__(self, doc: dict[str, Any], where: str) -> None:
+        self.doc, self.where = doc, where
+
+    def fail(self, field: str, message: str) -> MeshAssetError:
+        return MeshAssetError(f"mesh asset {self.where}: {field} {message}")
+
+    def array(self, name: str) -> list[dict[str, Any]]:
+        value = self.doc.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise self.fail(name, "must be a list of objects")
+        if len(value) > MESH_LIMITS["array_items"]:
+            raise self.fail(
+                name, f"holds {len(value)} items: allowed at most {int(MESH_LIMITS['array_items'])}"
+            )
+        return value
+
+    def integer(self, d: dict[str, Any], key: str, field: str, low: int, high: int) -> int | None:
+        if key not in d:
+            return None
+        value = d[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise self.fail(
+                f"{field}.{key}",
+                f"={_shown(value)} is invalid: allowed an integer in [{low}, {high}]",
+            )
+        return value
+
+    def index(self, d: dict[str, Any], key: str, field: str, target: str) -> int | None:
+        """An optional index into the top-level array ``target``."""
+        count = len(self.array(target))
+        if key in d and count == 0:
+            raise self.fail(f"{field}.{key}", f"refers to {target}, which the file has none of")
+        return self.integer(d, key, field, 0, count - 1)
+
+    def numbers(self, d: dict[str, Any], key: str, field: str, n: int, bound: float) -> None:
+        if key not in d:
+            return
+        value = d[key]
+        if (
+            not isinstance(value, list)
+            or len(value) != n
+            or not all(_within(v, -bound, bound) for v in value)
+        ):
+            raise self.fail(
+                f"{field}.{key}",
+                f"must be {n} finite numbers within ±{bound:g}, got {_shown(value)}",
+            )
+
+    def number(self, d: dict[str, Any], key: str, field: str, low: float, high: float) -> None:
+        if key not in d:
+            return
+        value = d[key]
+        if not _within(value, low, high):
+            raise self.fail(
+                f"{field}.{key}",
+                f"={_shown(value)} is invalid: allowed a number in [{low}, {high}]",
+            )
+
+    def obj(self, d: dict[str, Any], key: str, field: str) -> dict[str, Any]:
+        value = d.get(key, {})
+        if not isinstance(value, dict):
+            raise self.fail(f"{field}.{key}", "must be an object")
+        return value
+
+    def texture_ref(self, d: dict[str, Any], key: str, field: str) -> None:
+        if key not in d:
+            return
+        ref = d[key]
+        if not isinstance(ref, dict):
+            raise self.fail(f"{field}.{key}", "must be an object")
+        if "index" not in ref:
+            raise self.fail(f"{field}.{key}.index", "is missing")
+        self.index(ref, "index", f"{field}.{key}", "textures")
+        self.integer(ref, "texCoord", f"{field}.{key}", 0, 16)
+
+
+def _extension_names(doc: dict[str, Any], name: str, where: str) -> list[str]:
+    """``extensionsUsed`` / ``extensionsRequired``: a list of at most 256 names."""
+    value = doc.get(name, [])
+    if (
+        not isinstance(value, list)
+        or len(value) > 256
+        or not all(isinstance(v, str) and len(v) <= 256 for v in value)
+    ):
+        raise MeshAssetError(
+            f"mesh asset {where}: {name} must be a list of extension names, got {_shown(value)}"
+        )
+    return value
+
+
+def _within(value: Any, low: float, high: float) -> bool:
+    """A JSON number (not a bool) in ``[low, high]`` (an integer of any size compares
+    exactly; NaN and infinities are refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    return low <= value <= high
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"<an integer of {len(str(value))} digits>"
+    text = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return text if len(text) <= 60 else f"{text[:60]}..."
+
+
+def check_gltf(
+    doc: dict[str, Any], data: bytes, bin_start: int, bin_length: int, where: str
+) -> None:
+    """Check a GLB's JSON structure against its binary chunk (see the module docstring).
+
+    Args:
+        doc: the parsed JSON chunk.
+        data: the whole file.
+        bin_start, bin_length: the binary chunk's byte range in ``data``.
+        where: the file (and what refers to it), for messages.
+
+    Raises:
+        MeshAssetError: naming the file and the field.
+    """
+    g = _Gltf(doc, where)
+    for name in _ARRAYS:
+        g.array(name)
+    for name in ("extensionsUsed", "extensionsRequired"):
+        _extension_names(doc, name, where)
+    for name in ("asset", "extensions", "extras"):
+        if name in doc and not isinstance(doc[name], dict):
+            raise g.fail(name, "must be an object")
+    g.index(doc, "scene", "scene", "scenes")
+
+    buffers = g.array("buffers")
+    for i, buf in enumerate(buffers):
+        field = f"buffers[{i}]"
+        if "uri" in buf or i > 0:
+            raise g.fail(field, "is not the GLB's binary chunk: external buffers are not read")
+        length = g.integer(buf, "byteLength", field, 1, bin_length)
+        if length is None:
+            raise g.fail(
+                f"{field}.byteLength",
+                f"is missing or beyond the binary chunk ({bin_length} bytes)",
+            )
+    views = g.array("bufferViews")
+    for i, view in enumerate(views):
+        field = f"bufferViews[{i}]"
+        if g.index(view, "buffer", field, "buffers") is None:
+            raise g.fail(f"{field}.buffer", "is missing")
+        size = int(buffers[view["buffer"]]["byteLength"])
+        offset = g.integer(view, "byteOffset", field, 0, size) or 0
+        length = g.integer(view, "byteLength", field, 1, size - offset)
+        if length is None:
+            raise g.fail(f"{field}.byteLength", f"is missing or beyond buffer {view['buffer']}")
+        g.integer(view, "byteStride", field, 4, 252)
+        g.integer(view, "target", field, 0, 1 << 16)
+
+    accessors = g.array("accessors")
+    for i, acc in enumerate(accessors):
+        _check_accessor(g, acc, i, views)
+
+    totals = {"triangles": 0, "vertices": 0}
+    mesh_triangles = []
+    quantized = "KHR_mesh_quantization" in _extension_names(doc, "extensionsUsed", where)
+    for i, mesh in enumerate(g.array("meshes")):
+        mesh_triangles.append(
+            _check_mesh(g, mesh, i, accessors, views, data, bin_start, totals, quantized)
+        )
+
+    nodes = g.array("nodes")
+    parent = [-1] * len(nodes)
+    for i, node in enumerate(nodes):
+        field = f"nodes[{i}]"
+        g.index(node, "mesh", field, "meshes")
+        g.index(node, "camera", field, "cameras")
+        g.index(node, "skin", field, "skins")
+        bound = MESH_LIMITS["transform"]
+        g.numbers(node, "matrix", field, 16, bound)
+        g.numbers(node, "translation", field, 3, bound)
+        g.numbers(node, "rotation", field, 4, bound)
+        g.numbers(node, "scale", field, 3, bound)
+        children = node.get("children", [])
+        if not isinstance(children, list):
+            raise g.fail(f"{field}.children", "must be a list of node indices")
+        for child in children:
+            if isinstance(child, bool) or not isinstance(child, int) or not 0 <= child < len(nodes):
+                raise g.fail(f"{field}.children", f"holds {_shown(child)}: not a node index")
+            if parent[child] != -1 or child == i:
+                raise g.fail(
+                    f"{field}.children",
+                    f"make node {child} a child twice or of itself: the nodes must form trees",
+                )
+            parent[child] = i
+    depth_limit = int(MESH_LIMITS["node_depth"])
+    for i in range(len(nodes)):
+        depth, node = 0, i
+        while parent[node] != -1:
+            node, depth = parent[node], depth + 1
+            if depth > depth_limit:
+                raise g.fail(
+                    f"nodes[{i}]",
+                    f"lies more than {depth_limit} levels deep (or in a cycle): allowed at most "
+                    f"{depth_limit}",
+                )
+        if node == i and depth:  # pragma: no cover - a cycle returns to its start
+            raise g.fail(f"nodes[{i}]", "lies in a cycle")
+    placed = sum(mesh_triangles[n["mesh"]] for n in nodes if n.get("mesh") is not None)
+    if placed > MESH_LIMITS["triangles"]:
+        raise g.fail(
+            "nodes",
+            f"place {placed} triangles in all: allowed at most {int(MESH_LIMITS['triangles'])}",
+        )
+    for i, scene in enumerate(g.array("scenes")):
+        roots = scene.get("nodes", [])
+        if not isinstance(roots, list) or not all(
+            isinstance(r, int) and not isinstance(r, bool) and 0 <= r < len(nodes) for r in roots
+        ):
+            raise g.fail(f"scenes[{i}].nodes", "must be a list of node indices")
+
+    textures = g.array("textures")
+    for i, material in enumerate(g.array("materials")):
+        field = f"materials[{i}]"
+        pbr = g.obj(material, "pbrMetallicRoughness", field)
+        here = f"{field}.pbrMetallicRoughness"
+        g.numbers(pbr, "baseColorFactor", here, 4, 1e6)
+        g.number(pbr, "metallicFactor", here, -1e6, 1e6)  # not drawn: finite is enough
+        g.number(pbr, "roughnessFactor", here, -1e6, 1e6)
+        g.texture_ref(pbr, "baseColorTexture", here)
+        g.texture_ref(pbr, "metallicRoughnessTexture", here)
+        for slot in _TEXTURE_SLOTS:
+            g.texture_ref(material, slot, field)
+        g.numbers(material, "emissiveFactor", field, 3, 1e6)
+        mode = material.get("alphaMode", "OPAQUE")
+        if mode not in _ALPHA_MODES:
+            raise g.fail(
+                f"{field}.alphaMode", f"={_shown(mode)} is unknown: allowed {_ALPHA_MODES}"
+            )
+        g.number(material, "alphaCutoff", field, 0.0, 1e6)
+        if not isinstance(material.get("doubleSided", False), bool):
+            raise g.fail(f"{field}.doubleSided", "must be true or false")
+        g.obj(material, "extensions", field)
+    for i, texture in enumerate(textures):
+        field = f"textures[{i}]"
+        g.index(texture, "source", field, "images")
+        g.index(texture, "sampler", field, "samplers")
+        g.obj(texture, "extensions", field)
+    for i, image in enumerate(g.array("images")):
+        field = f"images[{i}]"
+        g.index(image, "bufferView", field, "bufferViews")
+        for key in ("mimeType", "uri", "name"):
+            if key in image and not isinstance(image[key], str):
+                raise g.fail(f"{field}.{key}", "must be a string")
+    for i, sampler in enumerate(g.array("samplers")):
+        for key in ("magFilter", "minFilter", "wrapS", "wrapT"):
+            g.integer(sampler, key, f"samplers[{i}]", 0, 1 << 16)
+
+
+def _check_accessor(g: _Gltf, acc: dict[str, Any], i: int, views: list[dict[str, Any]]) -> None:
+    field = f"accessors[{i}]"
+    if "sparse" in acc or acc.get("bufferView") is None:
+        raise g.fail(field, "has no bufferView (sparse or zero-filled accessors are not read)")
+    view_index = int(g.index(acc, "bufferView", field, "bufferViews"))  # type: ignore[arg-type]
+    ctype = acc.get("componentType")
+    if isinstance(ctype, bool) or not isinstance(ctype, int) or ctype not in _COMPONENT_BYTES:
+        raise g.fail(
+            f"{field}.componentType",
+            f"={_shown(ctype)} is invalid: allowed {sorted(_COMPONENT_BYTES)}",
+        )
+    kind = acc.get("type")
+    if not isinstance(kind, str) or kind not in _TYPE_COMPONENTS:
+        raise g.fail(
+            f"{field}.type", f"={_shown(kind)} is invalid: allowed {list(_TYPE_COMPONENTS)}"
+        )
+    count = g.integer(acc, "count", field, 1, int(MESH_LIMITS["vertices"]) * 3)
+    if count is None:
+        raise g.fail(f"{field}.count", "is missing")
+    view = views[view_index]
+    offset = g.integer(acc, "byteOffset", field, 0, int(view["byteLength"])) or 0
+    item = _COMPONENT_BYTES[ctype] * _TYPE_COMPONENTS[kind]
+    stride = int(view.get("byteStride") or item)
+    if stride < item:
+        raise g.fail(
+            f"bufferViews[{view_index}].byteStride", f"={stride} is smaller than its items"
+        )
+    need = offset + stride * (count - 1) + item
+    if need > int(view["byteLength"]):
+        raise g.fail(
+            field,
+            f"needs {need} bytes of bufferView {view_index}, which has {view['byteLength']}",
+        )
+    if not isinstance(acc.get("normalized", False), bool):
+        raise g.fail(f"{field}.normalized", "must be true or false")
+    for key in ("min", "max"):
+        g.numbers(acc, key, field, _TYPE_COMPONENTS[kind], 3.5e38)  # float32 range
+
+
+def _accessor_array(
+    acc: dict[str, Any], views: list[dict[str, Any]], data: bytes, bin_start: int, dtype: str
+) -> np.ndarray:
+    """The values of a checked SCALAR accessor (strided views honoured)."""
+    view = views[acc["bufferView"]]
+    start = bin_start + int(view.get("byteOffset", 0)) + int(acc.get("byteOffset", 0))
+    item = np.dtype(dtype).itemsize
+    stride = int(view.get("byteStride") or item)
+    count = int(acc["count"])
+    raw = np.frombuffer(data, dtype=np.uint8, count=stride * (count - 1) + item, offset=start)
+    return np.lib.stride_tricks.as_strided(raw, (count, item), (stride, 1)).copy().view(dtype)[:, 0]
+
+
+def _check_mesh(
+    g: _Gltf,
+    mesh: dict[str, Any],
+    i: int,
+    accessors: list[dict[str, Any]],
+    views: list[dict[str, Any]],
+    data: bytes,
+    bin_start: int,
+    totals: dict[str, int],
+    quantized: bool,
+) -> int:
+    """Check one mesh's primitives; returns its triangles."""
+    primitives = mesh.get("primitives")
+    if (
+        not isinstance(primitives, list)
+        or not primitives
+        or not all(isinstance(p, dict) for p in primitives)
+    ):
+        raise g.fail(f"meshes[{i}].primitives", "must be a non-empty list of objects")
+    triangles = 0
+    for k, prim in enumerate(primitives):
+        field = f"meshes[{i}].primitives[{k}]"
+        attributes = prim.get("attributes")
+        if not isinstance(attributes, dict) or "POSITION" not in attributes:
+            raise g.fail(f"{field}.attributes", "must be an object with POSITION")
+        for name in attributes:
+            g.index(attributes, name, f"{field}.attributes", "accessors")
+        position = accessors[attributes["POSITION"]]
+        if position.get("type") != "VEC3" or (
+            position.get("componentType") != 5126 and not quantized
+        ):
+            raise g.fail(
+                f"{field}.attributes.POSITION",
+                "must be a VEC3 float accessor (other types with KHR_mesh_quantization only)",
+            )
+        vertices = int(position["count"])
+        for name, index in attributes.items():
+            if int(accessors[index]["count"]) != vertices:
+                raise g.fail(
+                    f"{field}.attributes.{_shown(name)}",
+                    f"has {accessors[index]['count']} items, POSITION {vertices}",
+                )
+        mode = g.integer(prim, "mode", field, 0, 6)
+        mode = 4 if mode is None else mode
+        g.index(prim, "material", field, "materials")
+        targets = prim.get("targets", [])
+        if not isinstance(targets, list) or not all(isinstance(t, dict) for t in targets):
+            raise g.fail(f"{field}.targets", "must be a list of objects")
+        indices = g.index(prim, "indices", field, "accessors")
+        count = vertices
+        if indices is not None:
+            acc = accessors[indices]
+            dtype = _COMPONENT_DTYPES.get(acc.get("componentType"))
+            if acc.get("type") != "SCALAR" or dtype is None:
+                raise g.fail(
+                    f"{field}.indices", "must be a SCALAR accessor of unsigned 8, 16 or 32 bits"
+                )
+            count = int(acc["count"])
+            values = _accessor_array(acc, views, data, bin_start, dtype)
+            if len(values) and int(values.max()) >= vertices:
+                raise g.fail(
+                    f"{field}.indices",
+                    f"name vertex {int(values.max())}: POSITION has {vertices} vertices",
+                )
+        if mode == 4:
+            triangles += count // 3
+        elif mode in (5, 6):
+            triangles += max(count - 2, 0)
+        totals["vertices"] += vertices
+        if totals["vertices"] > MESH_LIMITS["vertices"]:
+            raise g.fail(
+                field, f"brings the file past {int(MESH_LIMITS['vertices'])} vertices in all"
+            )
+    return triangles
+
+
+def _texture_too_large(data: bytes, doc: dict[str, Any], bin_start: int) -> str | None:
+    """A message when an embedded image is larger than ``MESH_LIMITS["texture_pixels"]``
+    (its header read, nothing decoded), else None."""
+    from PIL import Image
+
+    views = doc.get("bufferViews", [])
+    for i, image in enumerate(doc.get("images", [])):
+        index = image.get("bufferView")
+        if index is None:
+            continue
+        view = views[index]
+        a = bin_start + int(view.get("byteOffset", 0))
+        try:
+            with Image.open(io.BytesIO(data[a : a + int(view["byteLength"])])) as im:
+                width, height = im.size
+        except Exception:  # noqa: BLE001 - undecodable: reported by _texture_problems
+            continue
+        if width * height > MESH_LIMITS["texture_pixels"]:
+            return (
+                f"image {i} is {width} x {height} pixels (allowed at most "
+                f"{int(MESH_LIMITS['texture_pixels'])}): not decoded; drawing material colours only"
+            )
+    return None
 
 
 def _without_textures(data: bytes, doc: dict[str, Any], start: int, end: int) -> bytes:
@@ -520,18 +1012,24 @@ def _parse_glb(data: bytes, name: str, sha: str, frame: tuple[float, ...], where
     from humanclaw_gym.scenes.spec import MeshRef
 
     doc, start, end = _glb_json(data, where)
-    required = set(doc.get("extensionsRequired", []) or []) | set(
-        doc.get("extensionsUsed", []) or []
+    required = set(_extension_names(doc, "extensionsRequired", where)) | set(
+        _extension_names(doc, "extensionsUsed", where)
     )
     bad = sorted(required & set(_UNSUPPORTED_EXTENSIONS))
-    if bad:
+    if bad:  # named before the structure check: compressed accessors have no buffer view
         raise MeshAssetError(
             f"mesh asset {where} uses {', '.join(bad)} (compressed geometry), which this "
             "reader does not decode; decompress it first, e.g. "
             "'gltf-transform copy in.glb out.glb'"
         )
+    bin_start, bin_length = _bin_chunk(data, end, where)
+    check_gltf(doc, data, bin_start, bin_length, where)
     problems = _texture_problems(data, doc, end)
+    too_large = _texture_too_large(data, doc, bin_start)
     try:
+        if too_large is not None:  # never decoded: parsed without its images
+            problems.append(too_large)
+            raise _NoTextures
         scene = trimesh.load(io.BytesIO(data), file_type="glb", force="scene", process=False)
     except Exception as first:  # noqa: BLE001 - retry without the images that broke it
         try:
@@ -542,11 +1040,14 @@ def _parse_glb(data: bytes, name: str, sha: str, frame: tuple[float, ...], where
                 process=False,
             )
         except Exception as exc:  # noqa: BLE001
-            raise MeshAssetError(f"mesh asset {where} cannot be parsed ({exc})") from None
-        problems.append(
-            f"the file's textures broke the reader ({type(first).__name__}: {first}); "
-            "drawing material colours only"
-        )
+            raise MeshAssetError(
+                f"mesh asset {where} cannot be parsed ({_one_line(exc)})"
+            ) from None
+        if not isinstance(first, _NoTextures):
+            problems.append(
+                f"the file's textures broke the reader ({type(first).__name__}: "
+                f"{_one_line(first)}); drawing material colours only"
+            )
     up, front = frame[:3], frame[3:]
     to_canonical = MeshRef(asset=name, up=up, front=front).frame_matrix()
     prims: list[MeshPrimitive] = []
@@ -555,17 +1056,38 @@ def _parse_glb(data: bytes, name: str, sha: str, frame: tuple[float, ...], where
         geom = scene.geometry.get(geom_name)
         if geom is None or not hasattr(geom, "faces") or len(geom.faces) == 0:
             continue  # points, lines, empty meshes
-        prims.append(_primitive(geom, np.asarray(transform, dtype=np.float64), to_canonical))
+        prims.append(_primitive(geom, np.asarray(transform, dtype=np.float64), to_canonical, where))
     if not prims:
         raise MeshAssetError(f"mesh asset {where} contains no triangles")
     return MeshAsset(name, sha, tuple(prims), tuple(problems))
 
 
-def _primitive(geom: Any, transform: np.ndarray, to_canonical: np.ndarray) -> MeshPrimitive:
+class _NoTextures(Exception):
+    """Parse the file without its images (they are too large to decode)."""
+
+
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _primitive(
+    geom: Any, transform: np.ndarray, to_canonical: np.ndarray, where: str
+) -> MeshPrimitive:
     linear = to_canonical @ transform[:3, :3]
     v = np.asarray(geom.vertices, dtype=np.float64)
-    positions = (v @ linear.T + to_canonical @ transform[:3, 3]).astype(np.float32)
+    bound = MESH_LIMITS["coordinate"]
+    with np.errstate(over="ignore", invalid="ignore"):
+        placed = v @ linear.T + to_canonical @ transform[:3, 3]
+    if not np.all(np.isfinite(placed)) or (len(placed) and np.abs(placed).max() > bound):
+        raise MeshAssetError(
+            f"mesh asset {where}: a vertex (node transforms applied) is not finite or lies "
+            f"beyond {bound:g} of the origin: allowed within ±{bound:g} (the file's units)"
+        )
+    positions = placed.astype(np.float32)
     faces = np.asarray(geom.faces, dtype=np.int64)
+    if len(faces) and (faces.min() < 0 or faces.max() >= len(v)):
+        raise MeshAssetError(f"mesh asset {where}: a triangle names a vertex the mesh lacks")
     if np.linalg.det(linear) < 0:  # a mirroring node transform flips the winding
         faces = faces[:, ::-1]
     faces = np.ascontiguousarray(faces, dtype=np.int32)

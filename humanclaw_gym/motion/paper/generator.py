@@ -76,6 +76,11 @@ _STATE = 219
 #: Our world from the release's motion world: a half turn about +Y (x and z negated).
 _HALF_TURN = rot_y(math.pi)
 _SEED_FK_TOL_M = 1e-4
+#: Largest seed state file read, bytes (the release's is 6.4 KB).
+MAX_SEED_STATE_BYTES = 1 << 20
+#: Largest magnitude of a seed state value (metres, radians, metres per frame; the
+#: release's largest is 1.5): beyond it the networks overflow float32.
+MAX_SEED_STATE_ABS = 100.0
 
 
 class PaperMotionError(RuntimeError):
@@ -107,16 +112,23 @@ def _device(value: Any) -> Any:
 def _load_seed_state(seed_state: Any, path: Any) -> Any:
     """The ``(5, 219)`` float32 seed state with neck and head zeroed, checked."""
     torch = _require_torch()
+    import io
+
+    from humanclaw_gym.fileio import FileContentError, read_bytes_limited
+    from humanclaw_gym.motion.paper.manifest import _one_line
     from humanclaw_gym.motion.paper.placement import zero_neck_head
 
     where = "seed_state" if path is None else f"seed state {path}"
     if path is not None:
         try:
-            value = torch.load(path, map_location="cpu", weights_only=True)
+            data = read_bytes_limited(path, MAX_SEED_STATE_BYTES, "seed state")
+            value = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        except (FileContentError, FileNotFoundError) as exc:
+            raise PaperWeightsError(f"paper motion: {_one_line(exc)}", path) from None
         except Exception as exc:
             raise PaperWeightsError(
                 f"paper motion: {where} cannot be read as a weights-only torch file: "
-                f"{type(exc).__name__}: {exc}",
+                f"{type(exc).__name__}: {_one_line(exc)}",
                 path,
             ) from None
         if isinstance(value, dict):
@@ -130,12 +142,21 @@ def _load_seed_state(seed_state: Any, path: Any) -> Any:
             np.asarray(value, dtype=np.float32) if not torch.is_tensor(value) else value,
             dtype=torch.float32,
         )
-    except (TypeError, ValueError) as exc:
-        raise PaperWeightsError(f"paper motion: {where} is not numeric: {exc}", path) from None
+    except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
+        raise PaperWeightsError(
+            f"paper motion: {where} is not numeric: {_one_line(exc)}", path
+        ) from None
     if tuple(state.shape) != (_HISTORY, _STATE) or not bool(torch.isfinite(state).all()):
         raise PaperWeightsError(
             f"paper motion: {where} has shape {tuple(state.shape)}: allowed a finite "
             f"({_HISTORY}, {_STATE}) state",
+            path,
+        )
+    largest = float(state.abs().max())
+    if largest > MAX_SEED_STATE_ABS:
+        raise PaperWeightsError(
+            f"paper motion: {where} holds a value of magnitude {largest:.3g}: allowed at most "
+            f"{MAX_SEED_STATE_ABS} (metres, radians, metres per frame)",
             path,
         )
     state = state.clone()

@@ -18,12 +18,16 @@ of a release checkout (:func:`resolve_sources`), checks every file's size and SH
 (:func:`verify_files`) and describes the weights for run fingerprints and replay manifests
 (:func:`weights_record`). Nothing here unpickles a file or imports torch; every problem is
 one :class:`PaperWeightsError` naming the file and the skill.
+
+Bounds: the manifest is read as a regular file of at most :data:`MAX_MANIFEST_BYTES`
+(1 MiB, like the release's other JSON files) whose JSON nesting and numbers the
+interpreter can take, and every architecture value lies in :data:`ARCHITECTURE_LIMITS`,
+so a hostile manifest is refused before any network is built, however it is written.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -34,10 +38,13 @@ from typing import Any
 from humanclaw_gym.skills import Skill
 
 __all__ = [
+    "ARCHITECTURE_LIMITS",
     "BASE_PAYLOAD_SCHEMA",
     "BRANCHES",
     "CONTROL_PAYLOAD_SCHEMA",
     "MANIFEST_SCHEMA",
+    "MAX_MANIFEST_BYTES",
+    "MAX_WEIGHT_FILE_BYTES",
     "RELEASE_MANIFEST",
     "RELEASE_SEED_STATE",
     "RELEASE_WEIGHTS_DIR",
@@ -74,6 +81,37 @@ RELEASE_WEIGHTS_DIR = PurePosixPath("weights/paper_fullval_v1")
 # generated frames (the architecture's other fields are free).
 _FIXED_ARCHITECTURE = {"x_dim": 219, "n_history": 5, "n_future": 15}
 _CHUNK_BYTES = 1 << 20
+#: Largest manifest read, bytes (the release's is 8 KB; its other JSON files are capped
+#: at 1 MiB as well).
+MAX_MANIFEST_BYTES = 1 << 20
+#: Largest ``size_bytes`` a manifest may pin for one weight file (the release's largest is
+#: 164 MB).
+MAX_WEIGHT_FILE_BYTES = 16 << 30
+#: ``(lowest, highest)`` of every architecture value a manifest may give (the release's:
+#: width 512, 10 layers, 8 heads, MLP ratio 2, 30 solver steps, 6 Fourier octaves): a
+#: MotionDiT of the release's family fits, a model that would take minutes or GBs to build
+#: or run does not. ``nfe_steps`` bounds the base's and every skill's.
+ARCHITECTURE_LIMITS: dict[str, tuple[float, float]] = {
+    "hidden_dim": (2, 4096),
+    "num_layers": (1, 64),
+    "num_heads": (1, 256),
+    "mlp_ratio": (0.0625, 16.0),
+    "nfe_steps": (1, 1000),
+    "n_freqs": (1, 32),
+}
+_SHOWN_CHARS = 60
+_MAX_VARIANTS = 16
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` cut to a readable length (a huge number or string in a hostile
+    manifest must not make a huge message)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"<an integer of {len(str(value))} digits>"
+    text = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    if len(text) <= _SHOWN_CHARS:
+        return text
+    return f"{text[:_SHOWN_CHARS]}... ({len(text)} characters)"
 
 
 class PaperWeightsError(ValueError):
@@ -339,32 +377,47 @@ class _Fields:
     def text(self, key: str, allowed: tuple[str, ...] | None = None) -> str:
         value = self.get(key)
         if not isinstance(value, str) or not value:
-            raise self.fail(key, f"={value!r} is invalid: allowed a non-empty string")
+            raise self.fail(key, f"={_shown(value)} is invalid: allowed a non-empty string")
         if allowed is not None and value not in allowed:
-            raise self.fail(key, f"={value!r} is unknown: allowed {' | '.join(allowed)}")
+            listed = " | ".join(_shown(a) if len(a) > _SHOWN_CHARS else a for a in allowed[:8])
+            more = f" (and {len(allowed) - 8} more)" if len(allowed) > 8 else ""
+            raise self.fail(key, f"={_shown(value)} is unknown: allowed {listed}{more}")
         return value
 
-    def integer(self, key: str, minimum: int) -> int:
+    def integer(self, key: str, minimum: int, maximum: int | None = None) -> int:
         value = self.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(key, f"={value!r} is invalid: allowed an integer >= {minimum}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or value < minimum
+            or (maximum is not None and value > maximum)
+        ):
+            allowed = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+            raise self.fail(key, f"={_shown(value)} is invalid: allowed an integer {allowed}")
         return value
 
-    def number(self, key: str) -> float:
+    def bounded(self, key: str) -> int:
+        """An integer within :data:`ARCHITECTURE_LIMITS`."""
+        low, high = ARCHITECTURE_LIMITS[key]
+        return self.integer(key, int(low), int(high))
+
+    def number(self, key: str, low: float, high: float) -> float:
         value = self.get(key)
         if (
             isinstance(value, bool)
             or not isinstance(value, (int, float))
             or not math.isfinite(value)
-            or value <= 0
+            or not low <= value <= high
         ):
-            raise self.fail(key, f"={value!r} is invalid: allowed a number > 0")
+            raise self.fail(
+                key, f"={_shown(value)} is invalid: allowed a number in [{low}, {high}]"
+            )
         return float(value)
 
     def flag(self, key: str) -> bool:
         value = self.get(key)
         if not isinstance(value, bool):
-            raise self.fail(key, f"={value!r} is invalid: allowed true or false")
+            raise self.fail(key, f"={_shown(value)} is invalid: allowed true or false")
         return value
 
     def pinned(self, storage: str, skill: str) -> PinnedFile:
@@ -373,29 +426,31 @@ class _Fields:
         pure = PurePosixPath(rel)
         if pure.is_absolute() or ".." in pure.parts or "\\" in rel:
             raise self.fail(
-                "path", f"={rel!r} is invalid: allowed a relative path inside the weights directory"
+                "path",
+                f"={_shown(rel)} is invalid: allowed a relative path inside the weights directory",
             )
         digest = self.text("sha256").lower()
         if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-            raise self.fail("sha256", f"={digest!r} is invalid: allowed 64 hex digits")
-        return PinnedFile(rel, self.integer("size_bytes", 1), digest, skill)
+            raise self.fail("sha256", f"={_shown(digest)} is invalid: allowed 64 hex digits")
+        return PinnedFile(rel, self.integer("size_bytes", 1, MAX_WEIGHT_FILE_BYTES), digest, skill)
 
 
 def _architecture(fields: _Fields) -> Architecture:
+    for key, value in _FIXED_ARCHITECTURE.items():
+        found = fields.get(key)
+        if found != value or isinstance(found, bool) or not isinstance(found, int):
+            raise fields.fail(key, f"={_shown(found)} is not supported: allowed {value}")
     arch = Architecture(
         x_dim=fields.integer("x_dim", 1),
-        hidden_dim=fields.integer("hidden_dim", 2),
-        num_layers=fields.integer("num_layers", 1),
-        num_heads=fields.integer("num_heads", 1),
-        mlp_ratio=fields.number("mlp_ratio"),
+        hidden_dim=fields.bounded("hidden_dim"),
+        num_layers=fields.bounded("num_layers"),
+        num_heads=fields.bounded("num_heads"),
+        mlp_ratio=fields.number("mlp_ratio", *ARCHITECTURE_LIMITS["mlp_ratio"]),
         n_history=fields.integer("n_history", 1),
         n_future=fields.integer("n_future", 1),
-        nfe_steps=fields.integer("nfe_steps", 1),
+        nfe_steps=fields.bounded("nfe_steps"),
         use_qk_norm=fields.flag("use_qk_norm"),
     )
-    for key, value in _FIXED_ARCHITECTURE.items():
-        if getattr(arch, key) != value:
-            raise fields.fail(key, f"={getattr(arch, key)!r} is not supported: allowed {value}")
     if arch.hidden_dim % arch.num_heads or arch.hidden_dim % 2:
         raise fields.fail(
             "hidden_dim", f"={arch.hidden_dim} is invalid: allowed an even multiple of num_heads"
@@ -414,19 +469,23 @@ def read_manifest(path: str | os.PathLike[str]) -> WeightManifest:
     Raises:
         PaperWeightsError: naming the manifest, the field and what is allowed.
     """
+    from humanclaw_gym.fileio import FileContentError, loads_json, read_bytes_limited
+
     mpath = Path(path)
     try:
-        raw = mpath.read_bytes()
-        data = json.loads(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raw = read_bytes_limited(mpath, MAX_MANIFEST_BYTES, "weight manifest")
+        data = loads_json(raw, str(mpath))
+    except FileNotFoundError:
+        raise PaperWeightsError(f"{mpath}: the weight manifest does not exist", mpath) from None
+    except FileContentError as exc:
         raise PaperWeightsError(
-            f"{mpath}: cannot be read as a JSON weight manifest: {exc}", mpath
+            f"{mpath}: cannot be read as a JSON weight manifest: {_one_line(exc)}", mpath
         ) from None
     top = _Fields(data, "manifest", mpath, None)
     schema = data.get("schema") if isinstance(data, Mapping) else None
     if schema != MANIFEST_SCHEMA:
         raise PaperWeightsError(
-            f"{mpath}: schema={schema!r} is unknown: allowed {MANIFEST_SCHEMA!r}", mpath
+            f"{mpath}: schema={_shown(schema)} is unknown: allowed {MANIFEST_SCHEMA!r}", mpath
         )
     top.text("selection_policy", (_SELECTION_POLICY,))
     base = _Fields(top.get("base"), "base", mpath, "base")
@@ -435,8 +494,14 @@ def read_manifest(path: str | os.PathLike[str]) -> WeightManifest:
         _Fields(base.get("architecture"), "base.architecture", mpath, "base")
     )
     raw_variants = _Fields(top.get("base_variants"), "base_variants", mpath, None)
+    if len(raw_variants.data) > _MAX_VARIANTS:
+        raise PaperWeightsError(
+            f"{mpath}: base_variants holds {len(raw_variants.data)} variants: allowed at most "
+            f"{_MAX_VARIANTS}",
+            mpath,
+        )
     variants = {
-        str(name): _Fields(entry, f"base_variants.{name}", mpath, None).text(
+        str(name): _Fields(entry, f"base_variants.{_shown(name)}", mpath, None).text(
             "transform", TRANSFORMS
         )
         for name, entry in raw_variants.data.items()
@@ -444,8 +509,11 @@ def read_manifest(path: str | os.PathLike[str]) -> WeightManifest:
     raw_skills = _Fields(top.get("skills"), "skills", mpath, None)
     unknown = sorted(set(raw_skills.data) - set(BRANCHES))
     if unknown:
+        shown = [_shown(u) for u in unknown[:5]] + (["..."] if len(unknown) > 5 else [])
         raise PaperWeightsError(
-            f"{mpath}: skills {unknown} are unknown: allowed {list(BRANCHES)}", mpath, unknown[0]
+            f"{mpath}: skills [{', '.join(shown)}] are unknown: allowed {list(BRANCHES)}",
+            mpath,
+            unknown[0],
         )
     missing = [name for name in BRANCHES if name not in raw_skills.data]
     if missing:
@@ -459,7 +527,7 @@ def read_manifest(path: str | os.PathLike[str]) -> WeightManifest:
         spec = BRANCHES[name]
         entry = _Fields(raw_skills.data[name], f"skills.{name}", mpath, name)
         variant = entry.text("base_variant", tuple(variants))
-        n_freqs = entry.integer("n_freqs", 1) if spec.n_freqs else None
+        n_freqs = entry.bounded("n_freqs") if spec.n_freqs else None
         skills[name] = SkillEntry(
             name=name,
             file=entry.pinned(_CONTROL_STORAGE, name),
@@ -467,10 +535,14 @@ def read_manifest(path: str | os.PathLike[str]) -> WeightManifest:
             network=entry.text("network", (spec.network,)),
             kind=entry.text("kind", (spec.kind,)),
             n_freqs=n_freqs,
-            nfe_steps=entry.integer("nfe_steps", 1),
+            nfe_steps=entry.bounded("nfe_steps"),
         )
     step = data.get("checkpoint_step")
+    if isinstance(step, int) and step.bit_length() > 63:
+        step = None  # not a training step: recorded as unknown
     profile = data.get("profile")
+    if isinstance(profile, str) and len(profile) > 256:
+        profile = None
     return WeightManifest(
         path=mpath.resolve(),
         sha256=hashlib.sha256(raw).hexdigest(),
@@ -486,6 +558,13 @@ def read_manifest(path: str | os.PathLike[str]) -> WeightManifest:
 # ----------------------------------------------------------------------------------------
 # the files
 # ----------------------------------------------------------------------------------------
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    """An exception's message on one line, at most ``limit`` characters (torch's and the
+    unpickler's messages span many lines)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _label(skill: str) -> str:
     return "the shared base MotionDiT" if skill == "base" else f"skill {skill!r}"
 
@@ -538,6 +617,7 @@ def weights_record(
     seed_state: Any = None,
     release_dir: str | os.PathLike[str] | None = None,
     device: str = "cpu",
+    num_threads: Any = None,
     **_: Any,
 ) -> dict[str, Any]:
     """What names the paper motion's results, for run fingerprints and replay manifests:
@@ -546,7 +626,11 @@ def weights_record(
 
     Raises:
         PaperWeightsError: the manifest or seed state cannot be found or read.
+        ValueError: ``num_threads`` is not an int in ``[1, MAX_NUM_THREADS]`` or None.
     """
+    from humanclaw_gym.motion.torch_threads import check_num_threads
+
+    check_num_threads(num_threads)
     sources = resolve_sources(weights_dir, manifest, seed_state, release_dir)
     parsed = read_manifest(sources.manifest)
     return {

@@ -4,8 +4,10 @@
 directory into :class:`PaperModels`, in this order, so that a fault is found before anything
 is used:
 
-1. every pinned file's size and SHA-256 (:func:`~.manifest.verify_files`), before any file
-   is unpickled;
+1. every pinned file's size against the architecture (:func:`check_sizes`: at least two
+   and at most four bytes per value of the networks the manifest describes, plus the
+   file's records), then its size and SHA-256 (:func:`~.manifest.verify_files`), before
+   any file is unpickled;
 2. each payload, read with ``torch.load(..., weights_only=True)``: a mapping with the
    expected ``schema`` (``humanclaw_motion_dit_state_v1`` / ``humanclaw_control_state_v1``)
    and a ``state_dict`` of named tensors;
@@ -15,6 +17,9 @@ is used:
 4. the base variants the skills use, each built once (``identity``: the stored values in
    float32; ``bf16_roundtrip``: every float tensor rounded to bfloat16 and back) and shared
    by the branches of its group: two bases in memory, never eight.
+
+:func:`check_payloads` runs steps 1 to 3 alone, one file at a time, without building a
+model: the paper profile's check before any episode runs.
 
 Loaded models are kept per process (keyed by the weights directory, the manifest's SHA-256,
 the files' sizes and modification times, and the device), so envs of one process share
@@ -36,6 +41,7 @@ from humanclaw_gym.motion.paper.manifest import (
     PaperWeightsError,
     SkillEntry,
     WeightManifest,
+    _one_line,
     verify_files,
 )
 from humanclaw_gym.motion.paper.networks import (
@@ -46,9 +52,20 @@ from humanclaw_gym.motion.paper.networks import (
     new_branch,
 )
 
-__all__ = ["LoadedSkill", "PaperModels", "clear_model_cache", "load_models"]
+__all__ = [
+    "LoadedSkill",
+    "PaperModels",
+    "check_payloads",
+    "check_sizes",
+    "clear_model_cache",
+    "load_models",
+]
 
 _STORED_DTYPES = (torch.float32, torch.bfloat16)
+#: What a payload file may hold beyond its tensors' values: the pickle and zip records
+#: (torch.save writes about 300 bytes per tensor and a few KB in all).
+_RECORD_BYTES = 64 << 10
+_RECORD_BYTES_PER_TENSOR = 1 << 10
 _CACHE: dict[tuple, PaperModels] = {}
 _CACHE_LOCK = threading.Lock()
 
@@ -114,7 +131,7 @@ def _payload(path: Path, schema: str, skill: str) -> dict[str, torch.Tensor]:
     except Exception as exc:  # an unreadable or non-weights pickle
         raise PaperWeightsError(
             f"paper motion: {what}: {path} cannot be read as a weights-only torch file: "
-            f"{type(exc).__name__}: {exc}",
+            f"{type(exc).__name__}: {_one_line(exc)}",
             path,
             skill,
         ) from None
@@ -184,6 +201,76 @@ def _expected(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return dict(module.state_dict())
 
 
+def _template(manifest: WeightManifest, skill: str) -> torch.nn.Module:
+    """The network of a manifest file (``"base"`` or a skill) on the meta device: shapes
+    only, nothing allocated."""
+    arch = manifest.architecture
+    try:
+        with torch.device("meta"):
+            if skill == "base":
+                return new_base(arch)
+            return new_branch(arch, skill, manifest.skills[skill].n_freqs)
+    except (RuntimeError, ValueError, OverflowError, TypeError, MemoryError) as exc:
+        where = "base.architecture" if skill == "base" else f"skills.{skill}"
+        raise PaperWeightsError(
+            f"paper motion: {manifest.path}: {where} describes a network that cannot be "
+            f"built ({type(exc).__name__}: {_one_line(exc)})",
+            manifest.path,
+            skill,
+        ) from None
+
+
+def check_sizes(manifest: WeightManifest) -> None:
+    """Every pinned file's ``size_bytes`` against the network its architecture describes:
+    at least 2 bytes per value (all bfloat16), at most 4 (all float32) plus the file's
+    pickle and zip records. Reads no file; builds the networks on the meta device only.
+
+    Raises:
+        PaperWeightsError: naming the manifest, the file's skill, both sizes and the
+            architecture fields that set them.
+    """
+    for pinned in manifest.files():
+        state = _expected(_template(manifest, pinned.skill))
+        values = sum(t.numel() for t in state.values())
+        low = 2 * values
+        high = 4 * values + _RECORD_BYTES + _RECORD_BYTES_PER_TENSOR * len(state)
+        if not low <= pinned.size_bytes <= high:
+            field = "base" if pinned.skill == "base" else f"skills.{pinned.skill}"
+            raise PaperWeightsError(
+                f"paper motion: {manifest.path}: {field}.size_bytes={pinned.size_bytes} does not "
+                f"fit the architecture (base.architecture: {values} values in "
+                f"{len(state)} tensors need {low} to {high} bytes): the manifest does not "
+                "describe its files",
+                manifest.path,
+                pinned.skill,
+            )
+
+
+def check_payloads(manifest: WeightManifest, weights_dir: Path, *, hashed: bool = False) -> None:
+    """Steps 1-3 of the module docstring for every file, one at a time, without building
+    a model: sizes against the architecture, size and SHA-256, weights-only unpickling,
+    schema, tensor names, shapes, dtypes and finiteness. Nothing is kept; at most one
+    file's tensors are in memory at a time.
+
+    Args:
+        manifest: the validated manifest.
+        weights_dir: the weights directory.
+        hashed: the caller has just checked every file's size and SHA-256
+            (:func:`~.manifest.verify_files`): they are not read a second time for it.
+
+    Raises:
+        PaperWeightsError: the first file at fault, naming it and its skill.
+    """
+    check_sizes(manifest)
+    root = Path(weights_dir)
+    paths = [root / p.path for p in manifest.files()] if hashed else verify_files(manifest, root)
+    for pinned, path in zip(manifest.files(), paths, strict=True):
+        schema = BASE_PAYLOAD_SCHEMA if pinned.skill == "base" else CONTROL_PAYLOAD_SCHEMA
+        state = _payload(path, schema, pinned.skill)
+        _check_state(state, _expected(_template(manifest, pinned.skill)), path, pinned.skill)
+        del state
+
+
 def _variant_state(state: dict[str, torch.Tensor], transform: str) -> dict[str, torch.Tensor]:
     if transform == "identity":
         return {k: v.to(torch.float32) for k, v in state.items()}
@@ -198,10 +285,10 @@ def _materialise(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> Non
 
 
 def _build(manifest: WeightManifest, weights_dir: Path, device: torch.device) -> PaperModels:
+    check_sizes(manifest)  # the architecture against the files, before anything is read
     paths = verify_files(manifest, weights_dir)  # every file, before anything is unpickled
     arch = manifest.architecture
-    with torch.device("meta"):
-        template = new_base(arch)
+    template = _template(manifest, "base")
     base_state = _payload(paths[0], BASE_PAYLOAD_SCHEMA, "base")
     _check_state(base_state, _expected(template), paths[0], "base")
 

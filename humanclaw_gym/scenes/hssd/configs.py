@@ -20,6 +20,11 @@ The format (habitat-sim's "Using JSON Files to configure Attributes"):
 
 Everything here is plain parsing into frozen records; every missing or malformed file or
 field raises :class:`SceneDatasetError` naming the file, the field and what refers to it.
+Every path a config names (a ``paths`` folder or glob, ``render_asset``,
+``collision_asset``, the lexicon) must stay inside the dataset folder as written
+(:func:`humanclaw_gym.fileio.path_inside`: a symbolic link inside it may lead to the
+licensed meshes, never into /proc, /sys or /dev other than /dev/shm); counts,
+coordinates, scales and masses are bounded by :data:`DATASET_LIMITS`.
 Template names resolve like Habitat's: a path relative to the dataset folder without the
 config suffix (``"stages/102343992"``) or a bare config name (``"hcbv3r_..._0000_..."``).
 """
@@ -35,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "DATASET_LIMITS",
     "DATASET_SUFFIX",
     "MOTION_TYPES",
     "OBJECT_SUFFIX",
@@ -56,11 +62,32 @@ STAGE_SUFFIX = ".stage_config.json"
 OBJECT_SUFFIX = ".object_config.json"
 SCENE_SUFFIX = ".scene_instance.json"
 MOTION_TYPES: tuple[str, ...] = ("STATIC", "KINEMATIC", "DYNAMIC")
+_MAX_NAME_CHARS = 512
 TRANSLATION_ORIGINS: tuple[str, ...] = ("asset_local", "com")
 
 
 #: Largest scene dataset JSON file read (configs, scene instances), in bytes.
 MAX_CONFIG_BYTES = 64 << 20
+#: Bounds of a scene dataset (the release's HSSD: at most 1,042 object instances in a
+#: scene, 14,537 object configs, episodes within 112 m of the origin): object instances of one
+#: scene; config files a dataset config's ``paths`` may index, and the folders its globs
+#: may match; |translation| and |coordinate| of anything placed in a scene (metres); each
+#: scale factor (config scale times ``units_to_meters`` times instance scale); an object's
+#: mass (kg); its friction and restitution coefficients; the triangles a scene places in
+#: all (render and collision meshes of every instance); the lexicon's classes.
+DATASET_LIMITS: dict[str, float] = {
+    "object_instances": 10_000,
+    "config_files": 500_000,
+    "glob_matches": 10_000,
+    "coordinate_m": 10_000.0,
+    "scale_min": 1e-4,
+    "scale_max": 1e4,
+    "mass_kg": 1e6,
+    "friction": 100.0,
+    "restitution": 1.0,
+    "scene_triangles": 50_000_000,
+    "lexicon_classes": 100_000,
+}
 
 
 class SceneDatasetError(ValueError):
@@ -86,32 +113,86 @@ def read_json(path: Path, referrer: str | None = None) -> Any:
         raise SceneDatasetError(str(exc)) from None
 
 
-def _vec(d: Mapping[str, Any], key: str, n: int, default: Any, where: str) -> tuple[float, ...]:
+def _shown(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"<an integer of {len(str(value))} digits>"
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:80]}... ({len(text)} characters)"
+
+
+def _vec(
+    d: Mapping[str, Any],
+    key: str,
+    n: int,
+    default: Any,
+    where: str,
+    bound: float = DATASET_LIMITS["coordinate_m"],
+) -> tuple[float, ...]:
     value = d.get(key, default)
+    if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
+        raise SceneDatasetError(f"{where}: field {key!r} must be {n} numbers, got {_shown(value)}")
     try:
         out = tuple(float(v) for v in value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise SceneDatasetError(
-            f"{where}: field {key!r} must be {n} numbers, got {value!r}"
+            f"{where}: field {key!r} must be {n} numbers, got {_shown(value)}"
         ) from None
     if len(out) != n or not all(math.isfinite(v) for v in out):
-        raise SceneDatasetError(f"{where}: field {key!r} must be {n} finite numbers, got {value!r}")
+        raise SceneDatasetError(
+            f"{where}: field {key!r} must be {n} finite numbers, got {_shown(value)}"
+        )
+    if any(abs(v) > bound for v in out):
+        raise SceneDatasetError(
+            f"{where}: field {key!r} {_shown(list(out))} is out of range: allowed values within "
+            f"±{bound:g}"
+        )
     return out
 
 
-def _num(d: Mapping[str, Any], key: str, default: float | None, where: str) -> float | None:
+def _num(
+    d: Mapping[str, Any],
+    key: str,
+    default: float | None,
+    where: str,
+    low: float = -math.inf,
+    high: float = math.inf,
+) -> float | None:
     value = d.get(key, default)
     if value is None:
         return None
-    if isinstance(value, bool):
-        raise SceneDatasetError(f"{where}: field {key!r} must be a number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SceneDatasetError(f"{where}: field {key!r} must be a number, got {_shown(value)}")
     try:
         out = float(value)
-    except (TypeError, ValueError):
-        raise SceneDatasetError(f"{where}: field {key!r} must be a number, got {value!r}") from None
+    except OverflowError:
+        out = math.inf
     if not math.isfinite(out):
-        raise SceneDatasetError(f"{where}: field {key!r} must be finite, got {value!r}")
+        raise SceneDatasetError(f"{where}: field {key!r} must be finite, got {_shown(value)}")
+    if not low <= out <= high:
+        raise SceneDatasetError(
+            f"{where}: field {key!r}={_shown(value)} is out of range: allowed [{low:g}, {high:g}]"
+        )
     return out
+
+
+def _scale(scale: tuple[float, ...], field: str, where: str) -> tuple[float, ...]:
+    low, high = DATASET_LIMITS["scale_min"], DATASET_LIMITS["scale_max"]
+    if not all(low <= s <= high for s in scale):
+        raise SceneDatasetError(
+            f"{where}: {field} {_shown(list(scale))} is out of range: allowed each factor in "
+            f"[{low:g}, {high:g}]"
+        )
+    return scale
+
+
+def _inside(root: Path, relative: Any, where: str, base: Path | None = None) -> Path:
+    """A path a dataset file names, inside the dataset folder (see the module docstring)."""
+    from humanclaw_gym.fileio import FileContentError, path_inside
+
+    try:
+        return path_inside(root, relative, where, base)
+    except FileContentError as exc:
+        raise SceneDatasetError(str(exc)) from None
 
 
 def _unit(v: tuple[float, ...], key: str, where: str) -> tuple[float, float, float]:
@@ -157,12 +238,22 @@ class AssetConfig:
     origin: tuple[float, float, float]
 
 
-def read_asset_config(path: Path, kind: str, referrer: str | None = None) -> AssetConfig:
+def read_asset_config(
+    path: Path, kind: str, referrer: str | None = None, root: Path | None = None
+) -> AssetConfig:
     """Parse one stage or object config (asset paths resolved, not opened).
 
+    Args:
+        path: the config file.
+        kind: ``"stage"`` or ``"object"``.
+        referrer: what refers to it (named in errors).
+        root: the dataset folder its asset paths must stay inside (default: the config's
+            own folder).
+
     Raises:
-        SceneDatasetError: missing file, invalid JSON, a missing ``render_asset`` or a
-            malformed field (naming the file, the field and ``referrer``).
+        SceneDatasetError: missing file, invalid JSON, a missing ``render_asset``, an asset
+            path leaving the dataset folder or a malformed or out-of-range field (naming
+            the file, the field and ``referrer``).
     """
     doc = read_json(path, referrer)
     where = _where(path, referrer)
@@ -174,6 +265,13 @@ def read_asset_config(path: Path, kind: str, referrer: str | None = None) -> Ass
     collision = doc.get("collision_asset")
     if collision is not None and (not isinstance(collision, str) or not collision):
         raise SceneDatasetError(f"{where}: field 'collision_asset' must be a file name")
+    folder = path.parent if root is None else root
+    render_path = _inside(folder, render, f"{where}: field 'render_asset'", path.parent)
+    collision_path = (
+        None
+        if collision is None
+        else _inside(folder, collision, f"{where}: field 'collision_asset'", path.parent)
+    )
     if doc.get("is_collidable") is False:
         raise SceneDatasetError(
             f"{where}: 'is_collidable': false is not supported (every object of a scene "
@@ -185,34 +283,41 @@ def read_asset_config(path: Path, kind: str, referrer: str | None = None) -> Ass
         raise SceneDatasetError(
             f"{where}: fields 'up' {list(up)} and 'front' {list(front)} are not perpendicular"
         )
-    scale = _vec(doc, "scale", 3, (1.0, 1.0, 1.0), where)
+    scale = _vec(doc, "scale", 3, (1.0, 1.0, 1.0), where, math.inf)
     units = _num(doc, "units_to_meters", 1.0, where)
     scale = tuple(s * float(units) for s in scale)  # type: ignore[arg-type]
     if any(s <= 0.0 for s in scale):
         raise SceneDatasetError(
-            f"{where}: 'scale' times 'units_to_meters' must be > 0, got {list(scale)}"
+            f"{where}: 'scale' times 'units_to_meters' must be > 0, got {_shown(list(scale))}"
         )
+    _scale(scale, "'scale' times 'units_to_meters'", where)
     mass = _num(doc, "mass", 1.0, where)
-    if mass is None or not mass > 0.0:
-        raise SceneDatasetError(f"{where}: field 'mass' must be > 0, got {doc.get('mass')!r}")
+    if mass is None or not 0.0 < mass <= DATASET_LIMITS["mass_kg"]:
+        raise SceneDatasetError(
+            f"{where}: field 'mass' must be > 0 and at most {DATASET_LIMITS['mass_kg']:g} kg, "
+            f"got {_shown(doc.get('mass'))}"
+        )
     sem = doc.get("semantic_id")
-    if sem is not None and (isinstance(sem, bool) or not isinstance(sem, int)):
-        raise SceneDatasetError(f"{where}: field 'semantic_id' must be an integer, got {sem!r}")
+    if sem is not None and (
+        isinstance(sem, bool) or not isinstance(sem, int) or not 0 <= sem < 1 << 31
+    ):
+        raise SceneDatasetError(
+            f"{where}: field 'semantic_id' must be an integer in [0, 2**31), got {_shown(sem)}"
+        )
     com = _vec(doc, "COM", 3, None, where) if doc.get("COM") is not None else None
-    base = path.parent
     return AssetConfig(
         path=str(path),
         kind=kind,
-        render_asset=str((base / render).resolve()) if not os.path.isabs(render) else render,
-        collision_asset=None
-        if collision is None
-        else (str((base / collision).resolve()) if not os.path.isabs(collision) else collision),
+        render_asset=str(render_path.resolve()),
+        collision_asset=None if collision_path is None else str(collision_path.resolve()),
         up=up,
         front=front,
         scale=scale,  # type: ignore[arg-type]
         mass_kg=float(mass),
-        friction=_num(doc, "friction_coefficient", None, where),
-        restitution=_num(doc, "restitution_coefficient", None, where),
+        friction=_num(doc, "friction_coefficient", None, where, 0.0, DATASET_LIMITS["friction"]),
+        restitution=_num(
+            doc, "restitution_coefficient", None, where, 0.0, DATASET_LIMITS["restitution"]
+        ),
         semantic_id=sem,
         com=com,  # type: ignore[arg-type]
         origin=_vec(doc, "origin", 3, (0.0, 0.0, 0.0), where)
@@ -284,12 +389,18 @@ def _quat_wxyz(d: Mapping[str, Any], key: str, where: str) -> tuple[float, float
 def _origin(value: Any, where: str, default: str) -> str:
     if value is None:
         return default
-    text = str(value).strip().lower()
+    if not isinstance(value, str):
+        raise SceneDatasetError(
+            f"{where}: field 'translation_origin' must be 'asset_local' or 'COM', got "
+            f"{_shown(value)}"
+        )
+    text = value.strip().lower()
     if text in ("", "unknown"):
         return default
     if text not in TRANSLATION_ORIGINS:
         raise SceneDatasetError(
-            f"{where}: field 'translation_origin' must be 'asset_local' or 'COM', got {value!r}"
+            f"{where}: field 'translation_origin' must be 'asset_local' or 'COM', got "
+            f"{_shown(value)}"
         )
     return text
 
@@ -314,7 +425,11 @@ def read_scene_instance(path: Path, referrer: str | None = None) -> SceneInstanc
     stage_t: tuple[float, ...] = (0.0, 0.0, 0.0)
     stage_q: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)
     if stage is not None:
-        if not isinstance(stage, dict) or not isinstance(stage.get("template_name"), str):
+        if (
+            not isinstance(stage, dict)
+            or not isinstance(stage.get("template_name"), str)
+            or len(stage["template_name"]) > _MAX_NAME_CHARS
+        ):
             raise SceneDatasetError(f"{where}: 'stage_instance' must have a 'template_name'")
         stage_template = stage["template_name"]
         here = f"{where}: stage_instance"
@@ -323,28 +438,38 @@ def read_scene_instance(path: Path, referrer: str | None = None) -> SceneInstanc
     raw = doc.get("object_instances", [])
     if not isinstance(raw, list):
         raise SceneDatasetError(f"{where}: field 'object_instances' must be a list")
+    if len(raw) > DATASET_LIMITS["object_instances"]:
+        raise SceneDatasetError(
+            f"{where}: field 'object_instances' holds {len(raw)} instances: allowed at most "
+            f"{int(DATASET_LIMITS['object_instances'])}"
+        )
     objects = []
     for i, inst in enumerate(raw):
         here = f"{where}: object_instances[{i}]"
         if not isinstance(inst, dict):
             raise SceneDatasetError(f"{here} must be a JSON object")
         template = inst.get("template_name")
-        if not isinstance(template, str) or not template:
-            raise SceneDatasetError(f"{here}: field 'template_name' is missing")
-        scale = _vec(inst, "non_uniform_scale", 3, (1.0, 1.0, 1.0), here)
+        if not isinstance(template, str) or not template or len(template) > _MAX_NAME_CHARS:
+            raise SceneDatasetError(
+                f"{here}: field 'template_name' is missing or not a name of at most "
+                f"{_MAX_NAME_CHARS} characters"
+            )
+        scale = _vec(inst, "non_uniform_scale", 3, (1.0, 1.0, 1.0), here, math.inf)
         uniform = _num(inst, "uniform_scale", 1.0, here)
         scale = tuple(s * float(uniform) for s in scale)  # type: ignore[arg-type]
         if any(s <= 0.0 for s in scale):
             raise SceneDatasetError(
-                f"{here}: the scale must be > 0 on every axis, got {list(scale)}"
+                f"{here}: the scale must be > 0 on every axis, got {_shown(list(scale))}"
             )
-        motion = str(inst.get("motion_type", "STATIC")).upper()
+        _scale(scale, "the scale", here)
+        motion = inst.get("motion_type", "STATIC")
+        motion = motion.upper() if isinstance(motion, str) else motion
         if motion == "UNDEFINED":
             motion = "STATIC"
         if motion not in MOTION_TYPES:
             raise SceneDatasetError(
                 f"{here}: field 'motion_type' must be one of {list(MOTION_TYPES)}, got "
-                f"{inst.get('motion_type')!r}"
+                f"{_shown(inst.get('motion_type'))}"
             )
         objects.append(
             ObjectInstance(
@@ -455,16 +580,28 @@ def _section_dirs(root: Path, section: Any, name: str, where: str) -> list[Path]
     if not isinstance(paths, dict):
         raise SceneDatasetError(f"{where}: field '{name}.paths' must be an object")
     out: list[Path] = []
+    limit = int(DATASET_LIMITS["glob_matches"])
     for suffix, entries in paths.items():
         if suffix != ".json":
             continue  # e.g. ".glb" stage lists: assets without a config are not used here
+        field = f"{where}: field '{name}.paths[\".json\"]'"
         if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
-            raise SceneDatasetError(
-                f"{where}: field '{name}.paths[\".json\"]' must be a list of paths"
-            )
+            raise SceneDatasetError(f"{field} must be a list of paths")
         for entry in entries:
-            pattern = str(root / entry)
-            matches = sorted(glob.glob(pattern)) if any(c in entry for c in "*?[") else [pattern]
+            pattern = str(_inside(root, entry, field))
+            if any(c in entry for c in "*?["):
+                matches = []
+                for m in glob.iglob(pattern):
+                    matches.append(m)
+                    if len(out) + len(matches) > limit:
+                        raise SceneDatasetError(
+                            f"{field}: {_shown(entry)} matches more than {limit} folders"
+                        )
+                matches.sort()
+            else:
+                matches = [pattern]
+            for m in matches:  # symbolic links resolved: never into a system folder
+                _inside(root, os.path.relpath(m, root), field)
             out += [Path(m) for m in matches]
     return out
 
@@ -472,11 +609,23 @@ def _section_dirs(root: Path, section: Any, name: str, where: str) -> list[Path]
 def _collect(dirs: list[Path], suffix: str, root: Path, where: str, kind: str) -> dict[str, str]:
     table: dict[str, str] = {}
     bare: dict[str, list[str]] = {}
+    seen = 0
+    limit = int(DATASET_LIMITS["config_files"])
     for d in dirs:
         if d.is_file() and d.name.endswith(suffix):
             files = [d]
         elif d.is_dir():
-            files = sorted(f for f in d.iterdir() if f.name.endswith(suffix))
+            files = []
+            for f in d.iterdir():
+                seen += 1
+                if seen > limit:
+                    raise SceneDatasetError(
+                        f"{where}: the folders its {kind} paths name hold more than {limit} "
+                        "entries in all; refused"
+                    )
+                if f.name.endswith(suffix):
+                    files.append(f)
+            files.sort()
         else:
             continue  # a listed folder that is absent holds nothing (reported per template)
         for f in files:
@@ -503,17 +652,24 @@ def _lexicon(root: Path, doc: Mapping[str, Any], where: str) -> tuple[dict[int, 
     paths = [v for v in ssd.values() if isinstance(v, str)]
     if not paths:
         return {}, None
-    lex_path = root / paths[0]
+    field = f"{where}: field 'semantic_scene_descriptor_instances'"
+    lex_path = _inside(root, paths[0], field)
     lex = read_json(lex_path, f"{where} semantic_scene_descriptor_instances")
     classes = lex.get("classes") if isinstance(lex, dict) else None
     if not isinstance(classes, list):
         raise SceneDatasetError(f"{lex_path}: field 'classes' must be a list of {{name, id}}")
+    if len(classes) > DATASET_LIMITS["lexicon_classes"]:
+        raise SceneDatasetError(
+            f"{lex_path}: field 'classes' holds {len(classes)} classes: allowed at most "
+            f"{int(DATASET_LIMITS['lexicon_classes'])}"
+        )
     out: dict[int, str] = {}
     for k, c in enumerate(classes):
         if (
             not isinstance(c, dict)
             or not isinstance(c.get("name"), str)
             or not isinstance(c.get("id"), int)
+            or isinstance(c.get("id"), bool)
         ):
             raise SceneDatasetError(f"{lex_path}: classes[{k}] must be {{'name': str, 'id': int}}")
         out[int(c["id"])] = c["name"]

@@ -132,7 +132,9 @@ class SceneDataset:
                 try:
                     path = self.index.template_path(kind, template, where)
                     if path not in configs:
-                        configs[path] = read_asset_config(Path(path), kind, where)
+                        configs[path] = read_asset_config(
+                            Path(path), kind, where, Path(self.index.root)
+                        )
                 except SceneDatasetError as exc:
                     errors.append(str(exc))
                     continue

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from humanclaw_gym.scenes.hssd.configs import (
+    DATASET_LIMITS,
     AssetConfig,
     DatasetIndex,
     SceneDatasetError,
@@ -42,7 +43,14 @@ from humanclaw_gym.scenes.hssd.configs import (
     read_asset_config,
 )
 from humanclaw_gym.scenes.meshes import MeshAssetError, load_mesh, object_triangles
-from humanclaw_gym.scenes.spec import MeshRef, ObjectSource, Part, SceneObject, SceneSpec
+from humanclaw_gym.scenes.spec import (
+    MeshRef,
+    ObjectSource,
+    Part,
+    SceneObject,
+    SceneSpec,
+    SceneSpecError,
+)
 
 __all__ = [
     "CATEGORY_ALIASES",
@@ -167,9 +175,11 @@ def _mesh_part(
     scale: np.ndarray,
     origin_local: np.ndarray,
     referrer: str,
+    budget: list[int],
 ) -> tuple[Part, Any]:
     """The object's mesh part: ``rot`` turns the canonical asset into the object frame,
-    ``origin_local`` is where the canonical asset origin goes (object frame)."""
+    ``origin_local`` is where the canonical asset origin goes (object frame). Its render
+    and collision triangles are added to ``budget[0]`` (the scene's, bounded)."""
     try:
         asset = load_mesh(cfg.render_asset, cfg.up, cfg.front, referrer=cfg.path)
         collision = (
@@ -179,6 +189,26 @@ def _mesh_part(
         )
     except MeshAssetError as exc:
         raise SceneDatasetError(f"{exc} [{referrer}]") from None
+    budget[0] += asset.num_triangles + (0 if collision is None else collision.num_triangles)
+    if budget[0] > DATASET_LIMITS["scene_triangles"]:
+        raise SceneDatasetError(
+            f"{referrer}: the scene places more than {int(DATASET_LIMITS['scene_triangles'])} "
+            "triangles in all (render and collision meshes of every instance); refused"
+        )
+    try:
+        return _make_part(cfg, asset, collision, rot, scale, origin_local), asset
+    except (SceneSpecError, ValueError) as exc:
+        raise SceneDatasetError(f"{referrer}: {exc}") from None
+
+
+def _make_part(
+    cfg: AssetConfig,
+    asset: Any,
+    collision: Any,
+    rot: np.ndarray,
+    scale: np.ndarray,
+    origin_local: np.ndarray,
+) -> Part:
     lo, hi = asset.bounds()
     mesh = MeshRef(
         asset=cfg.render_asset,
@@ -201,7 +231,7 @@ def _mesh_part(
         material="mesh",
         mesh=mesh,
     )
-    return part, asset
+    return part
 
 
 def build_scene(index: DatasetIndex, instance: SceneInstance) -> SceneSpec:
@@ -214,10 +244,12 @@ def build_scene(index: DatasetIndex, instance: SceneInstance) -> SceneSpec:
     referrer = instance.path
     configs: dict[str, AssetConfig] = {}
 
+    budget = [0]
+
     def config(kind: str, template: str, where: str) -> AssetConfig:
         path = index.template_path(kind, template, where)
         if path not in configs:
-            configs[path] = read_asset_config(Path(path), kind, where)
+            configs[path] = read_asset_config(Path(path), kind, where, Path(index.root))
         return configs[path]
 
     stage_cfg = None
@@ -232,24 +264,27 @@ def build_scene(index: DatasetIndex, instance: SceneInstance) -> SceneSpec:
     objects: list[SceneObject] = []
     if stage_cfg is not None:
         rot = _quat_to_matrix(instance.stage_rotation_xyzw)
-        part, _ = _mesh_part(stage_cfg, rot, np.asarray(stage_cfg.scale), np.zeros(3), referrer)
-        position = np.asarray(instance.stage_translation) + np.asarray(stage_cfg.origin)
-        objects.append(
-            SceneObject(
-                object_id=STAGE_OBJECT_ID,
-                name="stage",
-                category="stage",
-                position=tuple(position),  # type: ignore[arg-type]
-                yaw_rad=0.0,
-                parts=(part,),
-                source=ObjectSource(
-                    template=instance.stage_template or "",
-                    semantic_id=stage_cfg.semantic_id,
-                    friction=stage_cfg.friction,
-                    restitution=stage_cfg.restitution,
-                ),
-            )
+        where = f"{referrer} stage_instance"
+        part, _ = _mesh_part(
+            stage_cfg, rot, np.asarray(stage_cfg.scale), np.zeros(3), where, budget
         )
+        position = np.asarray(instance.stage_translation) + np.asarray(stage_cfg.origin)
+        stage = _placed(
+            where,
+            object_id=STAGE_OBJECT_ID,
+            name="stage",
+            category="stage",
+            position=tuple(position),
+            yaw_rad=0.0,
+            parts=(part,),
+            source=ObjectSource(
+                template=instance.stage_template or "",
+                semantic_id=stage_cfg.semantic_id,
+                friction=stage_cfg.friction,
+                restitution=stage_cfg.restitution,
+            ),
+        )
+        objects.append(stage)
     for inst, cfg in zip(instance.objects, obj_cfgs, strict=True):
         where = f"{referrer} object_instances[{inst.index}]"
         r_inst = _quat_to_matrix(inst.rotation_xyzw)
@@ -265,14 +300,15 @@ def build_scene(index: DatasetIndex, instance: SceneInstance) -> SceneSpec:
                 lo, hi = asset.bounds()
                 com = 0.5 * (lo + hi)
             origin = -(r_part @ (scale * com))
-        part, _ = _mesh_part(cfg, r_part, scale, origin, where)
+        part, _ = _mesh_part(cfg, r_part, scale, origin, where, budget)
         category = (
             normalize_category(index.lexicon.get(cfg.semantic_id))
             if cfg.semantic_id is not None and cfg.semantic_id in index.lexicon
             else "object"
         )
         dynamic = inst.motion_type == "DYNAMIC"
-        obj = SceneObject(
+        obj = _placed(
+            where,
             object_id=inst.index + 2,
             name=f"{category}_{inst.index}",
             category=category,
@@ -316,6 +352,27 @@ def build_scene(index: DatasetIndex, instance: SceneInstance) -> SceneSpec:
         generator=GENERATOR,
         metadata=meta,
     )
+
+
+def _placed(where: str, **fields: Any) -> SceneObject:
+    """``SceneObject(**fields)``, whose world box must lie within
+    ``DATASET_LIMITS["coordinate_m"]`` of the origin; a malformed value is a
+    :class:`SceneDatasetError` naming ``where``."""
+    try:
+        obj = SceneObject(**fields)
+        lo, hi = obj.aabb()
+    except (SceneSpecError, ValueError, FloatingPointError) as exc:
+        raise SceneDatasetError(f"{where}: {exc}") from None
+    bound = DATASET_LIMITS["coordinate_m"]
+    if (
+        not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)))
+        or max(float(np.abs(lo).max()), float(np.abs(hi).max())) > bound
+    ):
+        raise SceneDatasetError(
+            f"{where}: the placed object reaches {float(max(np.abs(lo).max(), np.abs(hi).max())):.4g} "
+            f"m from the origin: allowed within ±{bound:g} m"
+        )
+    return obj
 
 
 def _with_seat(obj: SceneObject, seat: float) -> SceneObject:
