@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from humanclaw_gym.body.skeleton import (
     link_shapes,
 )
 from humanclaw_gym.rotations import matrix_from_rotvec, rot_y, rotvec_from_matrix
+
+if TYPE_CHECKING:  # pragma: no cover
+    from humanclaw_gym.motion.bodyfit import MotionBody
 
 __all__ = [
     "STATE_DIM",
@@ -121,18 +125,24 @@ def foot_corner_offsets() -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
-def sole_heights(frames: np.ndarray) -> np.ndarray:
+def sole_heights(frames: np.ndarray, body: MotionBody | None = None) -> np.ndarray:
     """World height of the lowest point of each foot (heel box and toe box).
 
     Args:
         frames: ``(..., 75)`` frames.
+        body: the posed body (:class:`~humanclaw_gym.motion.bodyfit.MotionBody`; default
+            the built-in skeleton's): its rest joints and foot boxes.
 
     Returns:
         ``float64 (..., 2)``: lowest ``y`` of the left and the right foot, metres.
     """
     frames = _as_frames(frames)
-    pos, rot = forward_kinematics(frames)
-    ankle_c, toe_c = foot_corner_offsets()
+    if body is None:
+        pos, rot = forward_kinematics(frames)
+        ankle_c, toe_c = foot_corner_offsets()
+    else:
+        pos, rot = body.forward_kinematics(frames)
+        ankle_c, toe_c = body.ankle_corners, body.toe_corners
     result = []
     for side, (ankle, toe) in enumerate(_FOOT_JOINTS):
         y_heel = pos[..., ankle, None, 1] + np.einsum(
