@@ -401,11 +401,15 @@ class MotionCapabilities:
         name: registry name, e.g. ``"procedural"`` or ``"flow"``.
         skills: the :class:`~humanclaw_gym.skills.Skill` values it can generate (ints).
         batched: can generate several envs' chunks in one call (``generate_batch``).
+        fits_body: poses a body asset with its own proportions: the env hands it the
+            loaded body as ``body_asset=`` (a :class:`~humanclaw_gym.body.asset.BodyAsset`)
+            when one is configured; otherwise its frames are the built-in body's.
     """
 
     name: str
     skills: frozenset[int] = frozenset(range(8))
     batched: bool = False
+    fits_body: bool = False
 
 
 @runtime_checkable

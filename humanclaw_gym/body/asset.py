@@ -21,8 +21,8 @@ URDF itself; MuJoCo gets the same meshes, masses and inertias in generated MJCF)
 Everything is checked, each failure one line naming the file: malformed or oversized XML,
 XML entity or DOCTYPE declarations, a mesh file outside the folder (``..``, absolute paths,
 URLs, symbolic links leading out), missing or oversized files, non-finite numbers,
-non-positive masses, inertias that are not positive definite, joints other than
-``spherical``, rotated joint or inertial frames, a link tree with several roots, cycles or
+non-positive masses, inertias that are not positive definite, a pelvis without collision
+geometry (the Interact metric needs its contacts), joints other than ``spherical``, rotated joint or inertial frames, a link tree with several roots, cycles or
 children listed before their parent, and a driven link whose parent is not its frame
 joint's parent.
 
@@ -790,6 +790,12 @@ def load_body_asset(path: str | os.PathLike[str]) -> BodyAsset:
             )
         )
 
+    if not collision[0]:
+        raise _fail(
+            urdf,
+            f"link {_ROOT_LINK!r} has no <collision> geometry; the Interact metric scores the "
+            "pelvis's contact with the seat, so the root link must collide",
+        )
     shift_path = folder / _SHIFT_FILE
     shift_bytes = _read_capped(shift_path, BODY_ASSET_LIMITS["shift_bytes"], "shift.npy")
     shift = _read_shift(shift_bytes, shift_path, len(names))

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -97,10 +98,12 @@ __all__ = [
     "SIT_BACK_DISTANCE_M",
     "SIT_BACK_MIN_M",
     "SIT_START_TO_EDGE_M",
+    "SeatPlan",
     "THIGH_SEAT_CLEARANCE_M",
     "ProceduralMotionGenerator",
     "generate_detached",
     "motion_body",
+    "seat_from_standing",
     "seated_pelvis_height",
     "sit_back_distance",
 ]
@@ -181,10 +184,46 @@ def seated_pelvis_height(
     :class:`ProceduralMotionGenerator` seats it when it sits down from standing still."""
     if body is None or body.is_builtin:
         return float(floor_y + surface_height_m + SEATED_PELVIS_ABOVE_SURFACE_M)
+    return float(floor_y + surface_height_m + seat_from_standing(surface_height_m, body).above_m)
+
+
+@dataclass(frozen=True)
+class SeatPlan:
+    """How :class:`ProceduralMotionGenerator` seats a body that stands still on a flat floor
+    on a seat of one height (see ``ProceduralMotionGenerator._seat_plan``).
+
+    Attributes:
+        pitch_rad, roll_rad: the seated pelvis's forward pitch and roll.
+        back_m: how far the pelvis moves back.
+        raises_rad: the final heel raise of each planted foot (None: the feet hang).
+        hang: whether the feet hang.
+        above_m: the seated pelvis joint's height above the seat surface.
+    """
+
+    pitch_rad: float
+    roll_rad: float
+    back_m: float
+    raises_rad: tuple[float, float] | None
+    hang: bool
+    above_m: float
+
+
+@lru_cache(maxsize=256)
+def _seat_from_standing(height_m: float, body: MotionBody) -> SeatPlan:
     gen = ProceduralMotionGenerator(body_asset=body)
     start = gen._read_state(np.repeat(gen._standing_frame()[None], 2, axis=0))
-    pitch, roll = gen.seat_pose(start, float(surface_height_m), 0.0, 0.0)
-    return float(floor_y + surface_height_m + gen._seated_above(pitch, roll))
+    pitch, roll, back, raises, hang = gen._seat_plan(start, height_m, 0.0, 0.0)
+    return SeatPlan(pitch, roll, back, raises, hang, gen._seated_above(pitch, roll))
+
+
+def seat_from_standing(height_m: float, body: MotionBody | None = None) -> SeatPlan:
+    """The :class:`SeatPlan` of a body (default: the built-in one) standing still on a flat
+    floor that sits down on a seat ``height_m`` above it (computed once per body and
+    height)."""
+    h = float(height_m)
+    if not np.isfinite(h):
+        raise ValueError(f"height_m={height_m!r} is invalid: allowed a finite number")
+    return _seat_from_standing(h, MotionBody.builtin() if body is None else body)
 
 
 # ---- tuning constants -----------------------------------------------------------------
@@ -1477,10 +1516,11 @@ def sit_back_distance(height_m: float, body: MotionBody | None = None) -> float:
     h = float(height_m)
     if not np.isfinite(h):
         raise ValueError(f"height_m={height_m!r} is invalid: allowed a finite number")
-    gen = ProceduralMotionGenerator(body_asset=body)
-    start = gen._read_state(np.repeat(gen._standing_frame()[None], 2, axis=0))
-    pitch, roll = gen.seat_pose(start, h, 0.0, 0.0)
-    return gen._sit_back(start, h, 0.0, 0.0, pitch, roll)[0]
+    if body is None or body.is_builtin:
+        gen = ProceduralMotionGenerator()
+        start = gen._read_state(np.repeat(gen._standing_frame()[None], 2, axis=0))
+        return gen._sit_back(start, h, 0.0, 0.0, SEATED_PELVIS_TILT_RAD)[0]
+    return seat_from_standing(h, body).back_m
 
 
 # Motion planner per skill, keyed by the skill table's ``motion_key``: a skill whose key is
@@ -1511,4 +1551,5 @@ ProceduralMotionGenerator.capabilities = MotionCapabilities(
     name="procedural",
     skills=frozenset(s.id for s in skill_specs() if s.terminal or s.motion_key in _PLANNERS),
     batched=False,
+    fits_body=True,
 )
