@@ -42,7 +42,8 @@ class LegGeometry:
     Attributes:
         hip_offset: hip joint relative to the pelvis joint.
         thigh: hip -> knee bone vector; ``shin``: knee -> ankle; ``toe``: ankle -> toe joint.
-        reach_max: hip-ankle distance with the knee at its rest angle (fully straight).
+        reach_max: hip-ankle distance with the knee at its rest angle (fully straight), or
+            at the body's least knee flexion (``MotionBody.knee_bend_rad``).
         reach_min: hip-ankle distance at the deepest knee flexion.
         flat_height: ankle joint height above the sole with the foot flat.
     """
@@ -75,7 +76,10 @@ def leg_geometry(body: MotionBody | None = None) -> tuple[LegGeometry, LegGeomet
         p = t0[1] * s0[1] + t0[2] * s0[2]
         q = t0[2] * s0[1] - t0[1] * s0[2]
         const = float(t0 @ t0 + s0 @ s0) / 2.0 + t0[0] * s0[0]
-        reach_max = float(np.linalg.norm(t0 + s0))
+        if body.knee_bend_rad > 0.0:  # the knee never straightens fully
+            reach_max = float(np.linalg.norm(t0 + rot_x(body.knee_bend_rad) @ s0))
+        else:
+            reach_max = float(np.linalg.norm(t0 + s0))
         reach_min = float(np.linalg.norm(t0 + rot_x(MAX_KNEE_FLEX_RAD) @ s0))
         flat_height = -_lowest_offset_single(side, 0.0, 0.0, body)
         for arr in (t0, s0, f0):

@@ -43,7 +43,7 @@ from humanclaw_gym.body.skeleton import (
 )
 from humanclaw_gym.rotations import rot_y
 
-__all__ = ["MotionBody", "ConvexPart"]
+__all__ = ["ASSET_KNEE_BEND_RAD", "THIGH_TOP_SAMPLES", "ConvexPart", "MotionBody"]
 
 _HIPS = (JOINT_INDEX["left_hip"], JOINT_INDEX["right_hip"])
 _KNEES = (JOINT_INDEX["left_knee"], JOINT_INDEX["right_knee"])
@@ -53,6 +53,9 @@ _SHOULDERS = (JOINT_INDEX["left_shoulder"], JOINT_INDEX["right_shoulder"])
 _ELBOWS = (JOINT_INDEX["left_elbow"], JOINT_INDEX["right_elbow"])
 _WRISTS = (JOINT_INDEX["left_wrist"], JOINT_INDEX["right_wrist"])
 _BOX_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
+#: The least knee flexion the generators pose on a body asset (rad; see
+#: :attr:`MotionBody.knee_bend_rad`).
+ASSET_KNEE_BEND_RAD: float = math.radians(5.0)
 #: Where along the thigh (hip 0, knee 1) the thigh's top is sampled for the resting hands
 #: (the candidates of :func:`humanclaw_gym.motion._arms.hand_on_thigh`).
 THIGH_TOP_SAMPLES = np.linspace(0.15, 0.7, 12)
@@ -130,6 +133,10 @@ class MotionBody:
         arm_align: per side ``(shoulder, elbow)`` rotations turning the body's rest upper
             arm and forearm directions onto the built-in skeleton's (``shoulder @ upper =
             built-in direction``, ``elbow @ forearm`` likewise); None for the built-in.
+        knee_bend_rad: the least knee flexion the generators pose (0: the leg straightens
+            fully). A body asset keeps ``ASSET_KNEE_BEND_RAD``: the release's bodies weigh
+            125 kg as written, and a straight knee carrying that weight bent backwards by
+            10-12 degrees in both physics backends.
     """
 
     name: str
@@ -142,6 +149,7 @@ class MotionBody:
     thighs: tuple[ConvexPart, ConvexPart] | None = None
     thigh_top_m: np.ndarray | None = None
     arm_align: tuple[tuple[np.ndarray, np.ndarray], ...] | None = None
+    knee_bend_rad: float = 0.0
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # ---- construction -----------------------------------------------------------------
@@ -237,6 +245,7 @@ class MotionBody:
             thighs=(thighs[0], thighs[1]),
             thigh_top_m=tops,
             arm_align=align,
+            knee_bend_rad=ASSET_KNEE_BEND_RAD,
         )
 
     @property

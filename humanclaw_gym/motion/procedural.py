@@ -1026,8 +1026,12 @@ class ProceduralMotionGenerator:
         )
         flat = (0.0, 0.0)
         if drop <= _HANG_DROP_M and all(f.planted for f in start.feet):
+            probes = (SIT_BACK_MIN_M, 0.5 * (SIT_BACK_MIN_M + SIT_BACK_DISTANCE_M))
+            probes += (SIT_BACK_DISTANCE_M,)
             for pitch, roll in _SEAT_CANDIDATES:  # feet flat
-                if min(self._seat_margins(*pose, pitch, roll, SIT_BACK_MIN_M, flat)) < 0.0:
+                if all(
+                    min(self._seat_margins(*pose, pitch, roll, b, flat)) < 0.0 for b in probes
+                ):
                     continue
                 back = _largest_back(
                     lambda b, p=pitch, r=roll: min(self._seat_margins(*pose, p, r, b, flat))
