@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 
 from humanclaw_gym.body.skeleton import JOINT_INDEX, link_shapes
-from humanclaw_gym.motion.bodyfit import MotionBody
+from humanclaw_gym.motion.bodyfit import MotionBody, capsule_thigh_bottom_y
 from humanclaw_gym.rotations import rot_x, rot_y
 
 HIP = (JOINT_INDEX["left_hip"], JOINT_INDEX["right_hip"])
@@ -305,14 +305,7 @@ def thigh_bottom_y(
     The thigh runs from ``hip`` to ``knee`` (world points); "in front" is measured along the
     heading ``yaw_rad`` from ``pelvis``, and clamped to the thigh's extent.
     """
-    heading = rot_y(-float(yaw_rad))
-    f_hip = float((heading @ (np.asarray(hip) - pelvis))[2])
-    f_knee = float((heading @ (np.asarray(knee) - pelvis))[2])
-    run = max(f_knee - f_hip, 1e-6)
-    u = float(np.clip((ahead_m - f_hip) / run, 0.0, 1.0))
-    axis_y = float(hip[1] + u * (knee[1] - hip[1]))
-    slope = float(np.arctan2(hip[1] - knee[1], run))
-    return axis_y - THIGH_RADIUS_M / max(float(np.cos(slope)), 0.5)
+    return capsule_thigh_bottom_y(hip, knee, pelvis, yaw_rad, ahead_m, THIGH_RADIUS_M)
 
 
 def smallest_raise(lift: Callable[[float], float], max_rad: float) -> float | None:

@@ -43,7 +43,13 @@ from humanclaw_gym.body.skeleton import (
 )
 from humanclaw_gym.rotations import rot_y
 
-__all__ = ["ASSET_KNEE_BEND_RAD", "THIGH_TOP_SAMPLES", "ConvexPart", "MotionBody"]
+__all__ = [
+    "ASSET_KNEE_BEND_RAD",
+    "THIGH_TOP_SAMPLES",
+    "ConvexPart",
+    "MotionBody",
+    "capsule_thigh_bottom_y",
+]
 
 _HIPS = (JOINT_INDEX["left_hip"], JOINT_INDEX["right_hip"])
 _KNEES = (JOINT_INDEX["left_knee"], JOINT_INDEX["right_knee"])
@@ -157,9 +163,7 @@ class MotionBody:
     @lru_cache(maxsize=1)
     def builtin() -> MotionBody:
         """The built-in skeleton's body (one shared instance)."""
-        from humanclaw_gym.motion.canonical import foot_corner_offsets
-
-        ankle_c, toe_c = foot_corner_offsets()
+        ankle_c, toe_c = _builtin_foot_corners()
         return MotionBody(
             name="builtin",
             rest_joints_m=REST_JOINTS_M,
@@ -298,9 +302,9 @@ class MotionBody:
         to the thigh's extent). ``hip``/``knee``: its joints, ``thigh_rot``: its global
         rotation (the hip joint's)."""
         if self.thighs is None:
-            from humanclaw_gym.motion._legs import thigh_bottom_y
-
-            return thigh_bottom_y(hip, knee, pelvis, yaw_rad, ahead_m)
+            return capsule_thigh_bottom_y(
+                hip, knee, pelvis, yaw_rad, ahead_m, float(link_shapes()[_HIPS[side]].radius)
+            )
         part = self.thighs[side]
         world = part.placed(thigh_rot, hip)
         fwd = self._forward(world, pelvis, yaw_rad)
@@ -362,6 +366,49 @@ class MotionBody:
             return upper, fore
         r_s, r_e = self.arm_align[side]
         return r_s @ upper, r_e @ fore
+
+
+def _builtin_foot_corners() -> tuple[np.ndarray, np.ndarray]:
+    """Corners of the built-in skeleton's foot boxes (heel-to-ball box in the ankle frame,
+    toe box in the foot frame), ``(2, 8, 3)`` each (left, right)."""
+    shapes = link_shapes()
+    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
+    out = []
+    for pick in (0, 1):
+        rows = []
+        for joints in zip(_ANKLES, _TOES, strict=True):
+            shape = shapes[joints[pick]]
+            if shape.kind != "box" or shape.quat_xyzw != (0.0, 0.0, 0.0, 1.0):
+                raise ValueError("foot links are expected to be axis-aligned boxes")
+            rows.append(np.asarray(shape.offset_m) + signs * np.asarray(shape.half_extents))
+        arr = np.stack(rows)
+        arr.setflags(write=False)
+        out.append(arr)
+    return out[0], out[1]
+
+
+def capsule_thigh_bottom_y(
+    hip: np.ndarray,
+    knee: np.ndarray,
+    pelvis: np.ndarray,
+    yaw_rad: float,
+    ahead_m: float,
+    radius_m: float,
+) -> float:
+    """Height of the underside of a thigh capsule of radius ``radius_m`` ``ahead_m`` in
+    front of the pelvis joint.
+
+    The thigh runs from ``hip`` to ``knee`` (world points); "in front" is measured along the
+    heading ``yaw_rad`` from ``pelvis``, and clamped to the thigh's extent.
+    """
+    heading = rot_y(-float(yaw_rad))
+    f_hip = float((heading @ (np.asarray(hip) - pelvis))[2])
+    f_knee = float((heading @ (np.asarray(knee) - pelvis))[2])
+    run = max(f_knee - f_hip, 1e-6)
+    u = float(np.clip((ahead_m - f_hip) / run, 0.0, 1.0))
+    axis_y = float(hip[1] + u * (knee[1] - hip[1]))
+    slope = float(np.arctan2(hip[1] - knee[1], run))
+    return axis_y - radius_m / max(float(np.cos(slope)), 0.5)
 
 
 def _pitch_roll(pitch_rad: float, roll_rad: float) -> np.ndarray:

@@ -1029,9 +1029,7 @@ class ProceduralMotionGenerator:
             probes = (SIT_BACK_MIN_M, 0.5 * (SIT_BACK_MIN_M + SIT_BACK_DISTANCE_M))
             probes += (SIT_BACK_DISTANCE_M,)
             for pitch, roll in _SEAT_CANDIDATES:  # feet flat
-                if all(
-                    min(self._seat_margins(*pose, pitch, roll, b, flat)) < 0.0 for b in probes
-                ):
+                if all(min(self._seat_margins(*pose, pitch, roll, b, flat)) < 0.0 for b in probes):
                     continue
                 back = _largest_back(
                     lambda b, p=pitch, r=roll: min(self._seat_margins(*pose, p, r, b, flat))
