@@ -425,7 +425,9 @@ def test_architecture_mismatch_is_refused(tiny_checkpoint: Path, tmp_path: Path)
 def test_generator_protocol_shapes_and_history_roll(tiny_checkpoint: Path) -> None:
     gen = FlowMotionGenerator(tiny_checkpoint, steps=4)
     assert isinstance(gen, MotionGenerator)
-    assert gen.capabilities == MotionCapabilities("flow", frozenset(range(8)), batched=True)
+    assert gen.capabilities == MotionCapabilities(
+        "flow", frozenset(range(8)), batched=True, fits_body=True
+    )
     with pytest.raises(RuntimeError, match="before reset"):
         gen.generate("Walk<forward><slow>")
     seed = gen.reset(np.array([1.0, 0.2, -2.0]), 0.7, seed=3)
