@@ -31,7 +31,9 @@ frames, per skill (the frames of each skill's steps) and over all frames:
 
 * **foot skate ratio**: the share of frame pairs (consecutive frames) in which a foot
   joint (ankle or toe joint, each side) in contact with its support (the joint under 5 cm
-  above the support in both frames) slides more than 2.5 cm horizontally; the same on the
+  above the support in both frames; on a body asset 5 cm moved by as much as the joint sits
+  lower or higher above the sole at rest than on the built-in body) slides more than
+  2.5 cm horizontally; the same on the
   generated frames beside it, and the share of the skating frames that lie within a frame
   of where a motion step (one chunk) begins;
 * **floating** and **ground penetration**: the lowest point of the two feet against the
@@ -330,6 +332,22 @@ def _bone_deviation(pos: np.ndarray, body: MotionBody) -> np.ndarray:
     return np.abs(bones - rest).max(axis=1)
 
 
+def _contact_heights(body: MotionBody) -> np.ndarray | float:
+    """The height under which each foot joint (ankle, toe of each side) counts as on its
+    support: ``CONTACT_HEIGHT_M`` on the built-in body, moved by as much as the joint sits
+    lower or higher above the sole at rest on another body (the release's ankle and toe
+    joints sit 1.2-2.2 cm lower in the foot: a swinging foot would count as planted)."""
+    if body.is_builtin:
+        return CONTACT_HEIGHT_M
+    builtin = MotionBody.builtin()
+
+    def rest_above_sole(b: MotionBody) -> np.ndarray:
+        joints = [j for foot in _FEET for j in foot]
+        return b.rest_joints_m[joints, 1] + b.standing_pelvis_height_m
+
+    return CONTACT_HEIGHT_M + (rest_above_sole(body) - rest_above_sole(builtin))
+
+
 def field_frames(b: Bundle, solids) -> dict[str, np.ndarray]:
     """Per-frame field measurements of one bundle (see the module docstring)."""
     real = b.realized
@@ -340,7 +358,8 @@ def field_frames(b: Bundle, solids) -> dict[str, np.ndarray]:
     above = lowest - support  # (F, 2)
     joints = [j for foot in _FEET for j in foot]  # ankle, toe of each side
     height = pos[:, joints, 1] - np.repeat(support, 2, axis=1)  # (F, 4)
-    contact = height < CONTACT_HEIGHT_M
+    contact_height = _contact_heights(b.body)
+    contact = height < contact_height
     slide = np.linalg.norm(np.diff(pos[:, joints][..., [0, 2]], axis=0), axis=-1)  # (F-1, 4)
     skate = np.zeros(len(real), dtype=bool)  # frame t: the pair (t-1, t)
     skate[1:] = np.any(contact[1:] & contact[:-1] & (slide > SKATE_SLIDE_M), axis=1)
@@ -352,7 +371,7 @@ def field_frames(b: Bundle, solids) -> dict[str, np.ndarray]:
     gap[:, 0] = np.linalg.norm(b.generated[:, :3] - real[:, :3], axis=-1)  # root, world
     gen_pos, _ = b.fk(b.generated)
     gen_height = gen_pos[:, joints, 1] - np.repeat(support, 2, axis=1)
-    gen_contact = gen_height < CONTACT_HEIGHT_M
+    gen_contact = gen_height < contact_height
     gen_slide = np.linalg.norm(np.diff(gen_pos[:, joints][..., [0, 2]], axis=0), axis=-1)
     gen_skate = np.zeros(len(real), dtype=bool)
     gen_skate[1:] = np.any(gen_contact[1:] & gen_contact[:-1] & (gen_slide > SKATE_SLIDE_M), axis=1)

@@ -352,3 +352,23 @@ def test_the_fidelity_benchmark_measures_a_body_asset_on_its_own_links(
     # heels off the floor: bad Sits
     builtin = mf.Bundle(**{**bundle.__dict__, "body": MotionBody.builtin()})
     assert all(s["bad"] and s["heel_above_floor_m"] > 0.05 for s in mf.seated_checks(builtin, None))
+
+
+def test_foot_contact_for_skating_is_judged_where_the_body_has_its_joints(mf, tmp_path) -> None:
+    """A foot joint counts as on the floor under 5 cm on the built-in body; on a body whose
+    ankles sit 2 cm higher above the soles, under 7 cm (a swing foot of a body with low
+    joints would otherwise count as planted and sliding)."""
+    assert mf._contact_heights(MotionBody.builtin()) == mf.CONTACT_HEIGHT_M
+    root = write_synthetic_body_asset(tmp_path / "body")
+    body = MotionBody.from_asset(load_body_asset(root))
+    for side in ("left", "right"):  # soles 2 cm lower under the same joints
+        stl = root / "meshes" / f"{side}_ankle.stl"
+        box = body.ankle_corners[0 if side == "left" else 1]
+        lo, hi = box.min(axis=0), box.max(axis=0)
+        stl.write_bytes(_box_stl(lo - [0.0, 0.02, 0.0], hi))
+        box = body.toe_corners[0 if side == "left" else 1]
+        lo, hi = box.min(axis=0), box.max(axis=0)
+        (root / "meshes" / f"{side}_foot.stl").write_bytes(_box_stl(lo - [0.0, 0.02, 0.0], hi))
+    heights = mf._contact_heights(MotionBody.from_asset(load_body_asset(root)))
+    base = mf._contact_heights(body)
+    np.testing.assert_allclose(np.asarray(heights) - np.asarray(base), 0.02, atol=1e-6)
