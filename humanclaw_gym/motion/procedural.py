@@ -46,6 +46,13 @@ Skill specifics (``d``, ``a``, ``s``, ``h`` from :attr:`SkillCall.condition`):
 * Any other motion skill while seated first stands up: that whole chunk is the stand-up
   (pelvis forward 0.32 m and up to standing height); the requested skill is not executed.
 * Stop/Stand produces no chunk: :meth:`generate` raises ``ValueError``.
+
+Other bodies (``body_asset=``): every length, box and height above is read from the posed
+body's :class:`~humanclaw_gym.motion.bodyfit.MotionBody` (the built-in skeleton's by
+default, bit for bit the numbers above). A body whose thighs reach lower over a seat than
+its pelvis (the release's bodies: the buttocks are on the thigh links) sits with its
+pelvis tipped back and rolled by the least amount that brings the pelvis onto the seat
+(``_seat_plan``; docs/motion.md, "Other bodies").
 """
 
 from __future__ import annotations
