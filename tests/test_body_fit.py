@@ -372,3 +372,32 @@ def test_foot_contact_for_skating_is_judged_where_the_body_has_its_joints(mf, tm
     heights = mf._contact_heights(MotionBody.from_asset(load_body_asset(root)))
     base = mf._contact_heights(body)
     np.testing.assert_allclose(np.asarray(heights) - np.asarray(base), 0.02, atol=1e-6)
+
+
+def test_a_body_asset_reaches_the_motion_as_body_asset_not_as_a_motion_option(seat_body) -> None:
+    from humanclaw_gym.backends.config import BackendConfig
+
+    with pytest.raises(ValueError, match="motion_options: pass the body folder as body_asset="):
+        BackendConfig(motion_options={"body_asset": str(seat_body)})
+    with pytest.raises(
+        ValueError, match=r"allowed \['fps', 'frames_per_chunk', 'history_frames'\]"
+    ):
+        BackendConfig(motion_options={"stepz": 1}).check()
+
+
+def test_the_env_hands_its_body_asset_to_a_generator_that_fits_bodies(seat_body) -> None:
+    from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
+
+    env = FindNavInteractEnv(episode_ids=None, body_asset=str(seat_body))
+    try:
+        env.reset(seed=0)
+        body = env.unwrapped.motion_generator.body
+        assert not body.is_builtin and body.name == env.simulation.body_asset.name
+    finally:
+        env.close()
+    env = FindNavInteractEnv()
+    try:
+        env.reset(seed=0)
+        assert env.unwrapped.motion_generator.body.is_builtin
+    finally:
+        env.close()

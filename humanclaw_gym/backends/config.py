@@ -58,7 +58,9 @@ def check_options(
     params = inspect.signature(factory).parameters
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        allowed = [n for n, p in params.items() if n not in ("self", *reserved) and p.kind in kinds]
+        # a motion generator's body_asset is the config's body_asset (refused in the options)
+        hidden = ("self", *reserved, *(("body_asset",) if kind == "motion" else ()))
+        allowed = [n for n, p in params.items() if n not in hidden and p.kind in kinds]
         unknown = sorted(set(options) - set(allowed))
         if unknown:
             what = "motion generator" if kind == "motion" else f"{kind} backend"
