@@ -31,7 +31,9 @@ frames, per skill (the frames of each skill's steps) and over all frames:
 
 * **foot skate ratio**: the share of frame pairs (consecutive frames) in which a foot
   joint (ankle or toe joint, each side) in contact with its support (the joint under 5 cm
-  above the support in both frames) slides more than 2.5 cm horizontally; the same on the
+  above the support in both frames; on a body asset 5 cm moved by as much as the joint sits
+  lower or higher above the sole at rest than on the built-in body) slides more than
+  2.5 cm horizontally; the same on the
   generated frames beside it, and the share of the skating frames that lie within a frame
   of where a motion step (one chunk) begins;
 * **floating** and **ground penetration**: the lowest point of the two feet against the
@@ -51,7 +53,12 @@ frames, per skill (the frames of each skill's steps) and over all frames:
   least ``SEATED_WRIST_DROP_MIN_M``); a Sit that misses either is a bad Sit.
 
 The scene of every bundle is loaded (``episodes.load_scene``) and checked against the
-content hash the bundle recorded.
+content hash the bundle recorded. A bundle recorded with a body asset (``--body-asset``:
+its manifest's ``backends.body_asset``) is measured on that body's own links: the folder is
+read again (its SHA-256 must match the recorded one) and every position above comes from
+its joint offsets and its foot boxes (the bounding boxes of its ankle and foot collision
+meshes, :class:`~humanclaw_gym.motion.bodyfit.MotionBody`), standing heights from its own
+standing pelvis height.
 
 Gates (printed as pass/fail, exit status 1 if any fails with ``--check``): issue #11's (no
 wrist above the head outside Sit/Climb, locomotion wrist offset p95 <= 0.10 m and
@@ -76,9 +83,7 @@ from humanclaw_gym.body.skeleton import (
     JOINT_INDEX,
     JOINT_NAMES,
     PARENTS,
-    REST_JOINTS_M,
     STANDING_PELVIS_HEIGHT_M,
-    forward_kinematics,
 )
 from humanclaw_gym.fileio import write_json_atomic
 from humanclaw_gym.metrics.thresholds import MOTION_ANOMALY_BOUND_DEG
@@ -89,7 +94,7 @@ from humanclaw_gym.metrics.tracking import (
     joint_tracking_error_rad,
     pelvis_frame_positions,
 )
-from humanclaw_gym.motion.canonical import foot_corner_offsets
+from humanclaw_gym.motion.bodyfit import MotionBody
 from humanclaw_gym.skills import Skill
 
 #: Skills whose frames the locomotion wrist gate covers (Stop has no frames).
@@ -164,6 +169,19 @@ class Bundle:
     floor_y: float
     scene_id: str = ""
     scene_hash: str = ""
+    body: MotionBody = MotionBody.builtin()
+
+    def fk(self, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Joint positions and rotations of ``frames`` on this bundle's body."""
+        return self.body.forward_kinematics(frames)
+
+    def pelvis_frame_positions(self, frames: np.ndarray) -> np.ndarray:
+        """Joint centres relative to the pelvis in its own frame (this bundle's body)."""
+        if self.body.is_builtin:
+            return pelvis_frame_positions(frames)
+        pos, rot = self.fk(frames)
+        rel = pos - pos[..., 0:1, :]
+        return np.einsum("...ba,...jb->...ja", rot[..., 0, :, :], rel)
 
 
 def find_bundles(root: Path) -> list[Path]:
@@ -178,8 +196,34 @@ def find_bundles(root: Path) -> list[Path]:
     return out
 
 
+_BODIES: dict[tuple[str, str], MotionBody] = {}
+
+
+def _bundle_body(manifest: dict, directory: Path) -> MotionBody:
+    """The body a bundle was recorded with: the built-in one, or its body asset re-read
+    (the recorded SHA-256 must match)."""
+    record = (manifest.get("backends") or {}).get("body_asset")
+    if not record:
+        return MotionBody.builtin()
+    key = (str(record.get("path")), str(record.get("sha256")))
+    if key not in _BODIES:
+        from humanclaw_gym.body.asset import BodyAssetError, load_body_asset
+
+        try:
+            asset = load_body_asset(key[0])
+        except BodyAssetError as exc:
+            raise SystemExit(f"{directory}: the run's body asset cannot be read: {exc}") from None
+        if asset.sha256 != key[1]:
+            raise SystemExit(
+                f"{directory}: body asset {key[0]} differs from the one the run used (SHA-256)"
+            )
+        _BODIES[key] = MotionBody.from_asset(asset)
+    return _BODIES[key]
+
+
 def load_bundle(directory: Path) -> Bundle:
     manifest = json.loads((directory / "replay_manifest.json").read_text(encoding="utf-8"))
+    body = _bundle_body(manifest, directory)
     with np.load(directory / "trajectory_before.npz", allow_pickle=False) as before:
         generated = np.asarray(before["generated"], dtype=np.float64)
         step_start = np.asarray(before["step_start_frame"], dtype=np.int64)
@@ -195,7 +239,7 @@ def load_bundle(directory: Path) -> Bundle:
         skill[bounds[k] : bounds[k + 1]] = sid
     episode = manifest.get("episode") or {}
     start = episode.get("start_position")
-    floor_y = float(start[1]) if start else float(seed[-1, 1] - STANDING_PELVIS_HEIGHT_M)
+    floor_y = float(start[1]) if start else float(seed[-1, 1] - body.standing_pelvis_height_m)
     return Bundle(
         name=str(manifest.get("episode_id", directory.name)),
         generated=generated[:n],
@@ -207,6 +251,7 @@ def load_bundle(directory: Path) -> Bundle:
         floor_y=floor_y,
         scene_id=str(manifest.get("scene_id", "")),
         scene_hash=str(manifest.get("scene_content_hash", "")),
+        body=body,
     )
 
 
@@ -246,10 +291,12 @@ def _support_y(solids, xz: np.ndarray, below_y: np.ndarray, floor_y: float) -> n
     return out
 
 
-def _foot_points(pos: np.ndarray, rot: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _foot_points(
+    pos: np.ndarray, rot: np.ndarray, body: MotionBody
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per frame and foot: the lowest point's height (F, 2), the heel's back edge (F, 2, 3)
-    and the ball (toe joint, F, 2, 3)."""
-    ankle_c, toe_c = foot_corner_offsets()
+    and the ball (toe joint, F, 2, 3), from the foot boxes of ``body``."""
+    ankle_c, toe_c = body.ankle_corners, body.toe_corners
     lowest = np.empty(pos.shape[:1] + (2,))
     heel = np.empty(pos.shape[:1] + (2, 3))
     ball = np.empty(pos.shape[:1] + (2, 3))
@@ -277,36 +324,54 @@ def _joint_limit_violations(frames: np.ndarray) -> np.ndarray:
     return bad
 
 
-def _bone_deviation(pos: np.ndarray) -> np.ndarray:
+def _bone_deviation(pos: np.ndarray, body: MotionBody) -> np.ndarray:
     """``(F,)`` largest |bone length - rest length| of each frame (m)."""
-    rest = np.linalg.norm(REST_JOINTS_M[1:] - REST_JOINTS_M[list(PARENTS[1:])], axis=-1)
+    joints = body.rest_joints_m
+    rest = np.linalg.norm(joints[1:] - joints[list(PARENTS[1:])], axis=-1)
     bones = np.linalg.norm(pos[:, 1:] - pos[:, list(PARENTS[1:])], axis=-1)
     return np.abs(bones - rest).max(axis=1)
+
+
+def _contact_heights(body: MotionBody) -> np.ndarray | float:
+    """The height under which each foot joint (ankle, toe of each side) counts as on its
+    support: ``CONTACT_HEIGHT_M`` on the built-in body, moved by as much as the joint sits
+    lower or higher above the sole at rest on another body (the release's ankle and toe
+    joints sit 1.2-2.2 cm lower in the foot: a swinging foot would count as planted)."""
+    if body.is_builtin:
+        return CONTACT_HEIGHT_M
+    builtin = MotionBody.builtin()
+
+    def rest_above_sole(b: MotionBody) -> np.ndarray:
+        joints = [j for foot in _FEET for j in foot]
+        return b.rest_joints_m[joints, 1] + b.standing_pelvis_height_m
+
+    return CONTACT_HEIGHT_M + (rest_above_sole(body) - rest_above_sole(builtin))
 
 
 def field_frames(b: Bundle, solids) -> dict[str, np.ndarray]:
     """Per-frame field measurements of one bundle (see the module docstring)."""
     real = b.realized
-    pos, rot = forward_kinematics(real)
-    lowest, heel, ball = _foot_points(pos, rot)
+    pos, rot = b.fk(real)
+    lowest, heel, ball = _foot_points(pos, rot, b.body)
     xz = np.stack([0.5 * (heel[..., [0, 2]] + ball[..., [0, 2]])[:, s] for s in (0, 1)], 1)
     support = _support_y(solids, xz.reshape(-1, 2), lowest.reshape(-1), b.floor_y).reshape(-1, 2)
     above = lowest - support  # (F, 2)
     joints = [j for foot in _FEET for j in foot]  # ankle, toe of each side
     height = pos[:, joints, 1] - np.repeat(support, 2, axis=1)  # (F, 4)
-    contact = height < CONTACT_HEIGHT_M
+    contact_height = _contact_heights(b.body)
+    contact = height < contact_height
     slide = np.linalg.norm(np.diff(pos[:, joints][..., [0, 2]], axis=0), axis=-1)  # (F-1, 4)
     skate = np.zeros(len(real), dtype=bool)  # frame t: the pair (t-1, t)
     skate[1:] = np.any(contact[1:] & contact[:-1] & (slide > SKATE_SLIDE_M), axis=1)
     pair = np.zeros(len(real), dtype=bool)
     pair[1:] = True  # every pair of consecutive frames of the episode
-    gen_rel = pelvis_frame_positions(b.generated)
-    real_rel = pelvis_frame_positions(real)
+    gen_rel = b.pelvis_frame_positions(b.generated)
+    real_rel = b.pelvis_frame_positions(real)
     gap = np.linalg.norm(gen_rel - real_rel, axis=-1)  # (F, 24): 0 is the pelvis itself
     gap[:, 0] = np.linalg.norm(b.generated[:, :3] - real[:, :3], axis=-1)  # root, world
-    gen_pos, _ = forward_kinematics(b.generated)
+    gen_pos, _ = b.fk(b.generated)
     gen_height = gen_pos[:, joints, 1] - np.repeat(support, 2, axis=1)
-    gen_contact = gen_height < CONTACT_HEIGHT_M
+    gen_contact = gen_height < contact_height
     gen_slide = np.linalg.norm(np.diff(gen_pos[:, joints][..., [0, 2]], axis=0), axis=-1)
     gen_skate = np.zeros(len(real), dtype=bool)
     gen_skate[1:] = np.any(gen_contact[1:] & gen_contact[:-1] & (gen_slide > SKATE_SLIDE_M), axis=1)
@@ -321,7 +386,7 @@ def field_frames(b: Bundle, solids) -> dict[str, np.ndarray]:
         "skate_at_step_edge": skate & edge,
         "contact_pair": pair,
         "lowest_above": above.min(axis=1),
-        "bone_dev": _bone_deviation(pos),
+        "bone_dev": _bone_deviation(pos, b.body),
         "limits": _joint_limit_violations(real),
         "gap": gap,
     }
@@ -336,8 +401,8 @@ def seated_checks(b: Bundle, solids) -> list[dict]:
         e = min(int(b.step_start[k]) + 14, len(b.realized) - 1)
         if e < int(b.step_start[k]):
             continue
-        pos, rot = forward_kinematics(b.realized[e : e + 1])
-        _, heel, _ = _foot_points(pos, rot)
+        pos, rot = b.fk(b.realized[e : e + 1])
+        _, heel, _ = _foot_points(pos, rot, b.body)
         support = _support_y(solids, heel[0][:, [0, 2]], heel[0][:, 1], b.floor_y)
         heels = heel[0][:, 1] - support
         drops = [float(pos[0, sh, 1] - pos[0, sh + 4, 1]) for sh in _SHOULDERS]  # wrist
@@ -465,6 +530,7 @@ def analyse(bundles: list[Bundle]) -> dict:
     above_outside: list[dict] = []
     above_inside = 0
     sits: list[dict] = []
+    sit_standing: list[float] = []  # the standing pelvis height of each Sit's body
     step_roll_deg: list[float] = []
     roll_after_two: list[dict] = []
     anomaly_by_episode: dict[str, int] = {}
@@ -472,13 +538,13 @@ def analyse(bundles: list[Bundle]) -> dict:
     for b in bundles:
         if len(b.realized) == 0:
             continue
-        lg = pelvis_frame_positions(b.generated)
-        lr = pelvis_frame_positions(b.realized)
+        lg = b.pelvis_frame_positions(b.generated)
+        lr = b.pelvis_frame_positions(b.realized)
         offset = np.linalg.norm(lg[:, WRISTS] - lr[:, WRISTS], axis=-1).max(axis=1)  # (F,)
         loco = np.isin(b.skill, [int(s) for s in LOCOMOTION])
         loco_offsets.append(offset[loco])
         all_offsets.append(offset)
-        world, _ = forward_kinematics(b.realized)
+        world, _ = b.fk(b.realized)
         above = (world[:, WRISTS, 1] > world[:, HEAD, None, 1]).any(axis=1)
         allowed = np.isin(b.skill, [int(s) for s in RAISED_ARMS_ALLOWED])
         above_inside += int((above & allowed).sum())
@@ -511,6 +577,7 @@ def analyse(bundles: list[Bundle]) -> dict:
                  "end_pelvis_above_floor_m": float(b.realized[s1 - 1, 1] - b.floor_y),
                  "last_sit": k == sit_steps[-1]}
             )  # fmt: skip
+            sit_standing.append(b.body.standing_pelvis_height_m)
     loco_all = np.concatenate(loco_offsets) if loco_offsets else np.zeros(0)
     all_all = np.concatenate(all_offsets) if all_offsets else np.zeros(0)
     err_all = np.degrees(np.concatenate(errors)) if errors else np.zeros((0, len(JOINT_NAMES) - 1))
@@ -518,13 +585,13 @@ def analyse(bundles: list[Bundle]) -> dict:
     order = np.argsort(-worst_joint)[:6]
     sit_over = [
         s
-        for s in sits
-        if s["pelvis_peak_above_floor_m"] > STANDING_PELVIS_HEIGHT_M + SIT_RISE_TOLERANCE_M
+        for s, standing in zip(sits, sit_standing, strict=True)
+        if s["pelvis_peak_above_floor_m"] > standing + SIT_RISE_TOLERANCE_M
     ]
     last_sits = [s for s in sits if s["last_sit"]]
     unseated = [
-        s for s in last_sits
-        if s["end_pelvis_above_floor_m"] > STANDING_PELVIS_HEIGHT_M - SEATED_DROP_M
+        s for s, standing in zip(sits, sit_standing, strict=True)
+        if s["last_sit"] and s["end_pelvis_above_floor_m"] > standing - SEATED_DROP_M
     ]  # fmt: skip
     rolls = np.array([r["roll_deg"] for r in roll_after_two])
     report = {
@@ -554,6 +621,9 @@ def analyse(bundles: list[Bundle]) -> dict:
         "head_roll_two_decisions_after_deg": _dist_stats(rolls),
         "head_roll_two_decisions_after_over_5deg": int((rolls > HEAD_ROLL_MAX_DEG).sum()),
     }
+    bodies = {b.body.name: b.body.standing_pelvis_height_m for b in bundles}
+    if set(bodies) != {"builtin"}:
+        report["bodies_standing_pelvis_height_m"] = bodies
     loco = report["wrist_offset_locomotion_m"]
     field = field_report(bundles)
     report["field"] = field
@@ -582,6 +652,11 @@ def analyse(bundles: list[Bundle]) -> dict:
     return report
 
 
+def _standing(report: dict) -> str:
+    bodies = report.get("bodies_standing_pelvis_height_m") or {"": STANDING_PELVIS_HEIGHT_M}
+    return ", ".join(f"{name + ' ' if name else ''}{h:.3f} m" for name, h in bodies.items())
+
+
 def _fmt(v: float | None, scale: float = 1.0, digits: int = 3) -> str:
     return "-" if v is None else f"{scale * v:.{digits}f}"
 
@@ -606,7 +681,7 @@ def text(report: dict) -> str:
         f"{report['motion_anomaly_frames']} in "
         f"{len(report['episodes_with_motion_anomaly'])} episodes",
         f"Sit steps {report['sit_steps']}: highest pelvis {_fmt(report['sit_pelvis_peak_max_m'])} m "
-        f"above the floor (standing {STANDING_PELVIS_HEIGHT_M:.3f} m); last Sits not seated "
+        f"above the floor (standing {_standing(report)}); last Sits not seated "
         f"{len(report['last_sits_not_seated'])} of {report['last_sits']}",
         f"head roll at step ends: median {_fmt(report['head_roll_step_end_deg']['median'], digits=1)}"
         f" deg, max {_fmt(report['head_roll_step_end_deg']['max'], digits=1)}; two decisions after "

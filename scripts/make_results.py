@@ -21,10 +21,17 @@ Markers (HTML comments, invisible in rendered Markdown):
   ``benchmarks/paper_differences.py --release PATH``);
 * a whole table: ``<!--table:baselines-main-->`` ... ``<!--/table-->`` (see ``TABLES``).
 
+Baselines that need the reference release (``Baseline.release``: e.g. its hand-merged body
+as ``--body-asset``) run only with ``run --release PATH`` (a checkout of the release); without
+it they are skipped and their kept JSON (and doc rows) stay as they are. A table row of such
+a baseline whose JSON is missing is left out, never filled in.
+
 Usage::
 
     python scripts/make_results.py run --workers 2          # about 10 minutes on 2 cores
     python scripts/make_results.py run --only random
+    python scripts/make_results.py run --only oracle_release_body oracle_release_body_mujoco \
+        --release /path/to/HumanCLAW                        # the release's body
     python scripts/make_results.py fidelity                 # remeasure the kept runs' motion
     python scripts/make_results.py docs                     # rewrite the docs from the JSON
     python scripts/make_results.py docs --check             # exit 1 when a doc disagrees
@@ -53,12 +60,19 @@ DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 
 @dataclass(frozen=True)
 class Baseline:
-    """One documented run: its label in tables and the ``humanclaw run`` arguments."""
+    """One documented run: its label in tables and the ``humanclaw run`` arguments.
+
+    ``release``: ``(option, path inside the release checkout)`` pairs appended to the
+    arguments as ``option RELEASE/path`` (the baseline runs only with ``--release``)."""
 
     name: str
     label: str
     args: tuple[str, ...]
+    release: tuple[tuple[str, str], ...] = ()
 
+
+#: The reference release's default body, inside its checkout.
+_RELEASE_BODY = "resources/agent/neutral_beta0_handmerged"
 
 BASELINES: tuple[Baseline, ...] = (
     Baseline("oracle", "oracle (privileged)", ("--agent", "oracle")),
@@ -83,10 +97,29 @@ BASELINES: tuple[Baseline, ...] = (
         "oracle, learned motion, MuJoCo physics",
         ("--agent", "oracle", "--motion", "flow", "--physics", "mujoco"),
     ),
+    Baseline(
+        "oracle_release_body",
+        "oracle, the release's hand-merged body (`--body-asset`)",
+        ("--agent", "oracle"),
+        (("--body-asset", _RELEASE_BODY),),
+    ),
+    Baseline(
+        "oracle_release_body_mujoco",
+        "oracle, the release's hand-merged body, MuJoCo physics",
+        ("--agent", "oracle", "--physics", "mujoco"),
+        (("--body-asset", _RELEASE_BODY),),
+    ),
 )
 #: The oracle runs whose motion ``benchmarks/motion_fidelity.py`` measures
 #: (``docs/results/motion_fidelity_<name>.json``, the tables of docs/motion.md).
-FIDELITY: tuple[str, ...] = ("oracle", "oracle_flow", "oracle_mujoco", "oracle_flow_mujoco")
+FIDELITY: tuple[str, ...] = (
+    "oracle",
+    "oracle_flow",
+    "oracle_mujoco",
+    "oracle_flow_mujoco",
+    "oracle_release_body",
+    "oracle_release_body_mujoco",
+)
 
 
 def summary_path(name: str) -> Path:
@@ -152,11 +185,17 @@ _VARIANT_COLUMNS = (
 )
 
 
+def _documented(baselines: tuple[Baseline, ...]) -> list[Baseline]:
+    """The baselines with figures: all, but one that needs the release only when its JSON
+    was kept (made with ``run --release``)."""
+    return [b for b in baselines if not b.release or summary_path(b.name).is_file()]
+
+
 def _table(columns: tuple[tuple[str, str, str], ...]) -> str:
     head = "| policy | " + " | ".join(c[0] for c in columns) + " |"
     rule = "|---|" + "---|" * len(columns)
     rows = []
-    for b in BASELINES:
+    for b in _documented(BASELINES):
         s = load_summary(b.name)
         cells = [fmt(lookup(s, path), spec) for _, path, spec in columns]
         rows.append(f"| {b.label} | " + " | ".join(cells) + " |")
@@ -174,7 +213,7 @@ def _fidelity_table() -> str:
         "| joint-limit frames | joint gap p95 / max (cm) |"
     )
     rows = [head, "|---|---|---|---|---|---|---|---|"]
-    for name in FIDELITY:
+    for name in _fidelity_runs():
         field = load_fidelity(name)["field"]
         label = next(b.label for b in BASELINES if b.name == name)
         for skill, row in [("all", field["all"]), *field["per_skill"].items()]:
@@ -189,6 +228,12 @@ def _fidelity_table() -> str:
     return "\n".join(rows)
 
 
+def _fidelity_runs() -> list[str]:
+    """The FIDELITY runs with a measurement (one that needs the release only when kept)."""
+    needs = {b.name for b in BASELINES if b.release}
+    return [n for n in FIDELITY if n not in needs or fidelity_path(n).is_file()]
+
+
 def _sits_table() -> str:
     """Per run: the seated pose at the end of every Sit down, bone lengths and the gates."""
     head = (
@@ -196,7 +241,7 @@ def _sits_table() -> str:
         "| wrist below shoulder min / median (cm) | bone length dev. max (mm) | gates failed |"
     )
     rows = [head, "|---|---|---|---|---|---|---|---|---|"]
-    for name in FIDELITY:
+    for name in _fidelity_runs():
         report = load_fidelity(name)
         field = report["field"]
         label = next(b.label for b in BASELINES if b.name == name)
@@ -261,6 +306,9 @@ class RunArgs:
     keep: Path = ROOT / "outputs" / "results"
     """where the run directories are kept (KEEP/<name>; replaced on a rerun), e.g. for
     benchmarks/physics_parity.py and benchmarks/motion_fidelity.py"""
+    release: Path | None = None
+    """a checkout of the reference release: runs the baselines that need it (its body);
+    without it they are skipped"""
 
 
 @dataclass
@@ -288,19 +336,31 @@ def run(args: RunArgs) -> int:
         print(f"unknown baselines {unknown}: known {[b.name for b in BASELINES]}", file=sys.stderr)
         return 2
     for b in chosen:
+        if b.release and args.release is None:
+            print(f"  {b.name}: skipped (needs --release PATH, a reference release checkout)")
+            continue
+        extra: list[str] = []
+        for option, rel in b.release:
+            assert args.release is not None
+            path = args.release / rel
+            if not path.exists():
+                print(f"--release {args.release}: {rel} is missing", file=sys.stderr)
+                return 2
+            extra += [option, str(path)]
         out = args.keep / b.name
         if out.exists():
             shutil.rmtree(out)
         cmd = [
             sys.executable, "-m", "humanclaw_gym", "run", "--episodes", "val100", *b.args,
-            "--metrics", "--workers", str(args.workers), "--output", str(out), "--quiet",
+            *extra, "--metrics", "--workers", str(args.workers), "--output", str(out), "--quiet",
         ]  # fmt: skip
         print("$", " ".join(cmd[2:]), flush=True)
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         RESULTS.mkdir(parents=True, exist_ok=True)
         summary = json.loads((out / "metrics_summary.json").read_text())
-        summary["source"] = {"command": "humanclaw run --episodes val100 " + " ".join(b.args)}
+        shown = [*b.args, *(a for option, rel in b.release for a in (option, f"RELEASE/{rel}"))]
+        summary["source"] = {"command": "humanclaw run --episodes val100 " + " ".join(shown)}
         write_json_atomic(summary_path(b.name), summary, sort_keys=True)
         print(f"  {b.name}: {time.perf_counter() - t0:.0f} s -> {summary_path(b.name)}")
         if b.name in FIDELITY:

@@ -426,7 +426,9 @@ def test_generator_protocol_shapes_and_history_roll(tiny_checkpoint: Path) -> No
     gen = FlowMotionGenerator(tiny_checkpoint, steps=4)
     assert isinstance(gen, MotionGenerator)
     # one control branch per built-in motion skill: those it executes
-    assert gen.capabilities == MotionCapabilities("flow", BUILTIN_MOTION_KEYS, batched=True)
+    assert gen.capabilities == MotionCapabilities(
+        "flow", BUILTIN_MOTION_KEYS, batched=True, fits_body=True
+    )
     assert gen.capabilities.skills == frozenset(range(NUM_SKILLS))
     with pytest.raises(RuntimeError, match="before reset"):
         gen.generate("Walk<forward><slow>")

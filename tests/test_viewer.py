@@ -673,3 +673,58 @@ def _poll_screenshots(page: Any, path: Any, ok: Any, timeout_s: float = 90.0) ->
             return
         if time.monotonic() > deadline:
             raise AssertionError(f"the page never showed what was expected: see {png}")
+
+
+def test_asset_link_meshes_and_poses_are_the_body_assets(tmp_path: Any) -> None:
+    from humanclaw_gym.body.asset import load_body_asset
+    from humanclaw_gym.body.synthetic import write_synthetic_body_asset
+
+    asset = load_body_asset(write_synthetic_body_asset(tmp_path / "body"))
+    meshes = geometry.asset_link_meshes(asset)
+    assert [j for j, _, _ in meshes] == [j for j, parts in enumerate(asset.visual) if parts]
+    for j, vertices, faces in meshes:
+        np.testing.assert_array_equal(vertices, asset.visual[j][0].vertices)
+        assert faces.dtype == np.int32 and faces.max() < len(vertices)
+    frame = np.zeros(75)
+    frame[:3] = (1.0, 0.95, 2.0)
+    frame[3:6] = (0.0, 0.5, 0.0)
+    poses = geometry.asset_link_poses(asset, frame)
+    xyzw = asset.link_poses_from_frame(frame)
+    assert poses.shape == (asset.num_links, 7)
+    np.testing.assert_allclose(poses[:, :3], xyzw[:, :3])
+    np.testing.assert_allclose(poses[:, 3:], np.concatenate([xyzw[:, 6:7], xyzw[:, 3:6]], 1))
+    with pytest.raises(ValueError, match="realized_frame"):
+        geometry.asset_link_poses(asset, np.zeros(74))
+
+
+@needs_viser
+def test_a_body_asset_is_drawn_from_its_meshes(tmp_path: Any) -> None:
+    """With a body asset the page draws the asset's visual mesh on each link frame (as the
+    renderer does), placed where physics has the links, instead of the primitives."""
+    from humanclaw_gym.body.synthetic import write_synthetic_body_asset
+
+    folder = write_synthetic_body_asset(tmp_path / "body")
+    env = _make_env(body_asset=str(folder))
+    viewer = DebugViewer(env, _TurnPolicy(), port=0, paused=True).start()
+    try:
+        state = _result(viewer.request_step())
+        assert state.error is None and state.step == 1
+        asset = env.simulation.body_asset
+        api = viewer.server.scene
+        drawn = 0
+        for j, vertices, _ in geometry.asset_link_meshes(asset):
+            handle = api.get_handle_by_name(f"/body/link_{j:02d}/mesh")
+            assert handle is not None
+            np.testing.assert_allclose(handle.vertices, vertices, atol=1e-6)
+            drawn += 1
+        assert drawn == sum(1 for parts in asset.visual if parts) == 25  # fingers: none
+        assert api.get_handle_by_name("/body/link_00/shape") is None  # no primitives
+        physics = env.simulation.physics.link_poses()  # (L, 7) xyzw
+        for j in range(asset.num_links):
+            frame = api.get_handle_by_name(f"/body/link_{j:02d}")
+            np.testing.assert_allclose(frame.position, physics[j, :3], atol=1e-6)
+            q = np.concatenate([physics[j, 6:7], physics[j, 3:6]])
+            assert abs(abs(float(np.dot(frame.wxyz, q))) - 1.0) < 1e-6
+    finally:
+        viewer.close()
+    viewer.join(_TIMEOUT_S)

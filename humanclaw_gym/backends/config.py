@@ -58,7 +58,9 @@ def check_options(
     params = inspect.signature(factory).parameters
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        allowed = [n for n, p in params.items() if n not in ("self", *reserved) and p.kind in kinds]
+        # a motion generator's body_asset is the config's body_asset (refused in the options)
+        hidden = ("self", *reserved, *(("body_asset",) if kind == "motion" else ()))
+        allowed = [n for n, p in params.items() if n not in hidden and p.kind in kinds]
         unknown = sorted(set(options) - set(allowed))
         if unknown:
             what = "motion generator" if kind == "motion" else f"{kind} backend"
@@ -121,8 +123,9 @@ class BackendConfig:
         body_asset: a body folder in the reference release's format (URDF, STL meshes,
             ``shift.npy``, ``metadata.json``; see
             :func:`humanclaw_gym.body.asset.load_body_asset`): the humanoid physics builds,
-            the renderer draws from its meshes and the metrics score by its links. None:
-            the built-in 24-link body.
+            the renderer draws from its meshes and the metrics score by its links; a motion
+            generator that fits bodies (``MotionCapabilities.fits_body``: procedural, flow)
+            poses it with its own proportions. None: the built-in 24-link body.
 
     Construction checks types only (cheap); :meth:`check` checks names and options
     against the registry. Options may be given as a mapping or as ``(key, value)`` pairs.
@@ -160,6 +163,8 @@ class BackendConfig:
             raise ValueError("motion_options: pass the checkpoint as motion_checkpoint=")
         if "body_asset" in self.physics_options:
             raise ValueError("physics_options: pass the body folder as body_asset=")
+        if "body_asset" in self.motion_options:
+            raise ValueError("motion_options: pass the body folder as body_asset=")
         if self.body_asset is not None and self.body_model_dir is not None:
             raise ValueError(
                 "body_asset and body_model_dir both choose the drawn body: body_asset draws "

@@ -405,11 +405,15 @@ class MotionCapabilities:
             ``motion_key`` is here; a terminal skill (Stop/Stand) produces no motion and
             needs none. Keys, not skill ids: ids are given out in registration order.
         batched: can generate several envs' chunks in one call (``generate_batch``).
+        fits_body: poses a body asset with its own proportions: the env hands it the
+            loaded body as ``body_asset=`` (a :class:`~humanclaw_gym.body.asset.BodyAsset`)
+            when one is configured; otherwise its frames are the built-in body's.
     """
 
     name: str
     motion_keys: frozenset[str] = field(default_factory=lambda: _builtin_motion_keys())
     batched: bool = False
+    fits_body: bool = False
 
     def __post_init__(self) -> None:
         keys = self.motion_keys

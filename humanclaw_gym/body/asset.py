@@ -25,7 +25,8 @@ absolute paths, URLs, symbolic links leading out), missing or oversized files, m
 elements or triangles in all than :data:`BODY_ASSET_LIMITS` allows (a mesh named by many
 elements counts each time: each is a transformed copy), non-finite numbers, coordinates of
 placed meshes and origins beyond 100 m, non-positive or huge masses, inertias that are not
-positive definite, joints other than ``spherical``, rotated joint or inertial frames, a
+positive definite, a pelvis without collision geometry (the Interact metric
+needs its contacts), joints other than ``spherical``, rotated joint or inertial frames, a
 link tree with several roots, cycles or children listed before their parent, and a driven
 link whose parent is not its frame joint's parent.
 
@@ -873,6 +874,12 @@ def load_body_asset(path: str | os.PathLike[str]) -> BodyAsset:
             )
         )
 
+    if not collision[0]:
+        raise _fail(
+            urdf,
+            f"link {_ROOT_LINK!r} has no <collision> geometry; the Interact metric scores the "
+            "pelvis's contact with the seat, so the root link must collide",
+        )
     shift_path = folder / _SHIFT_FILE
     shift_bytes = _read_capped(shift_path, BODY_ASSET_LIMITS["shift_bytes"], "shift.npy")
     shift = _read_shift(shift_bytes, shift_path, len(names))

@@ -180,14 +180,23 @@ def _aa_to_matrix(aa: np.ndarray) -> np.ndarray:
     return m
 
 
-def forward_kinematics(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def forward_kinematics(
+    frames: np.ndarray, rest_joints_m: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """World joint positions and global joint rotations for ``(..., 75)`` frames.
+
+    Args:
+        frames: ``(..., 75)`` frames.
+        rest_joints_m: ``(24, 3)`` pelvis-relative rest joint centres of the posed body
+            (default :data:`REST_JOINTS_M`; another body's, e.g. a body asset's, see
+            :class:`humanclaw_gym.motion.bodyfit.MotionBody`).
 
     Returns:
         positions: ``float64 (..., 24, 3)`` world joint centres (index 0 = pelvis = root position).
         rotations: ``float64 (..., 24, 3, 3)`` global rotation of each joint's frame
             (body-frame rest axes -> world).
     """
+    rest = REST_JOINTS_M if rest_joints_m is None else rest_joints_m
     root_pos, root_aa, joint_aa = split_frame(frames)
     local = np.concatenate([root_aa[..., None, :], joint_aa], axis=-2)  # (..., 24, 3)
     local_m = _aa_to_matrix(local)
@@ -199,7 +208,7 @@ def forward_kinematics(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for j in range(1, NUM_JOINTS):
         p = PARENTS[j]
         rot[..., j, :, :] = rot[..., p, :, :] @ local_m[..., j, :, :]
-        bone = REST_JOINTS_M[j] - REST_JOINTS_M[p]
+        bone = rest[j] - rest[p]
         pos[..., j, :] = pos[..., p, :] + np.einsum("...ab,b->...a", rot[..., p, :, :], bone)
     return pos, rot
 

@@ -280,6 +280,8 @@ class Simulation:
             kwargs: dict[str, Any] = dict(self.config.motion_options)
             if self.config.motion_checkpoint is not None:
                 kwargs["checkpoint"] = self.config.motion_checkpoint
+            if self.body_asset is not None and self.resolved.motion.capabilities.fits_body:
+                kwargs["body_asset"] = self.body_asset  # the motion fits the body it poses
             self.motion = self.resolved.motion.load()(**kwargs)
         if self.renderer is None:
             self.renderer, _, self.render_reason = registry.create_renderer(

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from humanclaw_gym.body.skeleton import JOINT_INDEX, REST_JOINTS_M, link_shapes
+from humanclaw_gym.body.skeleton import JOINT_INDEX, link_shapes
+from humanclaw_gym.motion.bodyfit import MotionBody
 from humanclaw_gym.rotations import rot_x, rot_y, rot_z
 
 SHOULDER = (JOINT_INDEX["left_shoulder"], JOINT_INDEX["right_shoulder"])
@@ -88,11 +89,18 @@ def _rest_point(point, shoulder: np.ndarray) -> float:
     return u_hi if u is None or u > u_hi else u
 
 
-def arm_rotations(down, flex, bend, side: int) -> tuple[np.ndarray, np.ndarray]:
+def arm_rotations(
+    down, flex, bend, side: int, body: MotionBody | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Shoulder and elbow local rotations ``(..., 3, 3)`` of the arm parameters (radians,
-    scalars or arrays) of arm ``side`` (0 left, 1 right)."""
+    scalars or arrays) of arm ``side`` (0 left, 1 right), for ``body`` (default: the
+    built-in skeleton; another body's rest arms are first turned onto the built-in's,
+    :meth:`~humanclaw_gym.motion.bodyfit.MotionBody.arm_locals`)."""
     sign = 1.0 if side == 0 else -1.0
-    return rot_x(-flex) @ rot_z(down), rot_y(-sign * bend)
+    shoulder, elbow = rot_x(-flex) @ rot_z(down), rot_y(-sign * bend)
+    if body is None:
+        return shoulder, elbow
+    return body.arm_locals(shoulder, elbow, side)
 
 
 def hand_on_thigh(
@@ -101,6 +109,7 @@ def hand_on_thigh(
     side: int,
     thigh: np.ndarray,
     guess: tuple[float, float, float],
+    body: MotionBody | None = None,
 ) -> np.ndarray:
     """Arm parameters ``(down, flex, bend)`` that rest the hand of arm ``side`` on the thigh
     ``(hip, knee)`` (world or canonical points, ``(2, 3)``), given the frame's pelvis
@@ -112,26 +121,40 @@ def hand_on_thigh(
     the thigh ``HAND_REACH_M`` from the shoulder, at least ``HAND_MIN_DROP_M`` below it (see
     ``_rest_point``); Gauss-Newton with
     a finite-difference Jacobian from ``guess``, kept within a relaxed arm's range (so a
-    target out of reach gives the nearest relaxed pose)."""
+    target out of reach gives the nearest relaxed pose).
+
+    ``body`` (default: the built-in skeleton's): the arm's and torso's rest joints, the
+    thigh's top and the forearm's radius (:class:`~humanclaw_gym.motion.bodyfit.MotionBody`);
+    the parameters are those of :func:`arm_rotations` for the same body."""
     chain = _CHAIN[side]
     sign = 1.0 if side == 0 else -1.0
-    rest = REST_JOINTS_M
+    fit = MotionBody.builtin() if body is None else body
+    rest = fit.rest_joints_m
     rot = local[0]
     pos = np.asarray(pelvis, dtype=np.float64)
     for parent, child in zip(chain[:4], chain[1:5], strict=True):  # up to the collar
         pos = pos + rot @ (rest[child] - rest[parent])
         rot = rot @ local[child]
     shoulder = pos + rot @ (rest[chain[5]] - rest[chain[4]])
-    upper = rest[chain[6]] - rest[chain[5]]
-    fore = rest[chain[7]] - rest[chain[6]]
+    upper, fore = fit.arm_vectors(side)
     hip, knee = np.asarray(thigh, dtype=np.float64)
     axis = knee - hip
     slope = np.arctan2(-axis[1], np.hypot(axis[0], axis[2]))
-    lift = THIGH_RADIUS_M / max(float(np.cos(slope)), 0.5) + FOREARM_RADIUS_M + HAND_ABOVE_THIGH_M
     outward = local[0] @ np.array([sign * HAND_OUTWARD_M, 0.0, 0.0])
+    if fit.thigh_top_m is None:
+        lift = (
+            THIGH_RADIUS_M / max(float(np.cos(slope)), 0.5) + FOREARM_RADIUS_M + HAND_ABOVE_THIGH_M
+        )
 
-    def point(u: float) -> np.ndarray:
-        return hip + u * axis + outward + np.array([0.0, lift, 0.0])
+        def point(u: float) -> np.ndarray:
+            return hip + u * axis + outward + np.array([0.0, lift, 0.0])
+
+    else:
+        incline = max(float(np.cos(slope)), 0.5)
+
+        def point(u: float) -> np.ndarray:
+            top = fit.thigh_top(side, u) / incline + fit.forearm_radius_m + HAND_ABOVE_THIGH_M
+            return hip + u * axis + outward + np.array([0.0, top, 0.0])
 
     target = point(_rest_point(point, shoulder))
 

@@ -19,8 +19,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from humanclaw_gym.body.skeleton import JOINT_INDEX, REST_JOINTS_M, link_shapes
-from humanclaw_gym.motion.canonical import foot_corner_offsets
+from humanclaw_gym.body.skeleton import JOINT_INDEX, link_shapes
+from humanclaw_gym.motion.bodyfit import MotionBody, capsule_thigh_bottom_y
 from humanclaw_gym.rotations import rot_x, rot_y
 
 HIP = (JOINT_INDEX["left_hip"], JOINT_INDEX["right_hip"])
@@ -36,12 +36,14 @@ THIGH_RADIUS_M = float(link_shapes()[HIP[0]].radius)
 
 @dataclass(frozen=True)
 class LegGeometry:
-    """Rest geometry of one leg (body frame, metres).
+    """Rest geometry of one leg of a :class:`~humanclaw_gym.motion.bodyfit.MotionBody`
+    (body frame, metres).
 
     Attributes:
         hip_offset: hip joint relative to the pelvis joint.
         thigh: hip -> knee bone vector; ``shin``: knee -> ankle; ``toe``: ankle -> toe joint.
-        reach_max: hip-ankle distance with the knee at its rest angle (fully straight).
+        reach_max: hip-ankle distance with the knee at its rest angle (fully straight), or
+            at the body's least knee flexion (``MotionBody.knee_bend_rad``).
         reach_min: hip-ankle distance at the deepest knee flexion.
         flat_height: ankle joint height above the sole with the foot flat.
     """
@@ -58,25 +60,31 @@ class LegGeometry:
     knee_const: float
 
 
-@lru_cache(maxsize=1)
-def leg_geometry() -> tuple[LegGeometry, LegGeometry]:
-    """Geometry of the left and the right leg."""
+@lru_cache(maxsize=8)
+def leg_geometry(body: MotionBody | None = None) -> tuple[LegGeometry, LegGeometry]:
+    """Geometry of the left and the right leg of ``body`` (default: the built-in
+    skeleton's)."""
+    body = MotionBody.builtin() if body is None else body
+    rest = body.rest_joints_m
     legs = []
     for side in (0, 1):
         hip, knee, ankle, toe = HIP[side], KNEE[side], ANKLE[side], TOE[side]
-        t0 = REST_JOINTS_M[knee] - REST_JOINTS_M[hip]
-        s0 = REST_JOINTS_M[ankle] - REST_JOINTS_M[knee]
-        f0 = REST_JOINTS_M[toe] - REST_JOINTS_M[ankle]
+        t0 = rest[knee] - rest[hip]
+        s0 = rest[ankle] - rest[knee]
+        f0 = rest[toe] - rest[ankle]
         # |t0 + R_x(phi) s0|^2 = |t0|^2 + |s0|^2 + 2 (t0x s0x + P cos(phi) + Q sin(phi))
         p = t0[1] * s0[1] + t0[2] * s0[2]
         q = t0[2] * s0[1] - t0[1] * s0[2]
         const = float(t0 @ t0 + s0 @ s0) / 2.0 + t0[0] * s0[0]
-        reach_max = float(np.linalg.norm(t0 + s0))
+        if body.knee_bend_rad > 0.0:  # the knee never straightens fully
+            reach_max = float(np.linalg.norm(t0 + rot_x(body.knee_bend_rad) @ s0))
+        else:
+            reach_max = float(np.linalg.norm(t0 + s0))
         reach_min = float(np.linalg.norm(t0 + rot_x(MAX_KNEE_FLEX_RAD) @ s0))
-        flat_height = -_lowest_offset_single(side, 0.0, 0.0)
+        flat_height = -_lowest_offset_single(side, 0.0, 0.0, body)
         for arr in (t0, s0, f0):
             arr.setflags(write=False)
-        hip_offset = REST_JOINTS_M[hip].copy()
+        hip_offset = rest[hip].copy()
         hip_offset.setflags(write=False)
         legs.append(
             LegGeometry(hip_offset, t0, s0, f0, reach_max, reach_min, flat_height, p, q, const)
@@ -84,21 +92,27 @@ def leg_geometry() -> tuple[LegGeometry, LegGeometry]:
     return legs[0], legs[1]
 
 
-def _lowest_offset_single(side: int, pitch_rad: float, toe_rad: float) -> float:
-    return float(lowest_offset(side, np.array([pitch_rad]), np.array([toe_rad]))[0])
+def _lowest_offset_single(
+    side: int, pitch_rad: float, toe_rad: float, body: MotionBody | None = None
+) -> float:
+    return float(lowest_offset(side, np.array([pitch_rad]), np.array([toe_rad]), body)[0])
 
 
-def lowest_offset(side: int, pitch_rad: np.ndarray, toe_rad: np.ndarray) -> np.ndarray:
+def lowest_offset(
+    side: int, pitch_rad: np.ndarray, toe_rad: np.ndarray, body: MotionBody | None = None
+) -> np.ndarray:
     """Height of the foot's lowest point relative to its ankle joint, ``(n,)`` metres.
 
-    The foot is pitched by ``pitch_rad`` (toes down positive) and its toe joint bent by
-    ``toe_rad`` (same sign convention, relative to the foot); yaw does not matter.
+    The foot of ``body`` (default: the built-in skeleton's) is pitched by ``pitch_rad``
+    (toes down positive) and its toe joint bent by ``toe_rad`` (same sign convention,
+    relative to the foot); yaw does not matter.
     """
-    ankle_c, toe_c = foot_corner_offsets()
+    body = MotionBody.builtin() if body is None else body
+    ankle_c, toe_c = body.ankle_corners, body.toe_corners
     pitch = np.atleast_1d(np.asarray(pitch_rad, dtype=np.float64))
     toe = np.atleast_1d(np.asarray(toe_rad, dtype=np.float64))
     r_foot = rot_x(pitch)  # (n, 3, 3)
-    toe_joint = REST_JOINTS_M[TOE[side]] - REST_JOINTS_M[ANKLE[side]]
+    toe_joint = body.rest_joints_m[TOE[side]] - body.rest_joints_m[ANKLE[side]]
     heel_pts = np.einsum("nab,kb->nka", r_foot, ankle_c[side])
     toe_local = np.einsum("nab,kb->nka", rot_x(toe), toe_c[side]) + toe_joint
     toe_pts = np.einsum("nab,nkb->nka", r_foot, toe_local)
@@ -291,14 +305,7 @@ def thigh_bottom_y(
     The thigh runs from ``hip`` to ``knee`` (world points); "in front" is measured along the
     heading ``yaw_rad`` from ``pelvis``, and clamped to the thigh's extent.
     """
-    heading = rot_y(-float(yaw_rad))
-    f_hip = float((heading @ (np.asarray(hip) - pelvis))[2])
-    f_knee = float((heading @ (np.asarray(knee) - pelvis))[2])
-    run = max(f_knee - f_hip, 1e-6)
-    u = float(np.clip((ahead_m - f_hip) / run, 0.0, 1.0))
-    axis_y = float(hip[1] + u * (knee[1] - hip[1]))
-    slope = float(np.arctan2(hip[1] - knee[1], run))
-    return axis_y - THIGH_RADIUS_M / max(float(np.cos(slope)), 0.5)
+    return capsule_thigh_bottom_y(hip, knee, pelvis, yaw_rad, ahead_m, THIGH_RADIUS_M)
 
 
 def smallest_raise(lift: Callable[[float], float], max_rad: float) -> float | None:

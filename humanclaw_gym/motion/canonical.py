@@ -24,7 +24,7 @@ Definitions:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +34,6 @@ from humanclaw_gym.body.skeleton import (
     NUM_JOINTS,
     forward_kinematics,
     heading_yaw,
-    link_shapes,
 )
 from humanclaw_gym.rotations import matrix_from_rotvec, rot_y, rotvec_from_matrix
 
@@ -96,43 +95,40 @@ def _as_frames(frames: np.ndarray, name: str = "frames") -> np.ndarray:
     return arr
 
 
-@lru_cache(maxsize=1)
 def foot_corner_offsets() -> tuple[np.ndarray, np.ndarray]:
-    """Corners of each foot's two boxes in their link frames.
+    """Corners of each foot's two boxes in their link frames (the built-in skeleton's:
+    :meth:`humanclaw_gym.motion.bodyfit.MotionBody.builtin`; another body's are its
+    ``ankle_corners`` / ``toe_corners``).
 
     Returns:
         ``(ankle_corners, toe_corners)``, each ``float64 (2, 8, 3)`` (left, right): the 8
         corners of the heel-to-ball box in the ankle joint frame and of the toe box in the
         foot (toe) joint frame, metres.
     """
-    shapes = link_shapes()
-    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
-    out = []
-    for pick in (0, 1):
-        rows = []
-        for joints in _FOOT_JOINTS:
-            shape = shapes[joints[pick]]
-            if shape.kind != "box" or shape.quat_xyzw != (0.0, 0.0, 0.0, 1.0):
-                raise ValueError("foot links are expected to be axis-aligned boxes")
-            rows.append(np.asarray(shape.offset_m) + signs * np.asarray(shape.half_extents))
-        arr = np.stack(rows)
-        arr.setflags(write=False)
-        out.append(arr)
-    return out[0], out[1]
+    from humanclaw_gym.motion.bodyfit import MotionBody
+
+    body = MotionBody.builtin()
+    return body.ankle_corners, body.toe_corners
 
 
-def sole_heights(frames: np.ndarray) -> np.ndarray:
+def sole_heights(frames: np.ndarray, body: Any = None) -> np.ndarray:
     """World height of the lowest point of each foot (heel box and toe box).
 
     Args:
         frames: ``(..., 75)`` frames.
+        body: the posed body (:class:`~humanclaw_gym.motion.bodyfit.MotionBody`; default
+            the built-in skeleton's): its rest joints and foot boxes.
 
     Returns:
         ``float64 (..., 2)``: lowest ``y`` of the left and the right foot, metres.
     """
     frames = _as_frames(frames)
-    pos, rot = forward_kinematics(frames)
-    ankle_c, toe_c = foot_corner_offsets()
+    if body is None:
+        pos, rot = forward_kinematics(frames)
+        ankle_c, toe_c = foot_corner_offsets()
+    else:
+        pos, rot = body.forward_kinematics(frames)
+        ankle_c, toe_c = body.ankle_corners, body.toe_corners
     result = []
     for side, (ankle, toe) in enumerate(_FOOT_JOINTS):
         y_heel = pos[..., ankle, None, 1] + np.einsum(

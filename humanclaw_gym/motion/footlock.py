@@ -37,8 +37,15 @@ from humanclaw_gym.body.skeleton import (
     forward_kinematics,
     heading_yaw,
 )
+from humanclaw_gym.motion.bodyfit import MotionBody
 from humanclaw_gym.motion.canonical import sole_heights
-from humanclaw_gym.rotations import matrix_from_rotvec, rot_x, rotvec_from_matrix
+from humanclaw_gym.rotations import (
+    matrix_from_rotvec,
+    rot_x,
+    rot_y,
+    rotvec_from_matrix,
+    yaw_of_matrix,
+)
 
 __all__ = [
     "PLANTED_HEIGHT_M",
@@ -48,9 +55,11 @@ __all__ = [
     "hip_flexion_rad",
     "lock_planted_feet",
     "planted_mask",
+    "raise_heels",
     "raise_heels_for_seat",
     "rest_hands_on_thighs",
     "sit_back_to",
+    "tip_pelvis",
 ]
 
 #: A foot counts as planted when its lowest sole point is at most this far above the support.
@@ -71,17 +80,32 @@ SEATED_HIP_FLEX_RAD = float(np.radians(35.0))
 _ARMS_FROM_FLEX_RAD = np.radians(10.0)  # hip flexion below which the arms keep their pose
 
 
+def _fk(frames: np.ndarray, body: MotionBody | None) -> tuple[np.ndarray, np.ndarray]:
+    """Forward kinematics on ``body`` (None: the built-in skeleton)."""
+    return forward_kinematics(frames) if body is None else body.forward_kinematics(frames)
+
+
+def _fit(body: MotionBody | None) -> MotionBody | None:
+    """None for the built-in body (its code paths are kept as they were), else ``body``."""
+    return None if body is None or body.is_builtin else body
+
+
 def planted_mask(
-    frames: np.ndarray, support_y: float, max_speed_m_s: float | None = PLANTED_SPEED_M_S
+    frames: np.ndarray,
+    support_y: float,
+    max_speed_m_s: float | None = PLANTED_SPEED_M_S,
+    body: MotionBody | None = None,
 ) -> np.ndarray:
-    """``bool (T, 2)``: which feet (left, right) are planted in each of ``(T, 75)`` frames.
+    """``bool (T, 2)``: which feet (left, right) are planted in each of ``(T, 75)`` frames
+    of ``body`` (default: the built-in skeleton).
 
     Frame 0 is judged by height only (no previous frame to measure speed from);
     ``max_speed_m_s=None`` judges every frame by height only.
     """
     frames = np.asarray(frames, dtype=np.float64)
-    pos, _ = forward_kinematics(frames)
-    low = sole_heights(frames) - float(support_y) <= PLANTED_HEIGHT_M
+    body = _fit(body)
+    pos, _ = _fk(frames, body)
+    low = sole_heights(frames, body) - float(support_y) <= PLANTED_HEIGHT_M
     ankles = pos[:, [leg[2] for leg in _LEGS]]  # (T, 2, 3)
     speed = np.zeros(low.shape)
     speed[1:] = np.hypot(*(ankles[1:, :, [0, 2]] - ankles[:-1, :, [0, 2]]).transpose(2, 0, 1))
@@ -158,6 +182,7 @@ def lock_planted_feet(
     support_y: float,
     max_speed_m_s: float | None = PLANTED_SPEED_M_S,
     never_steps: bool = False,
+    body: MotionBody | None = None,
 ) -> np.ndarray:
     """Pin planted feet of a chunk (see the module docstring).
 
@@ -169,6 +194,7 @@ def lock_planted_feet(
         never_steps: for skills whose feet never step (Sit down): a foot planted in
             ``previous_frame`` stays planted for the whole chunk, with the world
             orientation it had there (flat as it stood), wherever the chunk takes it.
+        body: the posed body (default: the built-in skeleton): its rest joints and feet.
 
     Returns:
         ``float64 (T, 75)``: a corrected copy (root and non-leg joints unchanged).
@@ -185,8 +211,9 @@ def lock_planted_feet(
     if not (np.all(np.isfinite(frames)) and np.all(np.isfinite(prev)) and np.isfinite(support_y)):
         raise ValueError("lock_planted_feet: frames, previous_frame and support_y must be finite")
     seq = np.concatenate([prev[None], frames])
-    pos, rot = forward_kinematics(seq)
-    planted = planted_mask(seq, support_y, max_speed_m_s)
+    body = _fit(body)
+    pos, rot = _fk(seq, body)
+    planted = planted_mask(seq, support_y, max_speed_m_s, body)
     if never_steps:
         planted[:] = planted[0]
     targets = pos[:, [leg[2] for leg in _LEGS]].copy()  # (T+1, 2, 3) ankle targets
@@ -226,15 +253,18 @@ def lock_planted_feet(
     return out[1:]
 
 
-def _heel_raised(frame: np.ndarray, side: int, theta_rad: float) -> np.ndarray:
+def _heel_raised(
+    frame: np.ndarray, side: int, theta_rad: float, body: MotionBody | None = None
+) -> np.ndarray:
     """A copy of ``frame`` with one foot rolled onto its toes by ``theta_rad``: the toe joint
     stays where it is, the toe box keeps its world orientation, the leg is re-solved."""
     out = frame.copy()
-    pos, rot = forward_kinematics(frame)
+    pos, rot = _fk(frame, body)
     leg, toe = _LEGS[side], _TOES[side]
     ankle = leg[2]
     r_ankle = rot[ankle] @ rot_x(float(theta_rad))  # plantar flexion: heel up
-    target = pos[toe] - r_ankle @ (REST_JOINTS_M[toe] - REST_JOINTS_M[ankle])
+    rest = REST_JOINTS_M if body is None else body.rest_joints_m
+    target = pos[toe] - r_ankle @ (rest[toe] - rest[ankle])
     rot_new = rot.copy()
     rot_new[ankle] = r_ankle
     _solve_leg(out, pos, rot_new, leg, target)
@@ -253,14 +283,26 @@ def _check_chunk(frames: np.ndarray, where: str) -> np.ndarray:
     return frames
 
 
-def hip_flexion_rad(frames: np.ndarray) -> np.ndarray:
+def hip_flexion_rad(frames: np.ndarray, body: MotionBody | None = None) -> np.ndarray:
     """Mean flexion of the two hips (rad; the thighs' forward swing from hanging straight
     down, in the pelvis frame) of ``(T, 75)`` frames, ``(T,)``. Above
     :data:`SEATED_HIP_FLEX_RAD` a body counts as seated (the procedural synthesizer's
-    rule)."""
+    rule). Another ``body`` than the built-in one (whose pelvis may sit tipped back) is
+    measured as the procedural synthesizer measures it: the thighs' swing in the heading
+    frame plus the built-in seated pelvis tilt."""
     frames = _check_chunk(frames, "hip_flexion_rad")
-    pos, rot = forward_kinematics(frames)
+    body = _fit(body)
+    pos, rot = _fk(frames, body)
     flex = np.zeros(len(frames))
+    if body is not None:
+        from humanclaw_gym.motion.procedural import SEATED_PELVIS_TILT_RAD
+
+        yaw = yaw_of_matrix(rot[:, 0])
+        heading = rot_y(yaw)  # heading frame -> world
+        for leg in _LEGS:
+            thigh = np.einsum("tba,tb->ta", heading, pos[:, leg[1]] - pos[:, leg[0]])
+            flex += 0.5 * (np.arctan2(thigh[:, 2], -thigh[:, 1]) + SEATED_PELVIS_TILT_RAD)
+        return flex
     for leg in _LEGS:
         thigh = np.einsum("tba,tb->ta", rot[:, 0], pos[:, leg[1]] - pos[:, leg[0]])
         flex += 0.5 * np.arctan2(thigh[:, 2], -thigh[:, 1])
@@ -305,7 +347,7 @@ def sit_back_to(frames: np.ndarray, previous_frame: np.ndarray, back_m: float) -
     return frames
 
 
-def rest_hands_on_thighs(frames: np.ndarray) -> np.ndarray:
+def rest_hands_on_thighs(frames: np.ndarray, body: MotionBody | None = None) -> np.ndarray:
     """Bring the hands of a Sit down chunk onto the thighs as the hips flex.
 
     In the chunk's last frame each arm gets the procedural synthesizer's seated pose (the
@@ -317,6 +359,7 @@ def rest_hands_on_thighs(frames: np.ndarray) -> np.ndarray:
 
     Args:
         frames: ``(T, 75)`` world frames of the Sit down chunk.
+        body: the posed body (default: the built-in skeleton).
 
     Returns:
         ``float64 (T, 75)``: a corrected copy.
@@ -324,9 +367,10 @@ def rest_hands_on_thighs(frames: np.ndarray) -> np.ndarray:
     from humanclaw_gym.motion import _arms
 
     frames = _check_chunk(frames, "rest_hands_on_thighs")
-    pos, _ = forward_kinematics(frames)
+    body = _fit(body)
+    pos, _ = _fk(frames, body)
     local = matrix_from_rotvec(frames[:, 3:].reshape(len(frames), -1, 3))  # (T, 24, 3, 3)
-    flex = hip_flexion_rad(frames)
+    flex = hip_flexion_rad(frames, body)
     if flex[-1] <= SEATED_HIP_FLEX_RAD:
         return frames
     u = np.clip((flex - _ARMS_FROM_FLEX_RAD) / (flex[-1] - _ARMS_FROM_FLEX_RAD), 0.0, 1.0)
@@ -336,8 +380,8 @@ def rest_hands_on_thighs(frames: np.ndarray) -> np.ndarray:
         leg = _LEGS[side]
         thigh_pts = np.stack([pos[-1, leg[0]], pos[-1, leg[1]]])
         guess = (-sign * np.radians(82.0), np.radians(15.0), np.radians(15.0))
-        params = _arms.hand_on_thigh(local[-1], pos[-1, 0], side, thigh_pts, guess)
-        seated = _arms.arm_rotations(*params, side)
+        params = _arms.hand_on_thigh(local[-1], pos[-1, 0], side, thigh_pts, guess, body)
+        seated = _arms.arm_rotations(*params, side, body)
         for joint, target in zip((_arms.SHOULDER[side], _arms.ELBOW[side]), seated, strict=True):
             current = local[:, joint]
             delta = rotvec_from_matrix(np.swapaxes(current, -1, -2) @ target)  # (T, 3)
@@ -416,4 +460,78 @@ def raise_heels_for_seat(
         for side in (0, 1):
             if raises[side] > 0.0 and ramp[t] > 0.0:
                 out[t] = _heel_raised(out[t], side, raises[side] * ramp[t])
+    return out
+
+
+def tip_pelvis(
+    frames: np.ndarray,
+    pitch_rad: float,
+    roll_rad: float,
+    body: MotionBody | None = None,
+    full_flexion_rad: float | None = None,
+) -> np.ndarray:
+    """Turn the pelvis of a Sit down chunk toward a seated pitch and roll as the hips flex.
+
+    The procedural synthesizer seats a body whose thighs reach lower than its pelvis with
+    the pelvis tipped back and rolled (``ProceduralMotionGenerator._seat_plan``): each
+    frame's root turns from its generated pitch and roll (its heading kept) toward
+    ``pitch_rad`` (forward, about the body's left axis) and ``roll_rad`` (about its forward
+    axis) by the share of the hips' flexion it has reached (as
+    :func:`rest_hands_on_thighs`); ``spine1`` takes the turn back, so the torso keeps its
+    world orientation. A chunk that does not end seated is returned unchanged; the legs are
+    re-solved afterwards (:func:`lock_planted_feet`). With ``full_flexion_rad`` any chunk
+    is turned, each frame by the share of that flexion its hips have (minimum-jerk from 10
+    degrees to it): frames of a seated body all the way, standing ones not at all.
+
+    Args:
+        frames: ``(T, 75)`` world frames of the Sit down chunk.
+        pitch_rad, roll_rad: the seated pelvis's pitch and roll.
+        body: the posed body (default: the built-in skeleton).
+        full_flexion_rad: see above (None: the chunk's last frame's flexion).
+
+    Returns:
+        ``float64 (T, 75)``: a corrected copy (root orientation and ``spine1`` change).
+    """
+    from humanclaw_gym.rotations import rot_z
+
+    frames = _check_chunk(frames, "tip_pelvis")
+    flex = hip_flexion_rad(frames, body)
+    if full_flexion_rad is None:
+        if flex[-1] <= SEATED_HIP_FLEX_RAD:
+            return frames
+        full = float(flex[-1])
+    else:
+        full = float(full_flexion_rad)
+    u = np.clip((flex - _ARMS_FROM_FLEX_RAD) / (full - _ARMS_FROM_FLEX_RAD), 0.0, 1.0)
+    weight = u**3 * (10.0 - 15.0 * u + 6.0 * u * u)
+    root = matrix_from_rotvec(frames[:, 3:6])  # (T, 3, 3)
+    target = rot_y(yaw_of_matrix(root)) @ (rot_x(float(pitch_rad)) @ rot_z(float(roll_rad)))
+    delta = rotvec_from_matrix(np.swapaxes(root, -1, -2) @ target)
+    new_root = root @ matrix_from_rotvec(weight[:, None] * delta)
+    spine = 3 + 3 * JOINT_INDEX["spine1"]
+    spine1 = matrix_from_rotvec(frames[:, spine : spine + 3])
+    out = frames.copy()
+    out[:, 3:6] = rotvec_from_matrix(new_root)
+    out[:, spine : spine + 3] = rotvec_from_matrix(np.swapaxes(new_root, -1, -2) @ root @ spine1)
+    return out
+
+
+def raise_heels(
+    frames: np.ndarray, raises_rad: tuple[float, float], body: MotionBody | None = None
+) -> np.ndarray:
+    """Roll the feet of a Sit down chunk onto their toes by ``raises_rad`` (left, right) at
+    its end, growing in over the chunk (minimum-jerk from 5 % to 100 % of it), the toe
+    joints where they are and the legs re-solved (as :func:`raise_heels_for_seat` does)."""
+    frames = _check_chunk(frames, "raise_heels")
+    if not any(r > 0.0 for r in raises_rad):
+        return frames
+    body = _fit(body)
+    n = len(frames)
+    u = np.clip((np.arange(1, n + 1) / n - 0.05) / 0.95, 0.0, 1.0)
+    ramp = u**3 * (10.0 - 15.0 * u + 6.0 * u * u)
+    out = frames.copy()
+    for t in range(n):
+        for side in (0, 1):
+            if raises_rad[side] > 0.0 and ramp[t] > 0.0:
+                out[t] = _heel_raised(out[t], side, raises_rad[side] * ramp[t], body)
     return out

@@ -46,12 +46,21 @@ Skill specifics (``d``, ``a``, ``s``, ``h`` from :attr:`SkillCall.condition`):
 * Any other motion skill while seated first stands up: that whole chunk is the stand-up
   (pelvis forward 0.32 m and up to standing height); the requested skill is not executed.
 * Stop/Stand produces no chunk: :meth:`generate` raises ``ValueError``.
+
+Other bodies (``body_asset=``): every length, box and height above is read from the posed
+body's :class:`~humanclaw_gym.motion.bodyfit.MotionBody` (the built-in skeleton's by
+default, bit for bit the numbers above). A body whose thighs reach lower over a seat than
+its pelvis (the release's bodies: the buttocks are on the thigh links) sits with its
+pelvis tipped back and rolled by the least amount that brings the pelvis onto the seat
+(``_seat_plan``; docs/motion.md, "Other bodies").
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -61,12 +70,10 @@ from humanclaw_gym.body.skeleton import (
     FRAME_DIM,
     JOINT_INDEX,
     NUM_JOINTS,
-    STANDING_PELVIS_HEIGHT_M,
-    forward_kinematics,
     heading_yaw,
-    link_shapes,
 )
 from humanclaw_gym.motion import _arms, _legs
+from humanclaw_gym.motion.bodyfit import MotionBody
 from humanclaw_gym.motion.canonical import (
     CanonicalFrame,
     canonicalize,
@@ -77,6 +84,7 @@ from humanclaw_gym.rotations import (
     matrix_from_rotvec,
     rot_x,
     rot_y,
+    rot_z,
     rotvec_from_matrix,
     wrap_angle,
     yaw_of_matrix,
@@ -89,10 +97,16 @@ __all__ = [
     "SEATED_PELVIS_ABOVE_SURFACE_M",
     "SEATED_PELVIS_TILT_RAD",
     "SEAT_EDGE_AHEAD_M",
+    "SEAT_EDGE_MIN_AHEAD_M",
+    "SEAT_MAX_HEEL_RAISE_FIT_RAD",
+    "SEAT_NEAR_M",
+    "SEAT_PITCH_MIN_RAD",
+    "SEAT_ROLL_MAX_RAD",
     "SEAT_SINK_M",
     "SIT_BACK_DISTANCE_M",
     "SIT_BACK_MIN_M",
     "SIT_START_TO_EDGE_M",
+    "SeatPlan",
     "THIGH_SEAT_CLEARANCE_M",
     "ArmMotion",
     "Plan",
@@ -102,6 +116,8 @@ __all__ = [
     "Step",
     "generate_detached",
     "register_planner",
+    "motion_body",
+    "seat_from_standing",
     "seated_pelvis_height",
     "sit_back_distance",
     "unregister_planner",
@@ -119,22 +135,50 @@ SEAT_SINK_M = 0.01
 SEATED_PELVIS_TILT_RAD: float = float(np.radians(10.0))
 
 
-def _pelvis_bottom_below_joint_m(tilt_rad: float) -> float:
-    shape = link_shapes()[0]
-    if shape.kind != "capsule":
-        raise ValueError("the pelvis link is expected to be a capsule")
-    # The pelvis capsule lies along the body's X axis, so its lowest point is one radius
-    # below its centre for any pitch about X; the centre itself moves with the pitch.
-    _, cy, cz = shape.offset_m
-    centre_y = cy * np.cos(tilt_rad) - cz * np.sin(tilt_rad)
-    return float(shape.radius - centre_y)
-
-
-#: Seated pelvis joint height above the seat surface (m): the lowest point of the (tilted)
-#: pelvis capsule below the joint, minus a 3.5 cm sink so that the pelvis really presses on the seat.
+#: The built-in body's seated pelvis joint height above the seat surface (m): the lowest
+#: point of the (tilted) pelvis capsule below the joint, minus ``SEAT_SINK_M`` so that the
+#: pelvis really presses on the seat. Another body's follows from its own pelvis
+#: (:meth:`ProceduralMotionGenerator.seat_pose`).
 SEATED_PELVIS_ABOVE_SURFACE_M: float = (
-    _pelvis_bottom_below_joint_m(SEATED_PELVIS_TILT_RAD) - SEAT_SINK_M
+    MotionBody.builtin().pelvis_bottom_below_joint(SEATED_PELVIS_TILT_RAD) - SEAT_SINK_M
 )
+
+#: A body whose thighs reach lower over a seat than its pelvis (``_seat_plan``) sits with its
+#: pelvis's lowest point at most this far above theirs (m): the pelvis meets the seat, or
+#: comes within the distance both physics backends report as a contact (a near contact,
+#: docs/physics.md) ...
+SEAT_NEAR_M = 0.003
+#: (over the seat: behind its front edge and at least this far in front of the pelvis
+#: joint, m) ...
+SEAT_EDGE_MIN_AHEAD_M = 0.0
+SEAT_EDGE_SLACK_M = 0.02
+#: ... with its feet flat, or raised onto their toes by at most this much (rad; the heels
+#: stay within about 3 cm of the floor; the built-in body may raise them further,
+#: ``SEATED_MAX_HEEL_RAISE_RAD``) ...
+SEAT_MAX_HEEL_RAISE_FIT_RAD: float = float(np.radians(10.0))
+#: ... tipping the pelvis back down to this pitch (rad; negative: a slouch) ...
+SEAT_PITCH_MIN_RAD: float = float(np.radians(-30.0))
+#: ... and rolling it up to this far either way (rad), whichever costs least, a 5 degree
+#: roll counting as much as 20 degrees of pitch.
+SEAT_ROLL_MAX_RAD: float = float(np.radians(12.0))
+
+
+def _seat_candidates() -> tuple[tuple[float, float], ...]:
+    """``(pitch, roll)`` pairs for ``seat_pose``, cheapest first (ties: more upright, then
+    less roll, then the positive roll)."""
+    pitches = np.radians(np.arange(10.0, np.degrees(SEAT_PITCH_MIN_RAD) - 1e-9, -2.5))
+    top = np.degrees(SEAT_ROLL_MAX_RAD)
+    rolls = np.radians(np.arange(-top, top + 1e-9, 2.0))
+    cost = {
+        (float(p), float(r)): ((p - SEATED_PELVIS_TILT_RAD) / np.radians(20.0)) ** 2
+        + (r / np.radians(5.0)) ** 2
+        for p in pitches
+        for r in rolls
+    }
+    return tuple(sorted(cost, key=lambda pr: (cost[pr], -pr[0], abs(pr[1]), -pr[1])))
+
+
+_SEAT_CANDIDATES = _seat_candidates()
 
 #: How far the pelvis moves backwards (away from the facing direction) while sitting down,
 #: at most (low seats) and at least (seats above knee height, where the body sits nearer
@@ -147,10 +191,54 @@ SIT_BACK_MIN_M = 0.18
 SIT_START_TO_EDGE_M = 0.17
 
 
-def seated_pelvis_height(surface_height_m: float, floor_y: float = 0.0) -> float:
+def seated_pelvis_height(
+    surface_height_m: float, floor_y: float = 0.0, body: MotionBody | None = None
+) -> float:
     """World pelvis joint height of a body seated on a surface ``surface_height_m`` above the
-    floor at ``floor_y``."""
-    return float(floor_y + surface_height_m + SEATED_PELVIS_ABOVE_SURFACE_M)
+    floor at ``floor_y``: the built-in body's (default), or ``body``'s as
+    :class:`ProceduralMotionGenerator` seats it when it sits down from standing still."""
+    if body is None or body.is_builtin:
+        return float(floor_y + surface_height_m + SEATED_PELVIS_ABOVE_SURFACE_M)
+    return float(floor_y + surface_height_m + seat_from_standing(surface_height_m, body).above_m)
+
+
+@dataclass(frozen=True)
+class SeatPlan:
+    """How :class:`ProceduralMotionGenerator` seats a body that stands still on a flat floor
+    on a seat of one height (see ``ProceduralMotionGenerator._seat_plan``).
+
+    Attributes:
+        pitch_rad, roll_rad: the seated pelvis's forward pitch and roll.
+        back_m: how far the pelvis moves back.
+        raises_rad: the final heel raise of each planted foot (None: the feet hang).
+        hang: whether the feet hang.
+        above_m: the seated pelvis joint's height above the seat surface.
+    """
+
+    pitch_rad: float
+    roll_rad: float
+    back_m: float
+    raises_rad: tuple[float, float] | None
+    hang: bool
+    above_m: float
+
+
+@lru_cache(maxsize=256)
+def _seat_from_standing(height_m: float, body: MotionBody) -> SeatPlan:
+    gen = ProceduralMotionGenerator(body_asset=body)
+    start = gen._read_state(np.repeat(gen._standing_frame()[None], 2, axis=0))
+    pitch, roll, back, raises, hang = gen._seat_plan(start, height_m, 0.0, 0.0)
+    return SeatPlan(pitch, roll, back, raises, hang, gen._seated_above(pitch, roll))
+
+
+def seat_from_standing(height_m: float, body: MotionBody | None = None) -> SeatPlan:
+    """The :class:`SeatPlan` of a body (default: the built-in one) standing still on a flat
+    floor that sits down on a seat ``height_m`` above it (computed once per body and
+    height)."""
+    h = float(height_m)
+    if not np.isfinite(h):
+        raise ValueError(f"height_m={height_m!r} is invalid: allowed a finite number")
+    return _seat_from_standing(h, MotionBody.builtin() if body is None else body)
 
 
 # ---- tuning constants -----------------------------------------------------------------
@@ -379,6 +467,9 @@ class _Plan:
     hold: bool = False
     arms: tuple[ArmMotion | None, ArmMotion | None] = (None, None)
     joint_offsets: dict[str, Any] = field(default_factory=dict)
+    # pelvis roll about its forward axis (after the pitch) per frame; None: no roll (the
+    # built-in body never rolls; another body may, to sit on its pelvis, see seat_pose)
+    roll: np.ndarray | None = None
 
 
 @dataclass
@@ -409,6 +500,29 @@ class _Style:
     step_height_gain: float
 
 
+def motion_body(body_asset: Any = None) -> MotionBody:
+    """The :class:`~humanclaw_gym.motion.bodyfit.MotionBody` a generator's ``body_asset``
+    argument names: None for the built-in body, a ``MotionBody`` as it is, a
+    :class:`~humanclaw_gym.body.asset.BodyAsset` or the path of a body folder (read and
+    checked by :func:`~humanclaw_gym.body.asset.load_body_asset`)."""
+    if body_asset is None:
+        return MotionBody.builtin()
+    if isinstance(body_asset, MotionBody):
+        return body_asset
+    if isinstance(body_asset, (str, os.PathLike)):
+        from humanclaw_gym.body.asset import load_body_asset
+
+        body_asset = load_body_asset(body_asset)
+    from humanclaw_gym.body.asset import BodyAsset
+
+    if not isinstance(body_asset, BodyAsset):
+        raise ValueError(
+            f"body_asset={body_asset!r} is invalid: allowed None, a body folder path, a "
+            "BodyAsset or a MotionBody"
+        )
+    return MotionBody.from_asset(body_asset)
+
+
 # --------------------------------------------------------------------------------------
 # The generator
 # --------------------------------------------------------------------------------------
@@ -419,6 +533,13 @@ class ProceduralMotionGenerator:
         fps: frame rate (Hz) of the generated frames.
         frames_per_chunk: frames per skill call (15 = 0.5 s at 30 Hz).
         history_frames: frames kept as the autoregressive history (>= 2).
+        body_asset: the body the frames pose, when it is not the built-in skeleton: a body
+            folder in the reference release's format (its path or its
+            :class:`~humanclaw_gym.body.asset.BodyAsset`) or a
+            :class:`~humanclaw_gym.motion.bodyfit.MotionBody`. Its proportions replace the
+            built-in body's everywhere (leg and arm lengths, stance, foot boxes, standing
+            pelvis height, seated pelvis height, tilt and roll, thighs over a seat's edge,
+            hands on the thighs; docs/motion.md, "Other bodies"). None: the built-in body.
 
     Deterministic: the same ``reset`` arguments (including ``seed``) and the same calls give
     identical arrays. ``seed`` only varies a small style vector (arm carriage, arm swing,
@@ -430,7 +551,13 @@ class ProceduralMotionGenerator:
     #: keep another carriage (the flow model's training data do, see motion.flow.dataset).
     arm_down_range_deg: tuple[float, float] = _ARM_DOWN_DEG
 
-    def __init__(self, fps: float = 30, frames_per_chunk: int = 15, history_frames: int = 5):
+    def __init__(
+        self,
+        fps: float = 30,
+        frames_per_chunk: int = 15,
+        history_frames: int = 5,
+        body_asset: Any = None,
+    ):
         if (
             isinstance(fps, bool)
             or not isinstance(fps, (int, float))
@@ -449,7 +576,10 @@ class ProceduralMotionGenerator:
         self._history: np.ndarray | None = None
         self._ground_y = 0.0
         self._style = _Style(np.radians(74.0), np.radians(12.0), 1.0, 1.0)
-        self._legs = _legs.leg_geometry()
+        self._body = motion_body(body_asset)
+        self._rest = self._body.rest_joints_m
+        self._standing_m = self._body.standing_pelvis_height_m
+        self._legs = _legs.leg_geometry(None if self._body.is_builtin else self._body)
         # a chunk computed elsewhere (motion.pool) for the next call: (call, state version,
         # pending result); used by generate() only while the state is unchanged
         self._staged: tuple[SkillCall, int, Any] | None = None
@@ -559,6 +689,11 @@ class ProceduralMotionGenerator:
         floor plus one stair rise per climbed step."""
         return self._ground_y
 
+    @property
+    def body(self) -> MotionBody:
+        """The proportions of the body the frames pose."""
+        return self._body
+
     # ---- state ----------------------------------------------------------------------
     def _read_state(self, hist_c: np.ndarray) -> _StartState:
         last = hist_c[-1]
@@ -572,8 +707,8 @@ class ProceduralMotionGenerator:
         vel = (weights @ pos) * self.fps
         yaw_rate = float(weights @ yaw) * self.fps
         local = matrix_from_rotvec(np.concatenate([last[3:6], last[6:]]).reshape(NUM_JOINTS, 3))
-        pos, rot = forward_kinematics(last)
-        soles = sole_heights(last)
+        pos, rot = self._body.forward_kinematics(last)
+        soles = sole_heights(last, self._body)
         feet = []
         for side in (0, 1):
             leg = self._legs[side]
@@ -590,7 +725,7 @@ class ProceduralMotionGenerator:
         flex = []
         for side in (0, 1):
             thigh = r_root.T @ (pos[_legs.KNEE[side]] - pos[_legs.HIP[side]])
-            flex.append(np.arctan2(thigh[2], -thigh[1]))
+            flex.append(self._hip_flexion(thigh, r_root))
         seated = bool(np.mean(flex) > _SEATED_HIP_FLEX_RAD)
         return _StartState(last[:3].copy(), vel, yaw_rate, local, (feet[0], feet[1]), seated)
 
@@ -608,7 +743,7 @@ class ProceduralMotionGenerator:
         self, side: int, px: float, pz: float, yaw: float, ground: float
     ) -> np.ndarray:
         leg = self._legs[side]
-        rest = _legs.REST_JOINTS_M[_legs.ANKLE[side]]
+        rest = self._rest[_legs.ANKLE[side]]
         off = rot_y(yaw) @ np.array([rest[0], 0.0, rest[2]])
         return np.array([px + off[0], ground + leg.flat_height, pz + off[2]])
 
@@ -658,7 +793,7 @@ class ProceduralMotionGenerator:
         x, _ = _decay(s, v[0], tau)
         z, _ = _decay(s, v[2], tau)
         yaw, _ = _decay(s, w, tau)
-        y = start.pos[1] + _hermite5(s, STANDING_PELVIS_HEIGHT_M - start.pos[1], v[1], 0.0)
+        y = start.pos[1] + _hermite5(s, self._standing_m - start.pos[1], v[1], 0.0)
         zeros = np.zeros_like(s)
         return _Plan(x, z, yaw, y, zeros.copy(), zeros.copy())
 
@@ -668,7 +803,7 @@ class ProceduralMotionGenerator:
         if f[0].planted != f[1].planted:
             first = 0 if not f[0].planted else 1
             return first, 1 - first
-        rel = [f[side].flat[2] - _legs.REST_JOINTS_M[_legs.ANKLE[side]][2] for side in (0, 1)]
+        rel = [f[side].flat[2] - self._rest[_legs.ANKLE[side]][2] for side in (0, 1)]
         if abs(rel[0] - rel[1]) < 0.02:
             first = tie_side
         elif forward:
@@ -683,13 +818,13 @@ class ProceduralMotionGenerator:
         v, _ = self._momentum(start)
         plan.z = _hermite5(s, distance_m, v[2], distance_m)
         drop = _WALK_MAX_DROP_M * (distance_m / 0.6) ** 2
-        target_y = STANDING_PELVIS_HEIGHT_M - drop
+        target_y = self._standing_m - drop
         plan.y_nominal = start.pos[1] + _hermite5(s, target_y - start.pos[1], v[1], 0.0)
         trailing, lead = self._feet_order(start, forward=True, tie_side=1)
         yaw_end = float(plan.yaw[-1])
         fwd = rot_y(yaw_end) @ np.array([0.0, 0.0, 1.0])
         x_end, z_end = plan.x[-1], plan.z[-1]
-        lead_rel = start.feet[lead].flat[2] - _legs.REST_JOINTS_M[_legs.ANKLE[lead]][2]
+        lead_rel = start.feet[lead].flat[2] - self._rest[_legs.ANKLE[lead]][2]
         half = 0.4 * distance_m
         reach = max(0.6 * distance_m + _WALK_SINGLE_STEP_SLACK_M, _WALK_SINGLE_STEP_MIN_M)
         if z_end - lead_rel <= reach and start.feet[lead].planted:
@@ -778,7 +913,7 @@ class ProceduralMotionGenerator:
         f = start.feet
         if f[0].planted != f[1].planted:
             return 0 if not f[0].planted else 1
-        rel = [f[side].flat[2] - _legs.REST_JOINTS_M[_legs.ANKLE[side]][2] for side in (0, 1)]
+        rel = [f[side].flat[2] - self._rest[_legs.ANKLE[side]][2] for side in (0, 1)]
         if abs(rel[0] - rel[1]) <= _STAGGERED_M:
             return preferred
         yaw_end = float(plan.yaw[-1])
@@ -821,7 +956,7 @@ class ProceduralMotionGenerator:
         order = (first, 1 - first)
         drop = 0.015 * amount
         plan.y_nominal = start.pos[1] + _hermite5(
-            s, STANDING_PELVIS_HEIGHT_M - drop - start.pos[1], v[1], 0.0
+            s, self._standing_m - drop - start.pos[1], v[1], 0.0
         )
         schedule = ((order[0], 0.0, 0.5), (order[1], 0.5, 1.0))
         self._square_steps(plan, start, schedule, "shuffle", 0.04, np.radians(8.0))
@@ -836,13 +971,11 @@ class ProceduralMotionGenerator:
         y0 = start.pos[1]
         tau = _MOMENTUM_DECAY_S / self._chunk_s()
         y_decay, y_drift = _decay(s, v[1], tau)
-        target = STANDING_PELVIS_HEIGHT_M + rise
+        target = self._standing_m + rise
         window = (0.2, 1.0) if direction > 0 else (0.0, 0.6)
         plan.y_nominal = y0 + y_decay + (target - y0 - y_drift) * _mj_window(s, *window)
         lead, trailing = self._feet_order(start, forward=True, tie_side=1)  # rear foot first
-        base = max(
-            start.feet[side].flat[2] - _legs.REST_JOINTS_M[_legs.ANKLE[side]][2] for side in (0, 1)
-        )
+        base = max(start.feet[side].flat[2] - self._rest[_legs.ANKLE[side]][2] for side in (0, 1))
         base = max(base, 0.0)
         yaw_end = float(plan.yaw[-1])
         kind = "up" if direction > 0 else "down"
@@ -876,19 +1009,21 @@ class ProceduralMotionGenerator:
         v, _ = self._momentum(start)
         tau = _MOMENTUM_DECAY_S / self._chunk_s()
         y0 = start.pos[1]
-        y_seat = height_m + SEATED_PELVIS_ABOVE_SURFACE_M
-        z_decay, z_drift = _decay(s, v[2], tau)
-        y_decay, y_drift = _decay(s, v[1], tau)
-        lean = self._lean_amplitude(y0 - y_seat)
-        tilt = SEATED_PELVIS_TILT_RAD * _mj(s)
-        plan.pitch = lean * _bump_window(s, 0.0, 0.9) + tilt
-        plan.spine_lean = 0.35 * lean * _bump_window(s, 0.0, 0.9) - tilt
+        yaw_end, x_end = float(plan.yaw[-1]), float(plan.x[-1])
         # Feet: stay planted, or (both) hang when the seat is too high for them to reach the
         # floor comfortably. Planted feet stay flat: the body sits back less on a high seat
         # (its thighs then cross the seat's edge nearer the hips); only where that is not
         # enough do they roll onto their toes, and where even that is not, they hang.
-        yaw_end, x_end = float(plan.yaw[-1]), float(plan.x[-1])
-        back, raises, hang = self._sit_back(start, height_m, x_end, yaw_end, float(tilt[-1]))
+        pitch_end, roll_end, back, raises, hang = self._seat_plan(start, height_m, x_end, yaw_end)
+        y_seat = height_m + self._seated_above(pitch_end, roll_end)
+        z_decay, z_drift = _decay(s, v[2], tau)
+        y_decay, y_drift = _decay(s, v[1], tau)
+        lean = self._lean_amplitude(y0 - y_seat)
+        tilt = pitch_end * _mj(s)
+        plan.pitch = lean * _bump_window(s, 0.0, 0.9) + tilt
+        plan.spine_lean = 0.35 * lean * _bump_window(s, 0.0, 0.9) - tilt
+        if roll_end != 0.0:
+            plan.roll = roll_end * _mj(s)
         if raises is not None:
             plan.heel_raise = tuple((float(r), 0.05, 1.0) if r > 0.0 else None for r in raises)
         high = y_seat > y0 - 0.03
@@ -908,12 +1043,7 @@ class ProceduralMotionGenerator:
         for side in (0, 1):
             foot = start.feet[side]
             if hang or not foot.planted:
-                hip = np.array([plan.x[-1], y_seat, plan.z[-1]]) + rot_y(yaw_end) @ (
-                    self._legs[side].hip_offset
-                )
-                target = hip + rot_y(yaw_end) @ np.array([0.02 * (1 - 2 * side), 0.0, 0.0])
-                target[1] = max(hip[1] - _HANG_BELOW_HIP_M, foot.flat[1] + 0.02)
-                target += rot_y(yaw_end) @ np.array([0.0, 0.0, _HANG_FORWARD_M])
+                target = self._hang_target(side, foot, plan.x[-1], y_seat, plan.z[-1], yaw_end)
                 plan.steps.append(
                     _Step(
                         side,
@@ -928,13 +1058,171 @@ class ProceduralMotionGenerator:
                 )
         return plan
 
+    def _hang_target(
+        self, side: int, foot: _FootState, x: float, y_seat: float, z: float, yaw: float
+    ) -> np.ndarray:
+        """Where a hanging foot's ankle goes for a body seated with its pelvis at ``(x,
+        y_seat, z)`` facing ``yaw``: below and ahead of the hip, knee bent."""
+        hip = np.array([x, y_seat, z]) + rot_y(yaw) @ (self._legs[side].hip_offset)
+        target = hip + rot_y(yaw) @ np.array([0.02 * (1 - 2 * side), 0.0, 0.0])
+        target[1] = max(hip[1] - _HANG_BELOW_HIP_M, foot.flat[1] + 0.02)
+        target += rot_y(yaw) @ np.array([0.0, 0.0, _HANG_FORWARD_M])
+        return target
+
+    def _hip_flexion(self, thigh: np.ndarray, root_rot: np.ndarray) -> float:
+        """The hip flexion (rad) a seated-or-not rule reads from a thigh vector ``thigh``
+        (pelvis frame) of a pelvis turned by ``root_rot``: the thigh's forward swing from
+        hanging straight down, relative to the pelvis. Another body's pelvis may sit tipped
+        back (``_seat_plan``): its thigh's swing is measured from the vertical of the heading
+        frame instead, plus ``SEATED_PELVIS_TILT_RAD`` (as though the pelvis were tilted as
+        the built-in body's is on a seat), so a slouched body counts as seated."""
+        if self._body.is_builtin:
+            return np.arctan2(thigh[2], -thigh[1])
+        heading = rot_y(-float(yaw_of_matrix(root_rot))) @ root_rot @ thigh
+        return float(np.arctan2(heading[2], -heading[1])) + SEATED_PELVIS_TILT_RAD
+
+    def _seated_above(self, pitch_rad: float, roll_rad: float) -> float:
+        """Seated pelvis joint height above the seat surface for a pelvis pitched by
+        ``pitch_rad`` and rolled by ``roll_rad``: its lowest point's depth below the joint,
+        minus ``SEAT_SINK_M``."""
+        if self._body.is_builtin:
+            return SEATED_PELVIS_ABOVE_SURFACE_M
+        return self._body.pelvis_bottom_below_joint(pitch_rad, roll_rad) - SEAT_SINK_M
+
+    def seat_pose(
+        self, start: _StartState, height_m: float, x_end: float, yaw_end: float
+    ) -> tuple[float, float]:
+        """The seated pelvis's forward pitch and roll (rad) of a Sit down onto a seat
+        ``height_m`` high from the state ``start`` (see :meth:`_seat_plan`)."""
+        return self._seat_plan(start, height_m, x_end, yaw_end)[:2]
+
+    def _seat_plan(
+        self, start: _StartState, height_m: float, x_end: float, yaw_end: float
+    ) -> tuple[float, float, float, tuple[float, float] | None, bool]:
+        """How a Sit down onto a seat ``height_m`` high seats the body, from the state
+        ``start`` (canonical; the pelvis ends at ``x_end`` facing ``yaw_end``): the seated
+        pelvis's forward pitch and its roll (rad), how far it moves back, the final heel
+        raise of each planted foot (None: not both planted, or they hang) and whether both
+        feet hang.
+
+        The built-in body's pelvis capsule is its lowest part over a seat by design: it sits
+        with ``SEATED_PELVIS_TILT_RAD`` and no roll, as far back as its thighs clear the
+        seat's front edge (:meth:`_sit_back`). Another body's thighs may reach lower (the
+        release's bodies carry the buttocks on the thigh links), and the Interact metric
+        needs the pelvis on the seat: its pelvis tips back (a slouch, down to
+        ``SEAT_PITCH_MIN_RAD``) and rolls (up to ``SEAT_ROLL_MAX_RAD`` either way) by the
+        least amount (``_SEAT_CANDIDATES``, cheapest first) with which its lowest point comes
+        within ``SEAT_NEAR_M`` of both thighs' lowest points over the seat
+        (:meth:`_seat_margins`) at some sit-back distance with the feet flat (the largest
+        such distance), else with the feet on their toes (the smallest raise), else with the
+        feet hanging; as near to that as the range allows where nothing reaches it. The
+        spine takes pitch and roll back, so the torso stays as it would be."""
+        if self._body.is_builtin:
+            back, raises, hang = self._sit_back(
+                start, height_m, x_end, yaw_end, SEATED_PELVIS_TILT_RAD
+            )
+            return SEATED_PELVIS_TILT_RAD, 0.0, back, raises, hang
+        pose = (start, height_m, x_end, yaw_end)
+        y_hip = height_m + self._seated_above(SEATED_PELVIS_TILT_RAD, 0.0)
+        drop = np.mean(
+            [
+                y_hip + leg.hip_offset[1] - start.feet[side].flat[1]
+                for side, leg in enumerate(self._legs)
+            ]
+        )
+        flat = (0.0, 0.0)
+        if drop <= _HANG_DROP_M and all(f.planted for f in start.feet):
+            probes = (SIT_BACK_MIN_M, 0.5 * (SIT_BACK_MIN_M + SIT_BACK_DISTANCE_M))
+            probes += (SIT_BACK_DISTANCE_M,)
+            for pitch, roll in _SEAT_CANDIDATES:  # feet flat
+                if all(min(self._seat_margins(*pose, pitch, roll, b, flat)) < 0.0 for b in probes):
+                    continue
+                back = _largest_back(
+                    lambda b, p=pitch, r=roll: min(self._seat_margins(*pose, p, r, b, flat))
+                )
+                return pitch, roll, back, flat, False
+            top = (SEAT_MAX_HEEL_RAISE_FIT_RAD, SEAT_MAX_HEEL_RAISE_FIT_RAD)
+            for pitch, roll in _SEAT_CANDIDATES:  # on their toes (a little)
+                if min(self._seat_margins(*pose, pitch, roll, SIT_BACK_MIN_M, top)) < 0.0:
+                    continue
+                raises = [
+                    _legs.smallest_raise(
+                        lambda th, side=side, p=pitch, r=roll: self._seat_margins(
+                            *pose, p, r, SIT_BACK_MIN_M, (th, th)
+                        )[side],
+                        SEAT_MAX_HEEL_RAISE_FIT_RAD,
+                    )
+                    for side in (0, 1)
+                ]
+                if raises[0] is not None and raises[1] is not None:
+                    return pitch, roll, SIT_BACK_MIN_M, (raises[0], raises[1]), False
+            # nothing reaches: the feet flat, as near as the range comes
+            margin, pitch, roll = max(
+                (min(self._seat_margins(*pose, p, r, SIT_BACK_MIN_M, flat)), p, r)
+                for p, r in _SEAT_CANDIDATES
+            )
+            return pitch, roll, SIT_BACK_MIN_M, flat, False
+        hang = drop > _HANG_DROP_M
+        margin, pitch, roll = max(
+            (min(self._seat_margins(*pose, p, r, SIT_BACK_DISTANCE_M, None)), p, r)
+            for p, r in _SEAT_CANDIDATES
+        )
+        return pitch, roll, SIT_BACK_DISTANCE_M, None, hang
+
+    def _seat_margins(
+        self,
+        start: _StartState,
+        height_m: float,
+        x_end: float,
+        yaw_end: float,
+        pitch: float,
+        roll: float,
+        back: float,
+        raises: tuple[float, float] | None,
+    ) -> tuple[float, float]:
+        """Per thigh (left, right): how far its lowest point over the seat stays above the
+        seated pelvis's lowest point, plus ``SEAT_NEAR_M`` (m; >= 0: the pelvis meets the
+        seat), for a body (not the built-in one) seated with this pitch, roll and sit-back
+        distance, its planted feet raised by ``raises`` (None: hanging feet). Over the seat:
+        behind its front edge, and at least up to ``SEAT_EDGE_MIN_AHEAD_M`` in front of the
+        pelvis joint whatever the sit-back distance (the seat lies where the body stands only
+        to within centimetres; the part of the thighs under the hips always counts)."""
+        y_seat = height_m + self._seated_above(pitch, roll)
+        pelvis = np.array([x_end, y_seat, -back])
+        root = rot_y(yaw_end) @ rot_x(pitch) @ rot_z(roll)
+        region = max(back - SIT_START_TO_EDGE_M + SEAT_EDGE_SLACK_M, SEAT_EDGE_MIN_AHEAD_M)
+        out = []
+        for side in (0, 1):
+            leg, foot = self._legs[side], start.feet[side]
+            hip = pelvis + root @ leg.hip_offset
+            if raises is None or not foot.planted:
+                ankle = self._hang_target(side, foot, x_end, y_seat, -back, yaw_end)
+                foot_rot = rot_y(yaw_end) @ rot_x(_HANG_PITCH_RAD)
+            else:
+                theta = raises[side]
+                ankle = _legs.tiptoe_ankle(leg, foot.flat, foot.yaw, np.array([theta]))[0]
+                foot_rot = rot_y(foot.yaw) @ rot_x(theta)
+            hinge = rot_y(yaw_end + 0.5 * float(wrap_angle(foot.yaw - yaw_end))) @ np.array(
+                [1.0, 0.0, 0.0]
+            )
+            r_hip, _, _ = _legs.solve_leg(leg, hip, root, ankle, foot_rot, hinge)
+            low = self._body.thigh_lowest_behind(side, hip, root @ r_hip, pelvis, yaw_end, region)
+            out.append(float(low - (height_m - SEAT_SINK_M) + SEAT_NEAR_M))
+        return out[0], out[1]
+
     def _sit_back(
-        self, start: _StartState, height_m: float, x_end: float, yaw_end: float, tilt_end: float
+        self,
+        start: _StartState,
+        height_m: float,
+        x_end: float,
+        yaw_end: float,
+        tilt_end: float,
+        roll_end: float = 0.0,
     ) -> tuple[float, tuple[float, float] | None, bool]:
         """How far a Sit down moves the pelvis back, the final heel raise (rad) of each
         planted foot (None: not both feet planted, or they hang) and whether both feet hang
         (see ``_plan_sit``)."""
-        y_seat = height_m + SEATED_PELVIS_ABOVE_SURFACE_M
+        y_seat = height_m + self._seated_above(tilt_end, roll_end)
         hip_y = [y_seat + (rot_y(yaw_end) @ leg.hip_offset)[1] for leg in self._legs]
         drop = np.mean([hip_y[side] - start.feet[side].flat[1] for side in (0, 1)])
         if drop > _HANG_DROP_M:
@@ -944,7 +1232,7 @@ class ProceduralMotionGenerator:
         bottom = height_m - SEAT_SINK_M  # the seated pelvis's lowest point
 
         def clearance(b: float, theta: float, side: int) -> float:
-            pose = (np.array([x_end, y_seat, -b]), yaw_end, tilt_end)
+            pose = (np.array([x_end, y_seat, -b]), yaw_end, tilt_end, roll_end)
             edge = b - SIT_START_TO_EDGE_M
             return self._thigh_clearance(start.feet[side], side, pose, bottom, edge, theta)
 
@@ -964,7 +1252,7 @@ class ProceduralMotionGenerator:
         self,
         foot: _FootState,
         side: int,
-        end_pose: tuple[np.ndarray, float, float],
+        end_pose: tuple[np.ndarray, float, float, float],
         pelvis_bottom_y: float,
         edge_ahead_m: float,
         theta: float,
@@ -973,16 +1261,19 @@ class ProceduralMotionGenerator:
         joint (the seat's front edge), stays above the pelvis's lowest point
         ``pelvis_bottom_y`` plus ``THIGH_SEAT_CLEARANCE_M`` (m; negative: it would land on
         the edge first), for a planted foot raised onto its toes by ``theta`` (rad)."""
-        pelvis, yaw, pitch = end_pose
+        pelvis, yaw, pitch, roll = end_pose
         leg = self._legs[side]
         root = rot_y(yaw) @ rot_x(pitch)
+        if roll != 0.0:
+            root = root @ rot_z(roll)
         hip = pelvis + root @ leg.hip_offset
         hinge = rot_y(yaw + 0.5 * float(wrap_angle(foot.yaw - yaw))) @ np.array([1.0, 0, 0])
         ankle = _legs.tiptoe_ankle(leg, foot.flat, foot.yaw, np.array([theta]))[0]
         foot_rot = rot_y(foot.yaw) @ rot_x(theta)
         r_hip, _, _ = _legs.solve_leg(leg, hip, root, ankle, foot_rot, hinge)
-        knee = hip + root @ r_hip @ leg.thigh
-        bottom = _legs.thigh_bottom_y(hip, knee, pelvis, yaw, edge_ahead_m)
+        thigh_rot = root @ r_hip
+        knee = hip + thigh_rot @ leg.thigh
+        bottom = self._body.thigh_bottom_y(side, hip, thigh_rot, knee, pelvis, yaw, edge_ahead_m)
         return bottom - (pelvis_bottom_y + THIGH_SEAT_CLEARANCE_M)
 
     def _plan_stand_up(self, start: _StartState) -> _Plan:
@@ -1001,15 +1292,13 @@ class ProceduralMotionGenerator:
         if not any(hanging):
             ahead = [
                 (rot_y(-float(yaw_of_matrix(start.local_rot[0]))) @ (f.flat - start.pos))[2]
-                - _legs.REST_JOINTS_M[_legs.ANKLE[side]][2]
+                - self._rest[_legs.ANKLE[side]][2]
                 for side, f in enumerate(start.feet)
             ]
             forward = float(np.clip(np.mean(ahead), 0.0, SIT_BACK_DISTANCE_M))
         plan.z = z_decay + (forward - z_drift) * _mj_window(s, *window)
-        plan.y_nominal = (
-            y0 + y_decay + (STANDING_PELVIS_HEIGHT_M - y0 - y_drift) * _mj_window(s, 0.05, 1.0)
-        )
-        lean = self._lean_amplitude(STANDING_PELVIS_HEIGHT_M - y0)
+        plan.y_nominal = y0 + y_decay + (self._standing_m - y0 - y_drift) * _mj_window(s, 0.05, 1.0)
+        lean = self._lean_amplitude(self._standing_m - y0)
         fwd = start.local_rot[0][:, 2]
         tilt = float(np.arcsin(np.clip(-fwd[1], -1.0, 1.0))) * (1.0 - _mj(s))
         plan.pitch = lean * _bump_window(s, 0.0, 0.9) + tilt
@@ -1026,11 +1315,15 @@ class ProceduralMotionGenerator:
     def _root_rotations(self, plan: _Plan, start: _StartState) -> np.ndarray:
         n1 = self.frames_per_chunk + 1
         gen = rot_y(plan.yaw) @ rot_x(plan.pitch)
+        if plan.roll is not None:
+            gen = gen @ rot_z(plan.roll)
         # residual of the history's root orientation w.r.t. the plan's first frame, in the
         # heading frame, blended out over the first frames
         resid = rotvec_from_matrix(start.local_rot[0] @ gen[0].T)
         w = 1.0 - _mj(np.arange(n1) / (_BLEND_S * self.fps))
         corr = matrix_from_rotvec(w[:, None] * resid[None])
+        if plan.roll is not None:
+            return rot_y(plan.yaw) @ corr @ rot_x(plan.pitch) @ rot_z(plan.roll)
         return rot_y(plan.yaw) @ corr @ rot_x(plan.pitch)
 
     def _planted_schedule(self, plan: _Plan, start: _StartState) -> list[list[tuple]]:
@@ -1154,7 +1447,9 @@ class ProceduralMotionGenerator:
                 ground = st.ground_from if sig_h < 0.5 else st.ground_to
             else:
                 ground = st.ground_to
-            low = float(_legs.lowest_offset(st.side, np.array([pitch]), np.array([toe]))[0])
+            low = float(
+                _legs.lowest_offset(st.side, np.array([pitch]), np.array([toe]), self._body)[0]
+            )
             pos[1] = max(pos[1], ground - low + 0.002)
         return pos, yaw, pitch, toe
 
@@ -1224,7 +1519,7 @@ class ProceduralMotionGenerator:
                 local[t, _legs.TOE[side]] = rot_x(toe_f)
                 ankles[t, side] = ankle
                 thigh = r_hip @ leg.thigh
-                hip_flex[t, side] = np.arctan2(thigh[2], -thigh[1])
+                hip_flex[t, side] = self._hip_flexion(thigh, root_rot[t])
                 thighs[t, side] = (hip, hip + root_rot[t] @ thigh)
         self._pose_upper_body(local, plan, pelvis, root_rot, ankles, thighs, hip_flex, start)
         for name, offset in plan.joint_offsets.items():
@@ -1281,6 +1576,8 @@ class ProceduralMotionGenerator:
         sit = sit * sit * (3.0 - 2.0 * sit) * (1.0 - seated)
         for name, share in (("spine1", 0.4), ("spine2", 0.3), ("spine3", 0.3)):
             local[:, _J[name]] = rot_x(share * lean)
+        if plan.roll is not None:  # the spine takes the pelvis's roll back
+            local[:, _J["spine1"]] = rot_z(-plan.roll) @ local[:, _J["spine1"]]
         torso = lean + plan.pitch
         local[:, _J["neck"]] = rot_x(-0.35 * torso)
         local[:, _J["head"]] = rot_x(-0.25 * torso)
@@ -1302,13 +1599,16 @@ class ProceduralMotionGenerator:
                 rest = _arms.hand_on_thigh(
                     local[t_seat], pelvis[t_seat], side, thighs[t_seat, side],
                     (float(down[t_seat]), float(flex[t_seat]), float(bend[t_seat])),
+                    None if self._body.is_builtin else self._body,
                 )  # fmt: skip
                 down = (1.0 - seated) * down + seated * rest[0]
                 flex = (1.0 - seated) * flex + seated * rest[1]
                 bend = (1.0 - seated) * bend + seated * rest[2]
             if plan.arms[side] is not None:
                 down, flex, bend = plan.arms[side]._apply(down, flex, bend, side, n1)
-            local[:, shoulder], local[:, elbow] = _arms.arm_rotations(down, flex, bend, side)
+            local[:, shoulder], local[:, elbow] = _arms.arm_rotations(
+                down, flex, bend, side, None if self._body.is_builtin else self._body
+            )
 
     def _standing_frame(self) -> np.ndarray:
         """The canonical standing frame: pelvis at standing height above ``y = 0``."""
@@ -1316,27 +1616,29 @@ class ProceduralMotionGenerator:
         for side in (0, 1):
             flat = self._nominal_foot(side, 0.0, 0.0, 0.0, 0.0)
             feet.append(_FootState(flat.copy(), flat, 0.0, 0.0, 0.0, True))
-        pos = np.array([0.0, STANDING_PELVIS_HEIGHT_M, 0.0])
+        pos = np.array([0.0, self._standing_m, 0.0])
         local = np.repeat(np.eye(3)[None], NUM_JOINTS, axis=0)
         start = _StartState(pos, np.zeros(3), 0.0, local, (feet[0], feet[1]), False)
         s = self._s()
         zeros = np.zeros_like(s)
-        plan = _Plan(zeros, zeros, zeros, np.full_like(s, STANDING_PELVIS_HEIGHT_M), zeros, zeros)
+        plan = _Plan(zeros, zeros, zeros, np.full_like(s, self._standing_m), zeros, zeros)
         return self._pose_chunk(plan, start, blend=False)[0]
 
 
-def sit_back_distance(height_m: float) -> float:
-    """How far :class:`ProceduralMotionGenerator` moves the pelvis back when a body standing
-    still on a flat floor sits down on a seat ``height_m`` above it (m): the full
-    ``SIT_BACK_DISTANCE_M`` on seats up to knee height, less on higher ones (the thighs then
-    cross the seat's front edge nearer the hips with the feet flat), at least
-    ``SIT_BACK_MIN_M``; the full distance where the feet hang."""
+def sit_back_distance(height_m: float, body: MotionBody | None = None) -> float:
+    """How far :class:`ProceduralMotionGenerator` moves the pelvis back when a body (the
+    built-in one, or ``body``) standing still on a flat floor sits down on a seat
+    ``height_m`` above it (m): the full ``SIT_BACK_DISTANCE_M`` on seats up to knee height,
+    less on higher ones (the thighs then cross the seat's front edge nearer the hips with
+    the feet flat), at least ``SIT_BACK_MIN_M``; the full distance where the feet hang."""
     h = float(height_m)
     if not np.isfinite(h):
         raise ValueError(f"height_m={height_m!r} is invalid: allowed a finite number")
-    gen = ProceduralMotionGenerator()
-    start = gen._read_state(np.repeat(gen._standing_frame()[None], 2, axis=0))
-    return gen._sit_back(start, h, 0.0, 0.0, SEATED_PELVIS_TILT_RAD)[0]
+    if body is None or body.is_builtin:
+        gen = ProceduralMotionGenerator()
+        start = gen._read_state(np.repeat(gen._standing_frame()[None], 2, axis=0))
+        return gen._sit_back(start, h, 0.0, 0.0, SEATED_PELVIS_TILT_RAD)[0]
+    return seat_from_standing(h, body).back_m
 
 
 # Motion planner per skill, keyed by the skill table's ``motion_key``: a skill whose key is
@@ -1375,7 +1677,7 @@ Planner = Callable[[ProceduralMotionGenerator, _StartState, Mapping[str, float]]
 
 def _declare_capabilities() -> None:
     ProceduralMotionGenerator.capabilities = MotionCapabilities(
-        name="procedural", motion_keys=frozenset(_PLANNERS), batched=False
+        name="procedural", motion_keys=frozenset(_PLANNERS), batched=False, fits_body=True
     )
 
 

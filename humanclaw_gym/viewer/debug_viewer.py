@@ -117,7 +117,8 @@ class DebugViewer:
     """Serve a live episode of a HumanClaw env in the browser, with run controls.
 
     The page shows the scene (every part as a viser box / cylinder / sphere), the humanoid
-    (one primitive per link, placed from the realized pose after every step), the dynamic
+    (one primitive per link, or a body asset's visual mesh per link as the renderer draws
+    it, placed from the realized pose after every step), the dynamic
     objects at their simulated poses, labels on the target instances, the ego camera as
     a frustum carrying the current ego image, and a panel with the instruction, the
     current ego image, the last executed skill, the step count and the controls: pause /
@@ -610,11 +611,28 @@ class DebugViewer:
         else:
             api.add_icosphere(name, radius=part.dimensions_m[0], subdivisions=2, **common)
 
+    def _body_asset(self) -> Any:
+        """The env's body asset (a :class:`~humanclaw_gym.body.asset.BodyAsset`), or None for
+        the built-in body."""
+        simulation = getattr(self._unwrapped, "simulation", None)
+        return getattr(simulation, "body_asset", None)
+
     def _ensure_body(self) -> None:
         if self._link_frames:
             return
         api = self._server.scene
-        for link in geometry.link_placements():
+        asset = self._body_asset()
+        if asset is not None:  # drawn from its own meshes, as the renderer draws it
+            meshes = {j: (v, f) for j, v, f in geometry.asset_link_meshes(asset)}
+            for j in range(asset.num_links):
+                frame = api.add_frame(f"/body/link_{j:02d}", show_axes=False)
+                self._link_frames.append(frame)
+                if j in meshes:
+                    vertices, faces = meshes[j]
+                    api.add_mesh_simple(
+                        f"/body/link_{j:02d}/mesh", vertices, faces, color=_BODY_RGB
+                    )
+        for link in () if asset is not None else geometry.link_placements():
             frame = api.add_frame(f"/body/link_{link.joint:02d}", show_axes=False)
             self._link_frames.append(frame)
             name = f"/body/link_{link.joint:02d}/shape"
@@ -643,9 +661,19 @@ class DebugViewer:
         from humanclaw_gym.replay.render import link_poses_from_frames
 
         self._ensure_body()
-        poses_xyzw = link_poses_from_frames(frame)
-        camera = ego_camera(poses_xyzw)
-        poses = np.concatenate([poses_xyzw[:, :3], geometry.wxyz_from_xyzw(poses_xyzw[:, 3:])], 1)
+        asset = self._body_asset()
+        if asset is not None:
+            from humanclaw_gym.render.cameras import body_asset_ego_camera
+
+            poses = geometry.asset_link_poses(asset, frame)
+            poses_xyzw = np.concatenate([poses[:, :3], poses[:, 4:7], poses[:, 3:4]], 1)
+            camera = body_asset_ego_camera(asset, poses_xyzw)
+        else:
+            poses_xyzw = link_poses_from_frames(frame)
+            camera = ego_camera(poses_xyzw)
+            poses = np.concatenate(
+                [poses_xyzw[:, :3], geometry.wxyz_from_xyzw(poses_xyzw[:, 3:])], 1
+            )
         with self._server.atomic():
             for handle, pose in zip(self._link_frames, poses, strict=True):
                 handle.position = pose[:3]

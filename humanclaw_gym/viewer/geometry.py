@@ -27,6 +27,8 @@ __all__ = [
     "CYLINDER_Y_FROM_Z_WXYZ",
     "LinkPlacement",
     "PartPlacement",
+    "asset_link_meshes",
+    "asset_link_poses",
     "body_link_poses",
     "capsule_mesh",
     "frustum_wxyz",
@@ -208,6 +210,41 @@ def body_link_poses(realized_frame: np.ndarray) -> np.ndarray:
     if frame.shape != (75,) or not np.all(np.isfinite(frame)):
         raise ValueError(f"realized_frame must be a finite (75,) frame, got shape {frame.shape}")
     poses = link_poses_from_frames(frame)
+    return np.concatenate([poses[:, :3], wxyz_from_xyzw(poses[:, 3:7])], axis=1)
+
+
+def asset_link_meshes(asset: object) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """A body asset's visual meshes by link, each in its link frame, as the renderer draws
+    them: ``(link index, vertices float64 (V, 3), faces int32 (F, 3))`` per link that has
+    visual geometry (a link's parts merged into one mesh).
+
+    Args:
+        asset: a :class:`~humanclaw_gym.body.asset.BodyAsset`.
+    """
+    out = []
+    for j, parts in enumerate(asset.visual):  # type: ignore[attr-defined]
+        if not parts:
+            continue
+        verts, faces, count = [], [], 0
+        for part in parts:
+            verts.append(part.vertices)
+            faces.append(part.faces + count)
+            count += len(part.vertices)
+        out.append((j, np.concatenate(verts), np.concatenate(faces).astype(np.int32)))
+    return out
+
+
+def asset_link_poses(asset: object, realized_frame: np.ndarray) -> np.ndarray:
+    """World poses of a body asset's link frames for a realized 75-D pose (the poses physics
+    reports for it, :meth:`~humanclaw_gym.body.asset.BodyAsset.link_poses_from_frame`).
+
+    Returns:
+        ``float64 (L, 7)`` rows ``[x, y, z, qw, qx, qy, qz]``: viser's quaternion order.
+    """
+    frame = np.asarray(realized_frame, dtype=np.float64)
+    if frame.shape != (75,) or not np.all(np.isfinite(frame)):
+        raise ValueError(f"realized_frame must be a finite (75,) frame, got shape {frame.shape}")
+    poses = asset.link_poses_from_frame(frame)  # type: ignore[attr-defined]
     return np.concatenate([poses[:, :3], wxyz_from_xyzw(poses[:, 3:7])], axis=1)
 
 

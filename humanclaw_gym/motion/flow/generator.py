@@ -13,6 +13,14 @@ One call turns a :class:`~humanclaw_gym.skills.SkillCall` into 15 world frames:
 3. the 75-D part of the result is de-normalised, its axis-angles wrapped to ``[0, pi]``,
    mapped back to the world and returned; its last 5 frames become the next history.
 
+The network was trained on the built-in skeleton's motion. With a body asset
+(``body_asset=``, handed over by the env) it still generates those frames; what follows the
+network uses the body's own proportions
+(:class:`~humanclaw_gym.motion.bodyfit.MotionBody`): the seat guidance's seated height, the
+sit-back distance, the pelvis's seated pitch and roll, the planted feet (pinned by the
+body's own forward kinematics), the heel raise and the hands on the thighs of Sit down, and
+the support height read from the feet after a stair chunk.
+
 Several generators (e.g. the sub-envs of a vector env living in one process) can run their
 chunks as **one batch**: :func:`generate_many` / :meth:`FlowMotionGenerator.generate_batch`
 draw each generator's noise from its own RNG, stack the rows, and integrate once, so the
@@ -155,6 +163,9 @@ class FlowMotionGenerator:
             the requested seat while sampling (see ``_SeatGuard``) and pin both feet where
             they stand (:func:`~humanclaw_gym.motion.footlock.lock_planted_feet`, legs
             re-solved by IK from the pelvis); False returns the network's sample as is.
+        body_asset: the posed body when it is not the built-in skeleton (a body folder, its
+            :class:`~humanclaw_gym.body.asset.BodyAsset` or a
+            :class:`~humanclaw_gym.motion.bodyfit.MotionBody`; see the module docstring).
 
     Raises:
         CheckpointError: the checkpoint is missing, tampered with or of another architecture.
@@ -167,6 +178,7 @@ class FlowMotionGenerator:
         name="flow",
         motion_keys=frozenset(s.spec.motion_key for s in Skill if _has_branch(s)),
         batched=True,
+        fits_body=True,
     )
 
     def __init__(
@@ -175,7 +187,10 @@ class FlowMotionGenerator:
         steps: int = 30,
         num_threads: int | None = 1,
         seat_guidance: bool = True,
+        body_asset: Any = None,
     ):
+        from humanclaw_gym.motion.procedural import motion_body
+
         torch = _require_torch()
         if not isinstance(seat_guidance, bool):
             raise ValueError(f"seat_guidance={seat_guidance!r} is invalid: allowed True or False")
@@ -191,9 +206,15 @@ class FlowMotionGenerator:
         self._mean32 = self._ckpt.mean.astype(np.float32)
         self._std32 = self._ckpt.std.astype(np.float32)
         self._rng = torch.Generator(device="cpu")
+        body = motion_body(body_asset)
+        #: the posed body's proportions, None for the built-in skeleton
+        self._body = None if body.is_builtin else body
         self._history: np.ndarray | None = None
         self._ground_y = 0.0
         self._staged: _Staged | None = None
+        # a body asset's seated pelvis pitch and roll (of its last Sit down); the network
+        # sees its seated frames with the built-in body's seated tilt instead
+        self._seat_tilt: tuple[float, float] | None = None
 
     # ---- properties -------------------------------------------------------------------
     @property
@@ -233,6 +254,7 @@ class FlowMotionGenerator:
         self._ground_y = float(np.asarray(start_position, dtype=np.float64)[1])
         self._rng.manual_seed(int(seed))
         self._staged = None
+        self._seat_tilt = None
         return history.copy()
 
     def generate(self, call: SkillCall | Any) -> np.ndarray:
@@ -295,7 +317,7 @@ class FlowMotionGenerator:
         if self._staged is not None:  # a staged chunk not consumed: give its noise back
             self._rng.set_state(self._staged.rng_state)
             self._staged = None
-        state, ref = history_state(self._history, self._ground_y)
+        state, ref = history_state(self._net_history(), self._ground_y)
         history_n = ((state - self._ckpt.mean) / self._ckpt.std).astype(np.float32)
         branch = branch_of(call.skill)
         cond = float(normalized_condition(branch, condition_value(call)))
@@ -308,7 +330,7 @@ class FlowMotionGenerator:
             from humanclaw_gym.motion.procedural import seated_pelvis_height
 
             # canonical y is measured from the support height, like the seat height
-            seat_floor_y = seated_pelvis_height(float(call.condition["height_m"]))
+            seat_floor_y = seated_pelvis_height(float(call.condition["height_m"]), 0.0, self._body)
         return _Request(self, call, history_n, branch, cond, noise, ref, rng_state, seat_floor_y)
 
     def _finish(self, req: _Request, sample_n: np.ndarray) -> np.ndarray:
@@ -338,7 +360,9 @@ class FlowMotionGenerator:
             # edge near the hips); Sit down never steps, so a foot on the floor stays where
             # it stands (flat where the thighs clear the edge, else on its toes); the hands
             # come to rest on the thighs. A body that is seated already stays where it sits.
-            seated = hip_flexion_rad(self._history[-1:])[0] > SEATED_HIP_FLEX_RAD
+            seated = hip_flexion_rad(self._history[-1:], self._body)[0] > SEATED_HIP_FLEX_RAD
+            if self._body is not None:  # the body's own seated pose (procedural._seat_plan)
+                return self._seat_fitted(chunk, height, seated)
             back = 0.0 if seated else sit_back_distance(height)
             chunk = sit_back_to(chunk, self._history[-1], back)
             chunk = lock_planted_feet(
@@ -346,12 +370,63 @@ class FlowMotionGenerator:
             )
             chunk = raise_heels_for_seat(chunk, self._ground_y, height, back - SIT_START_TO_EDGE_M)
             chunk = rest_hands_on_thighs(chunk)
+        elif req.call.skill is not Skill.SIT:  # a body asset's seat tilt, fading as it rises
+            chunk = self._retipped(chunk, to_body=True)
         return chunk
+
+    def _retipped(self, frames: np.ndarray, to_body: bool) -> np.ndarray:
+        """``frames`` with a seated body asset's pelvis turned from the built-in body's
+        seated tilt to its own (``to_body``) or back (the network's view of its history),
+        each frame by its hips' flexion (:func:`~humanclaw_gym.motion.footlock.tip_pelvis`)."""
+        from humanclaw_gym.motion.footlock import SEATED_HIP_FLEX_RAD, tip_pelvis
+        from humanclaw_gym.motion.procedural import SEATED_PELVIS_TILT_RAD
+
+        if self._body is None or self._seat_tilt is None:
+            return frames
+        pitch, roll = self._seat_tilt if to_body else (SEATED_PELVIS_TILT_RAD, 0.0)
+        return tip_pelvis(frames, pitch, roll, self._body, SEATED_HIP_FLEX_RAD)
+
+    def _net_history(self) -> np.ndarray:
+        """The history as the network sees it (see :meth:`_retipped`)."""
+        assert self._history is not None
+        return self._retipped(self._history, to_body=False)
+
+    def _seat_fitted(self, chunk: np.ndarray, height_m: float, seated: bool) -> np.ndarray:
+        """A Sit down chunk brought to a body asset's seated pose: the procedural
+        synthesizer's plan for a body standing still (sit-back distance, the pelvis's pitch
+        and roll, heel raises; :func:`~humanclaw_gym.motion.procedural.seat_from_standing`),
+        the feet where they stand and the hands on the thighs; a body seated already holds
+        its pose (``seated``)."""
+        from humanclaw_gym.motion.footlock import (
+            lock_planted_feet,
+            raise_heels,
+            rest_hands_on_thighs,
+            sit_back_to,
+            tip_pelvis,
+        )
+        from humanclaw_gym.motion.procedural import seat_from_standing
+
+        assert self._history is not None and self._body is not None
+        prev = self._history[-1]
+        if seated:  # holds its seated pose, as the procedural synthesizer does (the network
+            # never saw this body's seat: it may rise from it)
+            return np.repeat(prev[None], len(chunk), axis=0)
+        plan = seat_from_standing(height_m, self._body)
+        pitch, roll = plan.pitch_rad, plan.roll_rad
+        self._seat_tilt = (pitch, roll)
+        chunk = sit_back_to(chunk, prev, plan.back_m)
+        chunk = tip_pelvis(chunk, pitch, roll, self._body)
+        chunk = lock_planted_feet(
+            chunk, prev, self._ground_y, None, never_steps=True, body=self._body
+        )
+        if plan.raises_rad is not None:
+            chunk = raise_heels(chunk, plan.raises_rad, self._body)
+        return rest_hands_on_thighs(chunk, self._body)
 
     def _commit(self, call: SkillCall, chunk: np.ndarray) -> None:
         if call.skill in (Skill.CLIMB_UP, Skill.CLIMB_DOWN):
             step = call.condition["stair_steps"] * STAIR_RISE_M
-            lowest = float(sole_heights(chunk[-1]).min())
+            lowest = float(sole_heights(chunk[-1], self._body).min())
             if abs(lowest - (self._ground_y + step)) < abs(lowest - self._ground_y):
                 self._ground_y += step
         assert self._history is not None
