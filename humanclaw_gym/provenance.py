@@ -33,6 +33,7 @@ __all__ = [
     "cpu_record",
     "episode_cpu_groups",
     "git_revision",
+    "node_record_problem",
     "read_node_record",
     "run_environment",
     "write_node_record",
@@ -41,6 +42,7 @@ __all__ = [
 NODE_FILE = "node.json"
 """The file in an episode folder that records the CPU of the node that ran the episode."""
 NODE_SCHEMA = "humanclaw_node_v1"
+_NODE_RECORD_MAX_BYTES = 1 << 20  # a record is a few hundred bytes
 
 REPORTED_PACKAGES: tuple[str, ...] = (
     "humanclaw-gym",
@@ -173,15 +175,65 @@ def write_node_record(directory: str | os.PathLike[str]) -> None:
 
 def read_node_record(directory: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The ``cpu`` record of an episode folder's ``node.json``; None when the file is
-    missing or not a ``humanclaw_node_v1`` record (folders of older versions)."""
+    missing, unreadable or not a well-formed ``humanclaw_node_v1`` record (folders of older
+    versions, a damaged or foreign file: nested too deeply for the decoder, other fields,
+    other types); see :func:`node_record_problem`."""
+    data, _ = _load_node_record(Path(directory) / NODE_FILE)
+    return data
+
+
+def node_record_problem(directory: str | os.PathLike[str]) -> str | None:
+    """Why an episode folder's ``node.json`` is not a well-formed record (one line); None
+    when it is, or when there is none (folders of older versions have none)."""
+    path = Path(directory) / NODE_FILE
+    if not path.exists():
+        return None
+    return _load_node_record(path)[1]
+
+
+_CPU_TEXT_FIELDS = ("model", "machine")
+_BLAS_FIELDS = ("api", "architecture", "version")
+
+
+def _load_node_record(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     try:
-        data = json.loads((Path(directory) / NODE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+        if path.stat().st_size > _NODE_RECORD_MAX_BYTES:
+            return None, f"{path}: larger than {_NODE_RECORD_MAX_BYTES} bytes"
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"{path}: missing"
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
+        return None, f"{path}: not readable JSON ({type(exc).__name__})"
     if not isinstance(data, dict) or data.get("schema") != NODE_SCHEMA:
-        return None
+        return None, f"{path}: not a {NODE_SCHEMA} record"
     cpu = data.get("cpu")
-    return cpu if isinstance(cpu, dict) else None
+    problem = _cpu_record_problem(cpu)
+    if problem is not None:
+        return None, f"{path}: field 'cpu' {problem}"
+    return cpu, None
+
+
+def _cpu_record_problem(cpu: Any) -> str | None:
+    """What makes ``cpu`` differ from the shape :func:`cpu_record` writes; None if nothing."""
+    fields = (*_CPU_TEXT_FIELDS, "numpy_simd", "blas")
+    if not isinstance(cpu, dict) or set(cpu) != set(fields):
+        return f"must be an object with the fields {', '.join(fields)}"
+    for name in _CPU_TEXT_FIELDS:
+        if cpu[name] is not None and not isinstance(cpu[name], str):
+            return f"field {name!r} must be a string or null"
+    simd = cpu["numpy_simd"]
+    if simd is not None and (
+        not isinstance(simd, list) or not all(isinstance(x, str) for x in simd)
+    ):
+        return "field 'numpy_simd' must be a list of strings or null"
+    blas = cpu["blas"]
+    if blas is not None and (
+        not isinstance(blas, dict)
+        or set(blas) != set(_BLAS_FIELDS)
+        or not all(v is None or isinstance(v, str) for v in blas.values())
+    ):
+        return f"field 'blas' must be null or an object of strings {', '.join(_BLAS_FIELDS)}"
+    return None
 
 
 def episode_cpu_groups(directories: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
