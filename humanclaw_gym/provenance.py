@@ -31,6 +31,8 @@ __all__ = [
     "NODE_SCHEMA",
     "REPORTED_PACKAGES",
     "cpu_record",
+    "cpu_record_differences",
+    "describe_cpu",
     "episode_cpu_groups",
     "git_revision",
     "node_record_problem",
@@ -258,3 +260,33 @@ def episode_cpu_groups(directories: Iterable[str | os.PathLike[str]]) -> list[di
         counts[key] = counts.get(key, 0) + 1
     order = sorted(counts, key=lambda key: (-counts[key], key))
     return [{"cpu": records[key], "episodes": counts[key]} for key in order]
+
+
+def describe_cpu(cpu: dict[str, Any] | None) -> str:
+    """One line naming a CPU record: model, machine, numpy SIMD targets, BLAS kernels."""
+    if cpu is None:
+        return "not recorded"
+    simd = " ".join(cpu.get("numpy_simd") or []) or "none"
+    blas = cpu.get("blas") or {}
+    kernels = " ".join(str(v) for v in (blas.get("api"), blas.get("architecture")) if v)
+    return (
+        f"{cpu.get('model') or 'unknown CPU'} ({cpu.get('machine') or '?'}), "
+        f"numpy SIMD {simd}, BLAS {kernels or 'unknown'}"
+    )
+
+
+def cpu_record_differences(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[str]:
+    """What differs between two CPU records, in words (``"BLAS kernel"``, ...); empty when
+    they are equal; ``["record"]`` when one of them is missing."""
+    if a is None or b is None:
+        return [] if a is b else ["record"]
+    blas_a, blas_b = a.get("blas") or {}, b.get("blas") or {}
+    checks = (
+        ("CPU model", a.get("model"), b.get("model")),
+        ("machine", a.get("machine"), b.get("machine")),
+        ("numpy SIMD", a.get("numpy_simd"), b.get("numpy_simd")),
+        ("BLAS library", blas_a.get("api"), blas_b.get("api")),
+        ("BLAS kernel", blas_a.get("architecture"), blas_b.get("architecture")),
+        ("BLAS version", blas_a.get("version"), blas_b.get("version")),
+    )
+    return [name for name, x, y in checks if x != y]
