@@ -154,9 +154,9 @@ class _Instrumented:
             osfs(frames)
             self._acc += time.perf_counter() - t
 
-        def render(camera, instance=False, **kwargs):
+        def render(camera, *args, **kwargs):  # whatever the renderer's signature takes
             t = time.perf_counter()
-            out = orr(camera, instance=instance, **kwargs)
+            out = orr(camera, *args, **kwargs)
             self.parts["render"].append(time.perf_counter() - t)
             return out
 
