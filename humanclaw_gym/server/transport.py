@@ -209,7 +209,11 @@ class _RpcHTTPServer(ThreadingHTTPServer):
         self._heads_lock = threading.Lock()
         self._heads: dict[socket.socket, _Head] = {}  # handed to a thread, not yet taken
         self._reader = _HeadReader(self)
-        super().__init__(address, _Handler)
+        try:
+            super().__init__(address, _Handler)
+        except BaseException:  # e.g. the port is taken: the reader never started
+            self._reader.discard()
+            raise
         self._reader.start()
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -269,7 +273,9 @@ class _RpcHTTPServer(ThreadingHTTPServer):
         an empty socket buffer; if it does not, the client gets a closed connection)."""
         error = RpcError(
             "server_busy",
-            f"the server is serving {self.max_connections} connections already; retry later",
+            f"the server is busy (at most {self.max_connections} connections with the token "
+            f"and {self.max_connections} refusals at once, {self.max_pending} connections "
+            "sending their headers); retry later",
         )
         body = json.dumps(
             {"jsonrpc": JSONRPC_VERSION, "id": None, "error": error.to_dict()},
@@ -333,6 +339,12 @@ class _HeadReader:
                 return
             self._incoming.append((sock, client_address, deadline))
         self._wake()
+
+    def discard(self) -> None:
+        """Release what an unstarted reader holds."""
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
 
     def stop(self) -> None:
         with self._lock:
