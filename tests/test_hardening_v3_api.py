@@ -145,7 +145,7 @@ def test_the_env_refuses_a_bare_string_of_episode_ids() -> None:
     ],
 )
 def test_id_lists_must_be_ordered_lists_of_strings(value: Any, expected: str) -> None:
-    from humanclaw_gym.episodes.schema import check_id_list
+    from humanclaw_gym.id_lists import check_id_list
 
     with pytest.raises(ValueError, match=expected):
         check_id_list(value, "episode_ids")

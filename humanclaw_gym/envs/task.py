@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from humanclaw_gym.episodes.instructions import apply_instruction_template
 from humanclaw_gym.episodes.order import EpisodeOrder
 from humanclaw_gym.episodes.resolve import resolve_episode
-from humanclaw_gym.episodes.schema import check_id_list
+from humanclaw_gym.id_lists import check_id_list
 
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.episodes import Episode

@@ -48,7 +48,6 @@ __all__ = [
     "InstructionTemplate",
     "ReferenceRecord",
     "check_id",
-    "check_id_list",
     "reference_yaw_to_ours",
     "shown_id",
     "instruction_for",
@@ -101,36 +100,6 @@ def check_id(value: Any, field: str) -> str:
             f"1..{limit} characters A-Z a-z 0-9 . _ - and start with a letter or digit"
         )
     return value
-
-
-def check_id_list(value: Any, field: str) -> list[str]:
-    """An argument that takes several ids (``episode_ids``, ``scene_ids``) as a list.
-
-    A bare string is refused rather than read as a sequence of one-character ids
-    (``"hc_val_003_000"`` would be ``["h", "c", ...]``), and so is an unordered set (the
-    order of the ids is the order of the episodes).
-
-    Raises:
-        ValueError: a string, a set, not iterable, or an item that is not a string; one
-            line naming ``field`` and what is allowed.
-    """
-    if isinstance(value, (str, bytes, bytearray)):
-        raise ValueError(
-            f"{field}={shown_id(value)} is a single string: give a list of ids, "
-            f"e.g. {field}=[{shown_id(value)}]"
-        )
-    if isinstance(value, (set, frozenset)) or not hasattr(value, "__iter__"):
-        raise ValueError(
-            f"{field} must be a list or tuple of id strings (in the order wanted), "
-            f"got {type(value).__name__}"
-        )
-    ids = list(value)
-    for i, item in enumerate(ids):
-        if not isinstance(item, str):
-            raise ValueError(
-                f"{field}[{i}] must be an id string, got {type(item).__name__} {shown_id(item)}"
-            )
-    return ids
 
 
 @dataclass(frozen=True)

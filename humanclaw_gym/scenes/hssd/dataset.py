@@ -79,7 +79,7 @@ class SceneDataset:
         Raises:
             ValueError: ``scene_ids`` is a bare string or not a list of id strings.
         """
-        from humanclaw_gym.episodes.schema import check_id_list
+        from humanclaw_gym.id_lists import check_id_list
 
         out: dict[str, None] = {}
         for sid in check_id_list(scene_ids, "scene_ids"):
@@ -118,7 +118,7 @@ class SceneDataset:
         Raises:
             ValueError: ``scene_ids`` is a bare string or not a list of id strings.
         """
-        from humanclaw_gym.episodes.schema import check_id_list
+        from humanclaw_gym.id_lists import check_id_list
 
         ids = list(self.scene_ids) if scene_ids is None else check_id_list(scene_ids, "scene_ids")
         configs: dict[str, Any] = {}
