@@ -147,6 +147,14 @@ def test_a_stalled_body_is_cut_at_the_same_deadline(served) -> None:
     assert _status_and_body(answer)[0] == 408
 
 
+def _wait_for_thread_count(before: int, at_least: int, timeout_s: float = 10.0) -> None:
+    """Until the server holds ``at_least`` threads more than ``before`` (a loaded machine
+    may take a while to start them)."""
+    deadline = time.monotonic() + timeout_s
+    while threading.active_count() - before < at_least and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def _wait_for_threads(before: int, at_most: int, timeout_s: float = 10.0) -> int:
     deadline = time.monotonic() + timeout_s
     while threading.active_count() - before > at_most and time.monotonic() < deadline:
@@ -194,7 +202,8 @@ def test_slow_clients_without_the_token_cannot_take_the_slots_of_a_client_with_i
             sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
             sock.sendall(_head(token=_TOKEN[::-1]) + _DESCRIBE[:3])
             socks.append(sock)
-        time.sleep(0.5)
+        _wait_for_thread_count(before, limit)
+        time.sleep(0.2)
         assert threading.active_count() - before <= limit
         started = time.monotonic()
         status, body = _status_and_body(_exchange(srv.port, _head() + _DESCRIBE))
@@ -223,7 +232,8 @@ def test_authenticated_connections_beyond_the_bound_get_503_and_slots_come_back(
             sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
             sock.sendall(_head() + _DESCRIBE[:3])
             holding.append(sock)
-        time.sleep(0.5)
+        _wait_for_thread_count(before, limit)
+        time.sleep(0.2)
         assert threading.active_count() - before <= limit
         status, body = _status_and_body(_exchange(srv.port, _head() + _DESCRIBE))
         assert status == 503 and body["error"]["data"]["error"] == "server_busy"
