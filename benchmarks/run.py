@@ -154,9 +154,9 @@ class _Instrumented:
             osfs(frames)
             self._acc += time.perf_counter() - t
 
-        def render(camera, instance=False, **kwargs):
+        def render(camera, *args, **kwargs):  # whatever the renderer's signature takes
             t = time.perf_counter()
-            out = orr(camera, instance=instance, **kwargs)
+            out = orr(camera, *args, **kwargs)
             self.parts["render"].append(time.perf_counter() - t)
             return out
 
@@ -764,12 +764,24 @@ def _scene_build_and_render(scene, n: int) -> dict:
     }
 
 
+def _model_repeats(steps: int) -> int:
+    """Rounds of the motion-model sections (flow batch, paper motion): 5 at the default
+    ``--steps 40``, fewer for a short smoke run (each round is seconds of model calls)."""
+    return max(1, min(5, steps // 8))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/report.json"))
-    parser.add_argument("--steps", type=int, default=40, help="decision steps per measurement")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=40,
+        help="decision steps per measurement (and, divided by 8, 1..5 rounds of the motion "
+        "model sections)",
+    )
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -848,12 +860,13 @@ def main() -> int:
         report["wrappers"] = bench_wrappers(min(args.steps, 20))
         print("vector (both backends; several minutes) ...", flush=True)
         report["vector"] = bench_vector(args.vector_steps)
+        repeats = _model_repeats(args.steps)
         print("flow batch ...", flush=True)
-        report["flow_batch"] = bench_flow_batch()
+        report["flow_batch"] = bench_flow_batch(repeats)
         print("paper motion (writes 1.1 GB of random weights to a temp dir) ...", flush=True)
         import paper_motion  # benchmarks/paper_motion.py, beside this script
 
-        report["paper_motion"] = paper_motion.bench(release=args.paper_release)
+        report["paper_motion"] = paper_motion.bench(release=args.paper_release, repeats=repeats)
         try:
             report["memory"]["async_worker_rss_mib"] = bench_async_worker_rss()
         except ImportError:

@@ -31,8 +31,11 @@ __all__ = [
     "NODE_SCHEMA",
     "REPORTED_PACKAGES",
     "cpu_record",
+    "cpu_record_differences",
+    "describe_cpu",
     "episode_cpu_groups",
     "git_revision",
+    "node_record_problem",
     "read_node_record",
     "run_environment",
     "write_node_record",
@@ -41,6 +44,7 @@ __all__ = [
 NODE_FILE = "node.json"
 """The file in an episode folder that records the CPU of the node that ran the episode."""
 NODE_SCHEMA = "humanclaw_node_v1"
+_NODE_RECORD_MAX_BYTES = 1 << 20  # a record is a few hundred bytes
 
 REPORTED_PACKAGES: tuple[str, ...] = (
     "humanclaw-gym",
@@ -173,15 +177,65 @@ def write_node_record(directory: str | os.PathLike[str]) -> None:
 
 def read_node_record(directory: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The ``cpu`` record of an episode folder's ``node.json``; None when the file is
-    missing or not a ``humanclaw_node_v1`` record (folders of older versions)."""
+    missing, unreadable or not a well-formed ``humanclaw_node_v1`` record (folders of older
+    versions, a damaged or foreign file: nested too deeply for the decoder, other fields,
+    other types); see :func:`node_record_problem`."""
+    data, _ = _load_node_record(Path(directory) / NODE_FILE)
+    return data
+
+
+def node_record_problem(directory: str | os.PathLike[str]) -> str | None:
+    """Why an episode folder's ``node.json`` is not a well-formed record (one line); None
+    when it is, or when there is none (folders of older versions have none)."""
+    path = Path(directory) / NODE_FILE
+    if not path.exists():
+        return None
+    return _load_node_record(path)[1]
+
+
+_CPU_TEXT_FIELDS = ("model", "machine")
+_BLAS_FIELDS = ("api", "architecture", "version")
+
+
+def _load_node_record(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     try:
-        data = json.loads((Path(directory) / NODE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+        if path.stat().st_size > _NODE_RECORD_MAX_BYTES:
+            return None, f"{path}: larger than {_NODE_RECORD_MAX_BYTES} bytes"
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"{path}: missing"
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
+        return None, f"{path}: not readable JSON ({type(exc).__name__})"
     if not isinstance(data, dict) or data.get("schema") != NODE_SCHEMA:
-        return None
+        return None, f"{path}: not a {NODE_SCHEMA} record"
     cpu = data.get("cpu")
-    return cpu if isinstance(cpu, dict) else None
+    problem = _cpu_record_problem(cpu)
+    if problem is not None:
+        return None, f"{path}: field 'cpu' {problem}"
+    return cpu, None
+
+
+def _cpu_record_problem(cpu: Any) -> str | None:
+    """What makes ``cpu`` differ from the shape :func:`cpu_record` writes; None if nothing."""
+    fields = (*_CPU_TEXT_FIELDS, "numpy_simd", "blas")
+    if not isinstance(cpu, dict) or set(cpu) != set(fields):
+        return f"must be an object with the fields {', '.join(fields)}"
+    for name in _CPU_TEXT_FIELDS:
+        if cpu[name] is not None and not isinstance(cpu[name], str):
+            return f"field {name!r} must be a string or null"
+    simd = cpu["numpy_simd"]
+    if simd is not None and (
+        not isinstance(simd, list) or not all(isinstance(x, str) for x in simd)
+    ):
+        return "field 'numpy_simd' must be a list of strings or null"
+    blas = cpu["blas"]
+    if blas is not None and (
+        not isinstance(blas, dict)
+        or set(blas) != set(_BLAS_FIELDS)
+        or not all(v is None or isinstance(v, str) for v in blas.values())
+    ):
+        return f"field 'blas' must be null or an object of strings {', '.join(_BLAS_FIELDS)}"
+    return None
 
 
 def episode_cpu_groups(directories: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
@@ -206,3 +260,33 @@ def episode_cpu_groups(directories: Iterable[str | os.PathLike[str]]) -> list[di
         counts[key] = counts.get(key, 0) + 1
     order = sorted(counts, key=lambda key: (-counts[key], key))
     return [{"cpu": records[key], "episodes": counts[key]} for key in order]
+
+
+def describe_cpu(cpu: dict[str, Any] | None) -> str:
+    """One line naming a CPU record: model, machine, numpy SIMD targets, BLAS kernels."""
+    if cpu is None:
+        return "not recorded"
+    simd = " ".join(cpu.get("numpy_simd") or []) or "none"
+    blas = cpu.get("blas") or {}
+    kernels = " ".join(str(v) for v in (blas.get("api"), blas.get("architecture")) if v)
+    return (
+        f"{cpu.get('model') or 'unknown CPU'} ({cpu.get('machine') or '?'}), "
+        f"numpy SIMD {simd}, BLAS {kernels or 'unknown'}"
+    )
+
+
+def cpu_record_differences(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[str]:
+    """What differs between two CPU records, in words (``"BLAS kernel"``, ...); empty when
+    they are equal; ``["record"]`` when one of them is missing."""
+    if a is None or b is None:
+        return [] if a is b else ["record"]
+    blas_a, blas_b = a.get("blas") or {}, b.get("blas") or {}
+    checks = (
+        ("CPU model", a.get("model"), b.get("model")),
+        ("machine", a.get("machine"), b.get("machine")),
+        ("numpy SIMD", a.get("numpy_simd"), b.get("numpy_simd")),
+        ("BLAS library", blas_a.get("api"), blas_b.get("api")),
+        ("BLAS kernel", blas_a.get("architecture"), blas_b.get("architecture")),
+        ("BLAS version", blas_a.get("version"), blas_b.get("version")),
+    )
+    return [name for name, x, y in checks if x != y]

@@ -328,14 +328,14 @@ def test_cli_prints_table_and_writes_summary(run_dir, capsys):
 
 
 def test_cli_without_metrics_files(tmp_path, capsys):
-    assert metrics_main([str(tmp_path)]) == 1
+    assert metrics_main([str(tmp_path)]) == 2
     assert "no metrics.json" in capsys.readouterr().err
-    assert metrics_main([str(tmp_path / "missing")]) == 1
+    assert metrics_main([str(tmp_path / "missing")]) == 2
 
 
-def test_cli_corrupt_file_exit_1(tmp_path, capsys):
+def test_cli_corrupt_file_exit_2(tmp_path, capsys):
     (tmp_path / "metrics.json").write_text("[]")
-    assert metrics_main([str(tmp_path)]) == 1
+    assert metrics_main([str(tmp_path)]) == 2
     assert str(tmp_path / "metrics.json") in capsys.readouterr().err
 
 
@@ -348,7 +348,7 @@ def test_cli_plot(run_dir, tmp_path):
 
 def test_cli_plot_without_matplotlib(run_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # makes the import fail
-    assert metrics_main([str(run_dir), "--plot", str(tmp_path / "x.png")]) == 1
+    assert metrics_main([str(run_dir), "--plot", str(tmp_path / "x.png")]) == 2
     assert "matplotlib" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()
 

@@ -106,7 +106,7 @@ def test_export_upstream_reads_back_identically(tmp_path, capsys):
     assert again == original
     # exporting again into the same place is refused (no silent mixing)
     capsys.readouterr()
-    assert metrics_main([str(source), "--format", "upstream", "--export", str(out)]) == 1
+    assert metrics_main([str(source), "--format", "upstream", "--export", str(out)]) == 2
     assert "already holds" in capsys.readouterr().err
 
 
@@ -119,7 +119,7 @@ def test_upstream_summary_layout_and_strict_refusal(tmp_path, capsys):
     write_metrics_json(tmp_path / "s" / "metrics.json", episode(rules="strict"))
     with pytest.raises(ValueError, match="paper-rules"):
         to_reference_layout(episode(rules="strict"))
-    assert metrics_main([str(tmp_path), "--format", "upstream", "--json"]) == 1
+    assert metrics_main([str(tmp_path), "--format", "upstream", "--json"]) == 2
     assert "paper-rules" in capsys.readouterr().err
 
 
@@ -133,7 +133,7 @@ def test_rules_recorded_and_checked(tmp_path, capsys):
         aggregate_metric_files(tmp_path)
     (tmp_path / "c" / "metrics.json").unlink()
     assert aggregate_metric_files(tmp_path)["rules"] == "paper"
-    assert metrics_main([str(tmp_path), "--rules", "strict"]) == 1
+    assert metrics_main([str(tmp_path), "--rules", "strict"]) == 2
     err = capsys.readouterr().err
     assert "scored by 'paper' metric rules, but 'strict' were asked for" in err
     assert metrics_main([str(tmp_path), "--rules", "paper"]) == 0
@@ -197,7 +197,7 @@ def test_a_copied_run_directory_is_not_counted_twice(tmp_path, capsys):
     shutil.copytree(tmp_path / "run", tmp_path / "run copy")
     with pytest.raises(MetricsFileError, match="appears twice"):
         aggregate_metric_files(tmp_path)
-    assert metrics_main([str(tmp_path)]) == 1
+    assert metrics_main([str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "'ep1' (rollout 0) appears twice" in err and "run copy" in err
     # a second rollout of the same episode is not a duplicate

@@ -92,7 +92,7 @@ def test_map_legend_symbols_are_distinct():
 def test_report_refuses_missing_bundle(tmp_path):
     from humanclaw_gym.cli import main
 
-    assert main(["report", "--rollout-dir", str(tmp_path)]) == 1
+    assert main(["report", "--rollout-dir", str(tmp_path)]) == 2
 
 
 def test_shaped_reward_needs_privileged_env():

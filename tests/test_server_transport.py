@@ -27,6 +27,8 @@ from humanclaw_gym.server.plan import EpisodePlan
 from humanclaw_gym.server.service import BenchService
 from humanclaw_gym.server.transport import (
     MAX_CONNECTIONS,
+    MAX_HEAD_BYTES,
+    MAX_PENDING_CONNECTIONS,
     REQUEST_TIMEOUT_S,
     TokenError,
     make_server,
@@ -98,8 +100,10 @@ def _status_and_body(answer: bytes) -> tuple[int, dict[str, Any]]:
 
 def test_documented_limits() -> None:
     assert REQUEST_TIMEOUT_S == 30.0 and MAX_CONNECTIONS == 16
+    assert MAX_PENDING_CONNECTIONS == 128 and MAX_HEAD_BYTES == 65536
     text = (Path(__file__).resolve().parents[1] / "docs" / "server.md").read_text()
     assert "30 s" in text and "16 connections" in text
+    assert "128 connections" in text and "64 KiB" in text
 
 
 def test_a_trickling_request_is_cut_at_its_deadline(served) -> None:
@@ -143,25 +147,130 @@ def test_a_stalled_body_is_cut_at_the_same_deadline(served) -> None:
     assert _status_and_body(answer)[0] == 408
 
 
-def test_connections_beyond_the_bound_get_503_and_threads_stay_bounded(served) -> None:
+def _wait_for_thread_count(before: int, at_least: int, timeout_s: float = 10.0) -> None:
+    """Until the server holds ``at_least`` threads more than ``before`` (a loaded machine
+    may take a while to start them)."""
+    deadline = time.monotonic() + timeout_s
+    while threading.active_count() - before < at_least and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _wait_for_threads(before: int, at_most: int, timeout_s: float = 10.0) -> int:
+    deadline = time.monotonic() + timeout_s
+    while threading.active_count() - before > at_most and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return threading.active_count() - before
+
+
+def test_stalled_connections_hold_no_thread_and_a_client_with_the_token_is_served(
+    served,
+) -> None:
+    """Connections that send nothing wait in the one reader thread, not in a thread each."""
     limit = 4
     srv = served(max_connections=limit, request_timeout_s=20.0)
     before = threading.active_count()
     stalled = [socket.create_connection(("127.0.0.1", srv.port), timeout=10) for _ in range(50)]
     try:
         time.sleep(0.5)
+        assert threading.active_count() - before <= 0
+        status, body = _status_and_body(_exchange(srv.port, _head() + _DESCRIBE))
+        assert status == 200 and "result" in body
+    finally:
+        for sock in stalled:
+            sock.close()
+    assert _wait_for_threads(before, 0) <= 0
+
+
+def test_slow_clients_without_the_token_cannot_take_the_slots_of_a_client_with_it(
+    served,
+) -> None:
+    """16 slow unauthenticated connections used to take every slot, and a client with the
+    token got 503 for 30 s. Now they fill the reader and the refusal pool only."""
+    limit = 4
+    srv = served(max_connections=limit, request_timeout_s=20.0)
+    before = threading.active_count()
+    socks: list[socket.socket] = []
+    try:
+        # heads trickling in (a few bytes sent, the rest never)
+        for _ in range(3 * limit):
+            sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            sock.sendall(b"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            socks.append(sock)
+        # complete heads with a wrong token whose bodies never come: each holds a refusal
+        # thread while the server drains the announced body
+        for _ in range(limit):
+            sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            sock.sendall(_head(token=_TOKEN[::-1]) + _DESCRIBE[:3])
+            socks.append(sock)
+        _wait_for_thread_count(before, limit)
+        time.sleep(0.2)
+        assert threading.active_count() - before <= limit
+        started = time.monotonic()
+        status, body = _status_and_body(_exchange(srv.port, _head() + _DESCRIBE))
+        assert status == 200 and "result" in body
+        assert time.monotonic() - started < 5.0
+        # one more refusal finds the refusal pool full
+        status, body = _status_and_body(_exchange(srv.port, _head(token=_TOKEN[::-1]) + _DESCRIBE))
+        assert status == 503 and body["error"]["data"]["error"] == "server_busy"
+        assert threading.active_count() - before <= 2 * limit
+    finally:
+        for sock in socks:
+            sock.close()
+    assert _wait_for_threads(before, 0) <= 0
+    assert _status_and_body(_exchange(srv.port, _head() + _DESCRIBE))[0] == 200
+
+
+def test_authenticated_connections_beyond_the_bound_get_503_and_slots_come_back(
+    served,
+) -> None:
+    limit = 3
+    srv = served(max_connections=limit, request_timeout_s=20.0)
+    before = threading.active_count()
+    holding = []
+    try:
+        for _ in range(limit):  # the token, then a body that never comes
+            sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            sock.sendall(_head() + _DESCRIBE[:3])
+            holding.append(sock)
+        _wait_for_thread_count(before, limit)
+        time.sleep(0.2)
         assert threading.active_count() - before <= limit
         status, body = _status_and_body(_exchange(srv.port, _head() + _DESCRIBE))
         assert status == 503 and body["error"]["data"]["error"] == "server_busy"
     finally:
-        for sock in stalled:
+        for sock in holding:
             sock.close()
-    deadline = time.monotonic() + 10
-    while threading.active_count() - before > 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert _wait_for_threads(before, 0) <= 0
     status, body = _status_and_body(_exchange(srv.port, _head() + _DESCRIBE))
     assert status == 200 and "result" in body  # slots are given back
     assert srv.service.outcome_counts()["server_busy"] >= 1
+
+
+def test_beyond_the_pending_bound_the_oldest_waiting_connection_gets_503(served) -> None:
+    srv = served(max_pending=3, request_timeout_s=20.0)
+    waiting = [socket.create_connection(("127.0.0.1", srv.port), timeout=10) for _ in range(3)]
+    try:
+        time.sleep(0.3)
+        status, body = _status_and_body(_exchange(srv.port, _head() + _DESCRIBE))
+        assert status == 200 and "result" in body  # it made the oldest leave
+        answer = b""
+        while chunk := waiting[0].recv(65536):
+            answer += chunk
+        status, body = _status_and_body(answer)
+        assert status == 503 and body["error"]["data"]["error"] == "server_busy"
+    finally:
+        for sock in waiting:
+            sock.close()
+
+
+@pytest.mark.parametrize("path", ["//rpc", "///rpc", "//rpc/", "/rpc/", "/RPC", "/rpc?x=1"])
+def test_only_the_exact_rpc_path_is_served(served, path: str) -> None:
+    """http.server turns a leading '//' into '/': '//rpc' and '///rpc' used to be answered."""
+    srv = served()
+    request = _head().replace(b"POST /rpc ", f"POST {path} ".encode()) + _DESCRIBE
+    status, body = _status_and_body(_exchange(srv.port, request))
+    assert status == 404 and body["error"]["code"] == -32600
+    assert "result" not in body
 
 
 def test_limits_are_checked() -> None:
@@ -218,6 +327,11 @@ def test_too_many_or_too_long_headers_get_431(served) -> None:
     assert _status_and_body(_exchange(srv.port, many))[0] == 431
     long = b"POST /rpc HTTP/1.1\r\nX-A: " + b"b" * 70000 + b"\r\n\r\n"
     assert _status_and_body(_exchange(srv.port, long))[0] == 431
+    # the head as a whole is bounded too (70 headers of 1 kB, the token among them)
+    extra = b"".join(b"X-%d: %s\r\n" % (i, b"b" * 1000) for i in range(70))
+    big = _head().replace(b"\r\n\r\n", b"\r\n" + extra + b"\r\n")
+    assert len(big) > MAX_HEAD_BYTES
+    assert _status_and_body(_exchange(srv.port, big + _DESCRIBE))[0] == 431
 
 
 # --------------------------------------------------------------------------------------

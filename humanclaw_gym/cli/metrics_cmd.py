@@ -48,6 +48,50 @@ def export_metric_files(
     return written
 
 
+def _refuse(message: str) -> int:
+    """A mistake in what the command was given: one line, exit code 2."""
+    print(f"humanclaw metrics: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _plot_problem(path: Path) -> str | None:
+    """Why ``--plot PATH`` cannot be drawn (checked before anything is read or written)."""
+    fmt = path.suffix.lstrip(".").lower()
+    if not fmt:
+        return f"--plot {path}: give the image a file suffix such as .png, .pdf or .svg"
+    try:
+        import matplotlib.figure  # noqa: F401  (what the plot draws with)
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        return (
+            "--plot needs matplotlib, which is not installed; install it with: "
+            "pip install 'humanclaw-gym[plot]'"
+        )
+    supported = FigureCanvasBase.get_supported_filetypes()
+    if fmt not in supported:
+        return (
+            f"--plot {path}: .{fmt} is not an image format; allowed: {', '.join(sorted(supported))}"
+        )
+    return None
+
+
+def _read_reference(path: Path) -> dict[str, Any]:
+    """The summary ``--compare`` names (a ``metrics_summary.json``).
+
+    Raises:
+        OSError / ValueError: missing, unreadable, not JSON, not a summary (one line).
+    """
+    from humanclaw_gym.fileio import loads_json, read_bytes_limited
+
+    data = loads_json(read_bytes_limited(path, 64 << 20, "summary file"), f"--compare {path}")
+    if not isinstance(data, dict) or not isinstance(data.get("main"), dict):
+        raise ValueError(
+            f"--compare {path}: not a metrics summary (a metrics_summary.json with a 'main' "
+            "table, as humanclaw run --metrics or humanclaw metrics --write-json write it)"
+        )
+    return data
+
+
 def run_metrics(
     directory: Annotated[tyro.conf.Positional[Path], tyro.conf.arg(metavar="DIR")],
     rules: Literal["paper", "strict"] | None = None,
@@ -56,8 +100,13 @@ def run_metrics(
     write_json: bool = False,
     export: Path | None = None,
     plot: Path | None = None,
+    compare: Path | None = None,
 ) -> int:
     """Aggregate every metrics.json under DIR (any depth, our or the reference layout).
+
+    A mistake in what the command is given (a missing directory, an invalid metrics file,
+    --rules other than the files were scored by, --plot without matplotlib, ...) is one
+    line with exit code 2, and nothing is written.
 
     Args:
         directory: a run directory, or a parent of several run shards.
@@ -69,41 +118,58 @@ def run_metrics(
         write_json: also write DIR/metrics_summary.json (atomically).
         export: also write every episode's metrics.json below this directory in --format.
         plot: also draw success by category and difficulty into this image (needs matplotlib).
+        compare: a metrics_summary.json (a published run's, e.g. docs/results/...): print
+            the figures side by side and, when they differ, the CPU records of both runs
+            (node.json of DIR's episodes, the summary's environment).
     """
+    if plot is not None and (problem := _plot_problem(plot)) is not None:
+        return _refuse(problem)
+    reference = None
+    if compare is not None:
+        try:
+            reference = _read_reference(compare)
+        except (OSError, ValueError) as exc:
+            text = str(exc)
+            return _refuse(text if text.startswith("--compare") else f"--compare: {text}")
     try:
         rows, names = read_metric_files(directory)
         summary = aggregate(rows, rules=rules, names=names)
         summary["source"] = {"root": str(directory), "files": len(names)}
         shown = summary_to_reference_layout(summary) if format == "upstream" else summary
     except FileNotFoundError as exc:
-        print(f"humanclaw metrics: {exc}", file=sys.stderr)
-        return 1
+        return _refuse(str(exc))
     except MetricsFileError as exc:
-        print(f"humanclaw metrics: invalid metrics file: {exc}", file=sys.stderr)
-        return 1
+        return _refuse(f"invalid metrics file: {exc}")
     except ValueError as exc:
-        print(f"humanclaw metrics: --format {format}: {exc}", file=sys.stderr)
-        return 1
+        return _refuse(f"--format {format}: {exc}")
+    comparison = None
+    if reference is not None:
+        from humanclaw_gym.metrics.aggregate import compare_summaries
+        from humanclaw_gym.provenance import episode_cpu_groups
+
+        folders = sorted({Path(name).parent for name in names})
+        comparison = compare_summaries(summary, reference, cpu_groups=episode_cpu_groups(folders))
     if export is not None:
         try:
             paths = export_metric_files(rows, export, format)
         except (FileExistsError, ValueError) as exc:
-            print(f"humanclaw metrics: {exc}", file=sys.stderr)
-            return 1
+            return _refuse(str(exc))
         print(f"wrote {len(paths)} metrics.json ({format} layout) below {export}", file=sys.stderr)
     if as_json:
-        print(json.dumps(shown, indent=2, ensure_ascii=False))
+        printed = shown if comparison is None else {**shown, "comparison": comparison}
+        print(json.dumps(printed, indent=2, ensure_ascii=False))
     else:
         print(format_tables(summary), end="")
+        if comparison is not None:
+            from humanclaw_gym.metrics.aggregate import format_comparison
+
+            print(f"\nCompared with {compare}")
+            print(format_comparison(comparison), end="")
     if write_json:
         path = write_metrics_json(Path(directory) / _SUMMARY_NAME, shown)
         print(f"wrote {path}", file=sys.stderr)
     if plot is not None:
-        try:
-            path = plot_success_breakdown(summary, plot)
-        except (RuntimeError, ValueError) as exc:
-            print(f"humanclaw metrics: cannot plot: {exc}", file=sys.stderr)
-            return 1
+        path = plot_success_breakdown(summary, plot)
         print(f"wrote {path}", file=sys.stderr)
     return 0
 

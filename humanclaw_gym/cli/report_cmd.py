@@ -44,8 +44,12 @@ def main(argv: list[str]) -> int:
             print("humanclaw report: --output needs exactly one rollout", file=sys.stderr)
             return 2
     if not dirs:
-        print(f"humanclaw report: no replay_manifest.json under {root}", file=sys.stderr)
-        return 1
+        print(
+            f"humanclaw report: error: no replay_manifest.json under {root} (give a rollout "
+            "folder of humanclaw run or rollout, or a folder above some)",
+            file=sys.stderr,
+        )
+        return 2
     failures = 0
     for d in dirs:
         try:

@@ -196,9 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyError as exc:
         print(f"humanclaw scenes: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
-    except (EpisodeFormatError, ValueError) as exc:
-        print(f"humanclaw scenes: {exc}", file=sys.stderr)
-        return 1
+    except (EpisodeFormatError, ValueError) as exc:  # an unknown scene, a bad --px-per-m, ...
+        print(f"humanclaw scenes: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from humanclaw_gym.episodes.instructions import apply_instruction_template
 from humanclaw_gym.episodes.order import EpisodeOrder
 from humanclaw_gym.episodes.resolve import resolve_episode
+from humanclaw_gym.id_lists import check_id_list
 
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.episodes import Episode
@@ -46,7 +47,8 @@ def load_episodes(
     instruction written by ``instruction_template`` when one is given.
 
     Raises:
-        ValueError: an id not in the split, or no episode at all.
+        ValueError: an id not in the split, ``episode_ids`` not a list of id strings (a
+            bare string is refused, not read as one id per character), or no episode.
     """
     from humanclaw_gym import episodes as episodes_mod
 
@@ -54,7 +56,7 @@ def load_episodes(
         split, episodes = episodes, None
     chosen = list(episodes) if episodes is not None else episodes_mod.load_split(split)
     if episode_ids is not None:
-        wanted = [str(e) for e in episode_ids]
+        wanted = check_id_list(episode_ids, "episode_ids")
         by_id = {ep.episode_id: ep for ep in chosen}
         missing = [e for e in wanted if e not in by_id]
         if missing:

@@ -220,7 +220,8 @@ def rollout_dir(output: str | os.PathLike[str], spec: EpisodeSpec, rollout_index
 
 
 def rollout_complete(directory: Path, config: RunConfig) -> bool:
-    """True when every artifact the flags require exists and verifies."""
+    """True when every artifact the flags require exists and verifies (a ``node.json``
+    that is there but not a well-formed record makes the episode incomplete)."""
     result_path = directory / "episode_result.json"
     if not result_path.is_file():
         return False
@@ -229,6 +230,10 @@ def rollout_complete(directory: Path, config: RunConfig) -> bool:
     except (OSError, ValueError, RecursionError):
         return False
     if not isinstance(result, dict) or result.get("ended_by") not in ("stop", "truncated"):
+        return False
+    from humanclaw_gym.provenance import node_record_problem
+
+    if node_record_problem(directory) is not None:  # damaged: rerun, which rewrites it
         return False
     if not (directory / "final_ego.png").is_file():
         return False

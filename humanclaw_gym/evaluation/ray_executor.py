@@ -201,7 +201,8 @@ def run_ray(
             an episode whose folder did not arrive is a failed summary saying why.
         runner: the batch runner's episode functions.
         address: an existing cluster (``ray.init(address=...)``); None starts a local one
-            with ``workers`` CPUs.
+            with ``workers`` CPUs, whatever ``RAY_ADDRESS`` or an earlier ``ray start``
+            recorded (use ``"auto"`` to join the cluster Ray finds that way).
         workers: episodes in flight at once.
         resources: what each task asks Ray for (``CPU`` and ``GPU`` map to ``num_cpus`` /
             ``num_gpus``); default ``{"CPU": 1}``.
@@ -229,7 +230,11 @@ def run_ray(
         if address:
             ray.init(address=address, log_to_driver=False)
         else:
+            # "local": a cluster of this run's own. Without it ray.init joins whatever
+            # RAY_ADDRESS or the last `ray start` record (ray_current_cluster in Ray's
+            # temp dir) names, a cluster that may be long gone or someone else's.
             ray.init(
+                address="local",
                 num_cpus=max(1, workers, int(wanted["CPU"] + 0.999)),
                 log_to_driver=False,
                 include_dashboard=False,

@@ -40,16 +40,20 @@ from humanclaw_gym.metrics.usage import combine_token_sources
 
 __all__ = [
     "BREAKDOWN_COLUMNS",
+    "COMPARISON_SCHEMA",
     "EXTRA_COLUMNS",
     "MAIN_COLUMNS",
     "SUMMARY_SCHEMA",
     "VARIANT_COLUMNS",
     "aggregate",
     "aggregate_metric_files",
+    "compare_summaries",
     "declared_columns",
     "find_metric_files",
+    "format_comparison",
     "format_tables",
     "read_metric_files",
+    "summary_cpu_groups",
 ]
 
 #: Schema tag of metrics_summary.json.
@@ -382,3 +386,188 @@ def format_tables(summary: Mapping[str, Any]) -> str:
         ("By difficulty", _breakdown_table("difficulty", summary["by_difficulty"])),
     ]  # fmt: skip
     return "\n\n".join(f"{title}\n{body}" for title, body in sections) + "\n"
+
+
+# -- comparing two summaries -------------------------------------------------------------------
+
+#: Schema tag of the result of :func:`compare_summaries`.
+COMPARISON_SCHEMA = "humanclaw_metrics_comparison_v1"
+_BASELINES_DOC = "docs/baselines.md, Across machines"
+
+
+def summary_cpu_groups(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The CPU records a ``metrics_summary.json`` names: ``environment.episode_cpus`` (the
+    records of its episode folders, written by ``humanclaw run``), else the one record of
+    ``environment.cpu`` (the machine that wrote the summary) for all its episodes; empty
+    when it names none."""
+    environment = summary.get("environment")
+    if not isinstance(environment, Mapping):
+        return []
+    groups = environment.get("episode_cpus")
+    if isinstance(groups, list) and any(
+        isinstance(g, Mapping) and isinstance(g.get("cpu"), Mapping) for g in groups
+    ):
+        return [dict(g) for g in groups if isinstance(g, Mapping)]
+    cpu = environment.get("cpu")
+    if isinstance(cpu, Mapping):
+        episodes = (summary.get("counts") or {}).get("episodes")
+        return [{"cpu": dict(cpu), "episodes": episodes}]
+    return []
+
+
+def _records(groups: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    seen: dict[str, dict[str, Any]] = {}
+    for group in groups:
+        cpu = group.get("cpu")
+        if isinstance(cpu, Mapping):
+            seen.setdefault(json.dumps(cpu, sort_keys=True, default=str), dict(cpu))
+    return list(seen.values())
+
+
+def _environment_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """Package versions and source revisions that differ between two summaries."""
+    env_a, env_b = a.get("environment"), b.get("environment")
+    if not isinstance(env_a, Mapping) or not isinstance(env_b, Mapping):
+        return []
+    out = []
+    pkgs_a, pkgs_b = env_a.get("packages") or {}, env_b.get("packages") or {}
+    for name in sorted(set(pkgs_a) | set(pkgs_b)):
+        if pkgs_a.get(name) != pkgs_b.get(name):
+            out.append(f"{name} {pkgs_a.get(name)} vs {pkgs_b.get(name)}")
+    git_a, git_b = env_a.get("git") or {}, env_b.get("git") or {}
+    if git_a.get("commit") != git_b.get("commit"):
+        out.append(f"commit {str(git_a.get('commit'))[:10]} vs {str(git_b.get('commit'))[:10]}")
+    return out
+
+
+def compare_summaries(
+    summary: Mapping[str, Any],
+    reference: Mapping[str, Any],
+    *,
+    cpu_groups: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Compare a run's summary with another one (a published run, say), figure by figure,
+    and say whether their CPU records differ when the figures do.
+
+    Args:
+        summary: this run's summary (:func:`aggregate`).
+        reference: the summary compared with (a ``metrics_summary.json``).
+        cpu_groups: this run's episodes grouped by CPU record
+            (:func:`~humanclaw_gym.provenance.episode_cpu_groups` of its episode folders);
+            default: what ``summary`` itself names (:func:`summary_cpu_groups`).
+
+    Returns:
+        ``{"schema", "rows": [{"table", "key", "label", "this_run", "compared",
+        "difference"}], "figures_differ", "rules", "episodes", "cpu": {"this_run",
+        "compared", "same", "differences"}, "notes": [one line each]}``; ``cpu.same`` is
+        None when either side names no CPU record.
+    """
+    from humanclaw_gym.provenance import cpu_record_differences, describe_cpu
+
+    rows = []
+    for table in ("main", "variants"):
+        ours, theirs = summary.get(table) or {}, reference.get(table) or {}
+        for column in declared_columns(table):
+            a, b = ours.get(column.key), theirs.get(column.key)
+            numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+            rows.append(
+                {
+                    "table": table,
+                    "key": column.key,
+                    "label": column.label,
+                    "this_run": a,
+                    "compared": b,
+                    "difference": (a - b) if numbers else None,
+                }
+            )
+    figures_differ = any(row["this_run"] != row["compared"] for row in rows)
+    ours_groups = list(summary_cpu_groups(summary) if cpu_groups is None else cpu_groups)
+    theirs_groups = summary_cpu_groups(reference)
+    ours_records, theirs_records = _records(ours_groups), _records(theirs_groups)
+    differences: list[str] = []
+    same: bool | None = None
+    if ours_records and theirs_records:
+        for a in ours_records:
+            for b in theirs_records:
+                differences += [d for d in cpu_record_differences(a, b) if d not in differences]
+        same = not differences
+    rules = [summary.get("rules"), reference.get("rules")]
+    episodes = [(summary.get("counts") or {}).get("episodes"),
+                (reference.get("counts") or {}).get("episodes")]  # fmt: skip
+    notes = []
+    if rules[0] != rules[1]:
+        notes.append(f"scored by other metric rules: {rules[0]} here, {rules[1]} there")
+    if episodes[0] != episodes[1]:
+        notes.append(f"other episodes: {episodes[0]} here, {episodes[1]} there")
+    if not figures_differ:
+        notes.append("the figures are equal")
+    elif same is False:
+        notes.append(
+            f"the figures differ and so do the CPU records ({', '.join(differences)}): "
+            "numpy and OpenBLAS pick their kernels by CPU, which changes last bits and then "
+            f"whole trajectories; compare runs made on one CPU record ({_BASELINES_DOC})"
+        )
+    elif same is True:
+        changed = _environment_differences(summary, reference)
+        notes.append(
+            "the figures differ on the same CPU record: the code, the settings, the "
+            "packages or the episodes differ" + (f" ({'; '.join(changed)})" if changed else "")
+        )
+    else:
+        side = "this run's episode folders" if not ours_records else "the compared summary"
+        notes.append(
+            f"the figures differ and {side} record no CPU (node.json, environment.cpu), so "
+            f"whether the CPUs differ is unknown ({_BASELINES_DOC})"
+        )
+    if not figures_differ and same is False:
+        notes.append(f"the CPU records differ ({', '.join(differences)})")
+    return {
+        "schema": COMPARISON_SCHEMA,
+        "rows": rows,
+        "figures_differ": figures_differ,
+        "rules": rules,
+        "episodes": episodes,
+        "cpu": {
+            "this_run": ours_groups,
+            "compared": theirs_groups,
+            "this_run_described": [describe_cpu(r) for r in ours_records],
+            "compared_described": [describe_cpu(r) for r in theirs_records],
+            "same": same,
+            "differences": differences,
+        },
+        "notes": notes,
+    }
+
+
+def format_comparison(comparison: Mapping[str, Any], label: str = "compared") -> str:
+    """Plain text of :func:`compare_summaries`: the figures side by side, the CPU records
+    of both sides when the figures differ or the records do, and the notes."""
+    from humanclaw_gym.provenance import describe_cpu
+
+    table_rows = []
+    for row in comparison["rows"]:
+        spec = next(fmt for lab, key, fmt in (*MAIN_COLUMNS, *VARIANT_COLUMNS) if key == row["key"])
+        diff = row["difference"]
+        table_rows.append(
+            [
+                row["label"],
+                _fmt(row["this_run"], spec),
+                _fmt(row["compared"], spec),
+                "-" if diff is None else ("0" if diff == 0 else f"{diff:+.4g}"),
+            ]
+        )
+    parts = [_table(["metric", "this run", label, "difference"], table_rows)]
+    cpu = comparison["cpu"]
+    if comparison["figures_differ"] or cpu["same"] is False:
+        lines = ["CPU records (node.json: CPU, numpy SIMD, BLAS kernel):"]
+        for side, groups in (("this run", cpu["this_run"]), (label, cpu["compared"])):
+            named = [g for g in groups if g.get("cpu") is not None]
+            if not named:
+                lines.append(f"  {side}: not recorded")
+            for group in named:
+                lines.append(
+                    f"  {side}: {group.get('episodes')} episodes on {describe_cpu(group['cpu'])}"
+                )
+        parts.append("\n".join(lines))
+    parts.append("\n".join(f"note: {note}" for note in comparison["notes"]))
+    return "\n\n".join(parts) + "\n"

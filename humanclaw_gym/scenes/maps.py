@@ -78,6 +78,12 @@ _MARGIN_PX = 24
 _LINTEL_BOTTOM_M = 1.9
 _LEGEND_W_PX = 190
 _TITLE_H_PX = 44
+# what lies under a pixel, for placing the room labels (see _draw_room_labels)
+_COST_RUG = 1
+_COST_FURNITURE = 2  # and walls
+_COST_OVERLAY = 3  # episode markers, paths and placed labels
+_LABEL_PAD_PX = 3
+_LABEL_STEP_PX = 3
 
 
 def _font(size: int):
@@ -119,8 +125,13 @@ def render_map(
     show_clearance: bool = True,
     legend: bool = True,
     title: str | None = None,
+    room_labels: bool = True,
 ) -> PILImage.Image:
     """Draw a labelled top-down map.
+
+    Room labels are drawn last, on top of everything, each at the place of its room where
+    it covers the least: episode markers and paths first, then furniture and walls, then
+    rugs (nearest the room's centre among equals), and never another label.
 
     Args:
         scene: the home.
@@ -139,6 +150,7 @@ def render_map(
         show_clearance: tint cells that are inside the body clearance of obstacles.
         legend: draw the category legend on the right.
         title: text on top (default: scene id and, with an episode, its id and instruction).
+        room_labels: write each room's type on it.
 
     Returns:
         An RGB ``PIL.Image``.
@@ -155,6 +167,10 @@ def render_map(
     height = max(map_h + 2 * _MARGIN_PX + _TITLE_H_PX, 420 if legend else 0)
     img = Image.new("RGB", (width, height), (250, 250, 250))
     draw = ImageDraw.Draw(img)
+    # what each pixel holds, for placing the room labels: 0 floor, then _COST_* (the last
+    # drawn wins; drawn in order of increasing cost)
+    cost = Image.new("L", (width, height), 0)
+    cost_draw = ImageDraw.Draw(cost)
     ox, oy = _MARGIN_PX, _MARGIN_PX + _TITLE_H_PX
 
     def to_px(x: float, z: float) -> tuple[float, float]:
@@ -203,26 +219,19 @@ def render_map(
             ):
                 continue  # door lintels would hide the doorways
             kind, geom = _part_polygon(obj, part, to_px)
+            weight = _COST_RUG if obj.category == "rug" else _COST_FURNITURE
             if kind == "polygon":
                 draw.polygon(geom, fill=color, outline=outline if obj.category != "wall" else None)
+                cost_draw.polygon(geom, fill=weight, outline=weight)
             else:
                 draw.ellipse(geom, fill=color, outline=outline)
+                cost_draw.ellipse(geom, fill=weight, outline=weight)
 
-    # room labels
     font_small = _font(12)
     font = _font(14)
-    for room in scene.rooms:
-        cx, cy = to_px((room.min_xz[0] + room.max_xz[0]) / 2, (room.min_xz[1] + room.max_xz[1]) / 2)
-        label = room.room_type.replace("_", " ")
-        box = draw.textbbox((0, 0), label, font=font)
-        tw, th = box[2] - box[0], box[3] - box[1]
-        draw.rectangle(
-            (cx - tw / 2 - 3, cy - th / 2 - 3, cx + tw / 2 + 3, cy + th / 2 + 4),
-            fill=(255, 255, 255),
-        )
-        draw.text((cx - tw / 2, cy - th / 2 - 1), label, fill=(60, 60, 60), font=font)
 
     # episode overlays
+    overlays: list[tuple[str, Any]] = []  # ("box", xyxy) or ("line", points): label keep-outs
     route_xz = None
     has_approach = has_points = False
     if episode is not None:
@@ -236,13 +245,16 @@ def render_map(
             x0, y0 = to_px(lo3[0], lo3[2])
             x1, y1 = to_px(hi3[0], hi3[2])
             draw.rectangle((x0 - 3, y0 - 3, x1 + 3, y1 + 3), outline=_TARGET_OUTLINE, width=3)
+            overlays.append(("box", (x0 - 3, y0 - 3, x1 + 3, y1 + 3)))
             if goal.approach_pose is not None:
                 ax, ay = to_px(goal.approach_pose[0], goal.approach_pose[1])
                 _arrow(draw, ax, ay, float(goal.approach_pose[2]), 9.0, _TARGET_OUTLINE)
+                overlays.append(("box", (ax - 10, ay - 10, ax + 10, ay + 10)))
                 has_approach = True
             for px_, _py, pz_ in goal.approach_points or ():
                 ax, ay = to_px(px_, pz_)
                 _ring(draw, ax, ay, 3.0, _APPROACH_POINT)
+                overlays.append(("box", (ax - 4, ay - 4, ax + 4, ay + 4)))
                 has_points = True
         if shortest_path and grid is not None:
             ids = {int(g.object_id) for g in episode.goals if isinstance(g.object_id, int)}
@@ -253,6 +265,7 @@ def render_map(
     if route_xz is not None and len(route_xz) >= 2:
         pts = [to_px(float(x), float(z)) for x, z in np.asarray(route_xz)]
         draw.line(pts, fill=_PATH_COLOR, width=3, joint="curve")
+        overlays.append(("line", pts))
         for px, py in pts[1:-1]:
             draw.ellipse((px - 3, py - 3, px + 3, py + 3), fill=_PATH_COLOR)
     else:
@@ -260,14 +273,24 @@ def render_map(
     if path_xz is not None and len(path_xz) >= 2:
         pts = [to_px(float(x), float(z)) for x, z in np.asarray(path_xz)]
         draw.line(pts, fill=_AGENT_PATH_COLOR, width=2, joint="curve")
+        overlays.append(("line", pts))
         ex, ey = pts[-1]
         draw.ellipse((ex - 5, ey - 5, ex + 5, ey + 5), outline=_AGENT_PATH_COLOR, width=2)
+        overlays.append(("box", (ex - 6, ey - 6, ex + 6, ey + 6)))
     else:
         path_xz = None
     if episode is not None:
         sx, sy = to_px(episode.start_position[0], episode.start_position[2])
         size = max(10.0, 0.35 * px_per_m)
         _arrow(draw, sx, sy, float(episode.start_yaw_rad), size, _START_COLOR)
+        overlays.append(("box", (sx - size - 1, sy - size - 1, sx + size + 1, sy + size + 1)))
+    for kind, geom in overlays:
+        if kind == "box":
+            cost_draw.rectangle(geom, fill=_COST_OVERLAY)
+        else:
+            cost_draw.line(geom, fill=_COST_OVERLAY, width=9, joint="curve")
+    if room_labels:
+        _draw_room_labels(draw, scene, to_px, np.asarray(cost), font)
 
     # scale bar (1 m)
     bx, by = ox, height - 14
@@ -308,6 +331,53 @@ def render_map(
             draw.text((lx + 22, ly - 1), label, fill=(40, 40, 40), font=font_small)
             ly += 18
     return img
+
+
+def _draw_room_labels(draw: Any, scene: SceneSpec, to_px: Any, cost: np.ndarray, font: Any) -> None:
+    """Write each room's type on a white box, on top of everything drawn, where the box
+    covers the least: the fewest pixels of episode markers and paths, then of furniture and
+    walls, then of rugs, then nearest the room's centre (``cost`` holds per pixel the class
+    of what lies there). A placed label is a keep-out for the next ones."""
+    cost = cost.copy()
+    height, width = cost.shape
+    for room in scene.rooms:
+        label = room.room_type.replace("_", " ")
+        box = draw.textbbox((0, 0), label, font=font)
+        tw, th = box[2] - box[0], box[3] - box[1]
+        bw, bh = tw + 2 * _LABEL_PAD_PX, th + 2 * _LABEL_PAD_PX + 1
+        x0, y0 = to_px(*room.min_xz)
+        x1, y1 = to_px(*room.max_xz)
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        inset = 6  # keep the box off the walls
+        xs = np.arange(int(x0) + inset, int(x1) - inset - bw + 1, _LABEL_STEP_PX)
+        ys = np.arange(int(y0) + inset, int(y1) - inset - bh + 1, _LABEL_STEP_PX)
+        xs = xs[(xs >= 0) & (xs + bw < width)]
+        ys = ys[(ys >= 0) & (ys + bh < height)]
+        if xs.size == 0 or ys.size == 0:  # a room smaller than its label: centre it
+            left, top = int(round(cx - bw / 2)), int(round(cy - bh / 2))
+        else:
+            gx, gy = np.meshgrid(xs, ys)
+            keys = [np.hypot(gx + bw / 2 - cx, gy + bh / 2 - cy).ravel()]
+            for level in (_COST_RUG, _COST_FURNITURE, _COST_OVERLAY):  # least important first
+                integral = np.zeros((height + 1, width + 1), dtype=np.int64)
+                integral[1:, 1:] = (cost == level).cumsum(0).cumsum(1)
+                covered = (
+                    integral[gy + bh + 1, gx + bw + 1]
+                    - integral[gy, gx + bw + 1]
+                    - integral[gy + bh + 1, gx]
+                    + integral[gy, gx]
+                )
+                keys.append(covered.ravel())
+            best = np.lexsort(keys)[0]  # the last key sorts first
+            left, top = int(gx.ravel()[best]), int(gy.ravel()[best])
+        draw.rectangle((left, top, left + bw, top + bh), fill=(255, 255, 255))
+        draw.text(
+            (left + _LABEL_PAD_PX - box[0], top + _LABEL_PAD_PX - box[1]),
+            label,
+            fill=(60, 60, 60),
+            font=font,
+        )
+        cost[max(top, 0) : top + bh + 1, max(left, 0) : left + bw + 1] = _COST_OVERLAY
 
 
 def _arrow(draw: Any, x: float, y: float, yaw: float, size: float, color) -> None:

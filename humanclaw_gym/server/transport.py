@@ -1,13 +1,25 @@
 """HTTP transport of the benchmark server: loopback only, bearer token, bounded requests.
 
-Only the standard library is used (:class:`http.server.ThreadingHTTPServer`). Requests are
-read and authenticated in their own threads; the service runs one request at a time under
-its lock, so the simulation never sees two calls at once.
+Only the standard library is used (:class:`http.server.ThreadingHTTPServer`, plus
+:mod:`selectors`). The service runs one request at a time under its lock, so the simulation
+never sees two calls at once.
+
+A connection holds no thread while its request head (request line and headers) arrives: one
+reader thread collects the heads of all such connections. Only a complete head is handed to
+a thread, from one of two pools: heads carrying the right bearer token go to the pool of
+authenticated connections, every other head (a wrong or missing token, a malformed head, a
+head that did not arrive in time) to the pool that answers refusals. So slow or hostile
+clients without the token can fill the refusal pool and the reader, never the slots of a
+client that has the token.
 
 Bounds (all enforced here, before the service sees anything):
 
-* at most :data:`MAX_CONNECTIONS` connections are served at once (one thread each); a
-  connection beyond that gets HTTP 503 (``server_busy``) at once and is closed;
+* at most :data:`MAX_CONNECTIONS` authenticated connections are served at once (one thread
+  each), and at most as many refusals are answered at once; a connection beyond either
+  gets HTTP 503 (``server_busy``) at once and is closed;
+* at most :data:`MAX_PENDING_CONNECTIONS` connections may be sending their head at once
+  (no thread each); one more makes the reader answer the oldest of them 503 and close it;
+* the request line and headers together are at most :data:`MAX_HEAD_BYTES` (431);
 * receiving a request (request line, headers and body) must finish within
   :data:`REQUEST_TIMEOUT_S` of the connection's acceptance, however slowly the bytes
   trickle in (HTTP 408, ``request_timeout``); the service's own time is not counted;
@@ -19,7 +31,8 @@ Per request, in this order:
 
 1. a well-formed request line and headers (else 400, 414 or 431, as JSON like every
    refusal: nothing of the request is echoed);
-2. path must be ``/rpc`` (404) and method ``POST`` (405);
+2. path must be exactly ``/rpc`` as sent (404: ``//rpc`` is not normalised to ``/rpc``)
+   and method ``POST`` (405);
 3. ``Authorization: Bearer <token>`` must match, compared with
    :func:`hmac.compare_digest` (401, JSON-RPC code ``-32001``; the body is not parsed);
 4. ``Content-Length`` must be present (411), one plain ASCII decimal (400) and at most
@@ -34,16 +47,19 @@ input), the HTTP status and the outcome; never the token, headers, bodies or ima
 from __future__ import annotations
 
 import hmac
+import http.client
 import io
 import json
 import logging
 import math
 import os
 import re
+import selectors
 import socket
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -53,6 +69,8 @@ __all__ = [
     "BIND_ADDRESS",
     "LOOPBACK_HOSTS",
     "MAX_CONNECTIONS",
+    "MAX_HEAD_BYTES",
+    "MAX_PENDING_CONNECTIONS",
     "REQUEST_TIMEOUT_S",
     "RESPONSE_TIMEOUT_S",
     "TOKEN_ENV",
@@ -71,7 +89,15 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
 """Accepted ``--host`` values; both bind ``127.0.0.1``."""
 
 MAX_CONNECTIONS = 16
-"""Connections served at once; one more is answered 503 and closed."""
+"""Authenticated connections served at once (and refusals answered at once, in a pool of
+their own); one more is answered 503 and closed."""
+
+MAX_PENDING_CONNECTIONS = 128
+"""Connections whose request head is still arriving (held by the one reader thread, no
+thread each); one more makes the reader answer the oldest 503 and close it."""
+
+MAX_HEAD_BYTES = 65536
+"""The request line and headers together (431 above)."""
 
 REQUEST_TIMEOUT_S = 30.0
 """Time from accepting a connection to having read its whole request (line, headers, body)."""
@@ -81,6 +107,7 @@ RESPONSE_TIMEOUT_S = 60.0
 
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{32,256}")  # used with fullmatch (no newline slips by)
 _LENGTH_RE = re.compile(r"[0-9]{1,12}")  # ASCII digits only: str.isdigit() accepts '²'
+_HEAD_END = re.compile(rb"\n\r?\n")  # the blank line after the headers (LF or CRLF lines)
 _LOG = logging.getLogger("humanclaw_gym.server")
 _RPC_PATH = "/rpc"
 _LINGER_S = 2.0
@@ -143,6 +170,18 @@ def check_bind_host(host: str) -> str:
     return BIND_ADDRESS
 
 
+@dataclass
+class _Head:
+    """What the reader received of one connection before handing it to a thread."""
+
+    deadline: float
+    """When the whole request must have arrived (``REQUEST_TIMEOUT_S`` after acceptance)."""
+    data: bytearray = field(default_factory=bytearray)
+    """The bytes received so far: the head, perhaps a first part of the body."""
+    too_large: bool = False
+    """More than :data:`MAX_HEAD_BYTES` arrived without the end of the head."""
+
+
 class _RpcHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -155,42 +194,88 @@ class _RpcHTTPServer(ThreadingHTTPServer):
         token: str,
         *,
         max_connections: int = MAX_CONNECTIONS,
+        max_pending: int = MAX_PENDING_CONNECTIONS,
         request_timeout_s: float = REQUEST_TIMEOUT_S,
         response_timeout_s: float = RESPONSE_TIMEOUT_S,
     ) -> None:
         self.service = service
         self.token_bytes = token.encode("ascii")
         self.max_connections = max_connections
+        self.max_pending = max_pending
         self.request_timeout_s = request_timeout_s
         self.response_timeout_s = response_timeout_s
-        self._slots = threading.BoundedSemaphore(max_connections)
-        super().__init__(address, _Handler)
+        self._authenticated_slots = threading.BoundedSemaphore(max_connections)
+        self._refusal_slots = threading.BoundedSemaphore(max_connections)
+        self._heads_lock = threading.Lock()
+        self._heads: dict[socket.socket, _Head] = {}  # handed to a thread, not yet taken
+        self._reader = _HeadReader(self)
+        try:
+            super().__init__(address, _Handler)
+        except BaseException:  # e.g. the port is taken: the reader never started
+            self._reader.discard()
+            raise
+        self._reader.start()
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        """Serve the connection in its own thread if a slot is free; else answer 503."""
-        if not self._slots.acquire(blocking=False):
+        """Give the accepted connection to the reader (no thread until its head is in)."""
+        self._reader.add(request, client_address)
+
+    def server_close(self) -> None:
+        self._reader.stop()
+        super().server_close()
+
+    # -- called by the reader -------------------------------------------------------------
+    def dispatch(self, sock: socket.socket, client_address: Any, head: _Head) -> None:
+        """Serve a connection whose head is in (or that stopped sending it) in a thread of
+        the pool its head earns; answer 503 when that pool is full."""
+        authenticated = not head.too_large and _head_is_authenticated(
+            bytes(head.data), self.token_bytes
+        )
+        slots = self._authenticated_slots if authenticated else self._refusal_slots
+        if not slots.acquire(blocking=False):
             try:
-                self._refuse_busy(request)
+                self.refuse_busy(sock)
             finally:
-                self.shutdown_request(request)
+                self.shutdown_request(sock)
             return
+        with self._heads_lock:
+            self._heads[sock] = head
         try:
-            super().process_request(request, client_address)
+            thread = threading.Thread(
+                target=self._serve, args=(sock, client_address, slots), daemon=True
+            )
+            thread.start()
         except BaseException:
-            self._slots.release()
+            with self._heads_lock:
+                self._heads.pop(sock, None)
+            slots.release()
+            self.shutdown_request(sock)
             raise
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
+    def take_head(self, sock: socket.socket) -> _Head:
+        """The head the reader received for ``sock`` (for the handler's setup)."""
+        with self._heads_lock:
+            return self._heads.pop(sock)
 
-    def _refuse_busy(self, sock: socket.socket) -> None:
-        """Answer 503 from the accepting thread without reading the request (bounded)."""
+    def _serve(self, sock: socket.socket, client_address: Any, slots: Any) -> None:
+        try:
+            self.finish_request(sock, client_address)
+        except Exception:
+            self.handle_error(sock, client_address)
+        finally:
+            with self._heads_lock:
+                self._heads.pop(sock, None)
+            self.shutdown_request(sock)
+            slots.release()
+
+    def refuse_busy(self, sock: socket.socket) -> None:
+        """Answer 503 without reading the request and without blocking (the answer fits in
+        an empty socket buffer; if it does not, the client gets a closed connection)."""
         error = RpcError(
             "server_busy",
-            f"the server is serving {self.max_connections} connections already; retry later",
+            f"the server is busy (at most {self.max_connections} connections with the token "
+            f"and {self.max_connections} refusals at once, {self.max_pending} connections "
+            "sending their headers); retry later",
         )
         body = json.dumps(
             {"jsonrpc": JSONRPC_VERSION, "id": None, "error": error.to_dict()},
@@ -204,32 +289,225 @@ class _RpcHTTPServer(ThreadingHTTPServer):
         self.service.count_outcome("server_busy")
         _LOG.info("rpc method=? http=503 outcome=server_busy")
         try:
-            sock.settimeout(1.0)
+            sock.setblocking(False)
             sock.sendall(head + body)
             sock.shutdown(socket.SHUT_WR)
             # Read what already arrived, so that closing does not reset the connection
             # (which could discard the answer on the client's side); never wait for more.
-            sock.setblocking(False)
             drained = 0
             while drained < _BUSY_DRAIN_BYTES:
                 chunk = sock.recv(_BUSY_DRAIN_BYTES)
                 if not chunk:
                     break
                 drained += len(chunk)
-        except OSError:  # includes BlockingIOError (nothing more to read) and timeouts
+        except OSError:  # includes BlockingIOError (nothing more to read)
             pass
+
+
+class _HeadReader:
+    """One thread that receives the request heads of all new connections without blocking.
+
+    A connection leaves it when its head is complete (the blank line after the headers
+    arrived), when :data:`MAX_HEAD_BYTES` arrived without it, when the client stopped
+    sending (end of stream) or at its request deadline; it is then given to
+    :meth:`_RpcHTTPServer.dispatch`. A client that closes before sending a byte is closed
+    silently. With :attr:`_RpcHTTPServer.max_pending` connections waiting, a new one makes
+    the oldest get 503.
+    """
+
+    def __init__(self, server: _RpcHTTPServer) -> None:
+        self._server = server
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._lock = threading.Lock()
+        self._incoming: list[tuple[socket.socket, Any, float]] = []
+        self._pending: dict[socket.socket, tuple[Any, _Head]] = {}  # insertion = accept order
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="humanclaw-serve-heads", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def add(self, sock: socket.socket, client_address: Any) -> None:
+        deadline = time.monotonic() + self._server.request_timeout_s
+        with self._lock:
+            if self._stopped:
+                self._server.shutdown_request(sock)
+                return
+            self._incoming.append((sock, client_address, deadline))
+        self._wake()
+
+    def discard(self) -> None:
+        """Release what an unstarted reader holds."""
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+        self._wake()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5.0)
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"\0")
+        except OSError:  # the buffer is full (a wake-up is pending anyway) or closed
+            pass
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    if self._stopped:
+                        break
+                    incoming, self._incoming = self._incoming, []
+                for sock, address, deadline in incoming:
+                    self._admit(sock, address, deadline)
+                self._expire()
+                for key, _ in self._selector.select(self._timeout()):
+                    if key.data is None:
+                        self._drain_wake()
+                    else:
+                        self._receive(key.fileobj, key.data)  # type: ignore[arg-type]
+        finally:
+            with self._lock:
+                leftover = [sock for sock, _, _ in self._incoming]
+                self._incoming = []
+            for sock in [*leftover, *self._pending]:
+                self._server.shutdown_request(sock)
+            self._pending.clear()
+            self._selector.close()
+            self._wake_r.close()
+            self._wake_w.close()
+
+    def _timeout(self) -> float | None:
+        if not self._pending:
+            return None
+        soonest = min(head.deadline for _, head in self._pending.values())
+        return max(soonest - time.monotonic(), 0.0)
+
+    def _admit(self, sock: socket.socket, address: Any, deadline: float) -> None:
+        while len(self._pending) >= self._server.max_pending:
+            oldest = next(iter(self._pending))
+            self._forget(oldest)
+            try:
+                self._server.refuse_busy(oldest)
+            finally:
+                self._server.shutdown_request(oldest)
+        try:
+            sock.setblocking(False)
+            self._selector.register(sock, selectors.EVENT_READ, address)
+        except (OSError, ValueError):  # the client is gone already
+            self._server.shutdown_request(sock)
+            return
+        self._pending[sock] = (address, _Head(deadline))
+
+    def _forget(self, sock: socket.socket) -> tuple[Any, _Head]:
+        try:
+            self._selector.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+        return self._pending.pop(sock)
+
+    def _drain_wake(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except OSError:  # BlockingIOError: drained
+            pass
+
+    def _receive(self, sock: socket.socket, address: Any) -> None:
+        head = self._pending[sock][1]
+        try:
+            chunk = sock.recv(MAX_HEAD_BYTES + 1 - len(head.data))
+        except BlockingIOError:
+            return
+        except OSError:  # reset by the client
+            self._forget(sock)
+            self._server.shutdown_request(sock)
+            return
+        if not chunk:  # the client stopped sending: answer what arrived, if anything
+            self._forget(sock)
+            if head.data:
+                self._hand_over(sock, address, head)
+            else:
+                self._server.shutdown_request(sock)
+            return
+        searched_from = max(len(head.data) - 2, 0)
+        head.data += chunk
+        end = _HEAD_END.search(head.data, searched_from)
+        if end is not None and end.end() <= MAX_HEAD_BYTES:
+            self._forget(sock)
+            self._hand_over(sock, address, head)
+        elif len(head.data) > MAX_HEAD_BYTES:
+            head.too_large = True
+            self._forget(sock)
+            self._hand_over(sock, address, head)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for sock in [s for s, (_, head) in self._pending.items() if head.deadline <= now]:
+            address, head = self._forget(sock)
+            self._hand_over(sock, address, head)  # the handler answers 408
+
+    def _hand_over(self, sock: socket.socket, address: Any, head: _Head) -> None:
+        try:
+            sock.setblocking(True)
+        except OSError:
+            self._server.shutdown_request(sock)
+            return
+        try:
+            self._server.dispatch(sock, address, head)
+        except Exception as exc:  # e.g. no thread could be started: drop this one, go on
+            _LOG.error("could not hand a connection to a thread", exc_info=exc)
+
+
+def _bearer_matches(header: str, token_bytes: bytes) -> bool:
+    """Whether an ``Authorization`` header value carries exactly the token."""
+    scheme, _, presented = header.partition(" ")
+    if scheme.lower() != "bearer" or not presented:
+        # Still run one comparison so a missing header costs about the same time.
+        hmac.compare_digest(token_bytes, token_bytes[::-1])
+        return False
+    try:
+        # HTTP's optional whitespace is space and tab only (RFC 9110, 5.6.3); str.strip()
+        # would also drop \x0b, \x0c, \x1c-\x1f, \x85 and \xa0 around the token.
+        presented_bytes = presented.strip(" \t").encode("ascii")
+    except UnicodeEncodeError:
+        return False
+    return hmac.compare_digest(presented_bytes, token_bytes)
+
+
+def _head_is_authenticated(data: bytes, token_bytes: bytes) -> bool:
+    """Whether a received head carries the token (only to choose the pool: the handler
+    checks everything again). Anything that does not parse is not authenticated."""
+    _, sep, rest = data.partition(b"\n")
+    if not sep:
+        return False
+    try:
+        headers = http.client.parse_headers(io.BytesIO(rest))
+    except (http.client.HTTPException, ValueError):
+        return False
+    return _bearer_matches(headers.get("Authorization", ""), token_bytes)
 
 
 class _DeadlineReader(io.RawIOBase):
     """Socket reads that all end by one deadline (a slow sender cannot stretch a request).
 
-    Each ``recv`` gets the time left as its timeout; once the deadline has passed, reading
-    raises :class:`TimeoutError` without touching the socket.
+    The bytes the reader thread received already (``prefix``) come first; then each
+    ``recv`` gets the time left as its timeout; once the deadline has passed, reading raises
+    :class:`TimeoutError` without touching the socket.
     """
 
-    def __init__(self, sock: socket.socket, deadline: float) -> None:
+    def __init__(self, sock: socket.socket, deadline: float, prefix: bytes = b"") -> None:
         super().__init__()
         self._sock = sock
+        self._prefix = memoryview(prefix)
         self.deadline = deadline
         self.timed_out = False
 
@@ -237,6 +515,11 @@ class _DeadlineReader(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
+        if self._prefix:
+            n = min(len(buffer), len(self._prefix))
+            buffer[:n] = self._prefix[:n]
+            self._prefix = self._prefix[n:]
+            return n
         left = self.deadline - time.monotonic()
         if left <= 0:
             self.timed_out = True
@@ -260,10 +543,11 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         self._body_consumed = True
         self._responded = False
+        self._raw_path = ""
+        head = self.server.take_head(self.connection)
+        self._head_too_large = head.too_large
         self.rfile.close()
-        self._reader = _DeadlineReader(
-            self.connection, time.monotonic() + self.server.request_timeout_s
-        )
+        self._reader = _DeadlineReader(self.connection, head.deadline, bytes(head.data))
         self.rfile = io.BufferedReader(self._reader)
 
     def handle_one_request(self) -> None:
@@ -281,6 +565,12 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if not self.raw_requestline:
                 return  # the client closed without sending anything
+            if self._head_too_large:
+                self.send_error(431)
+                return
+            # The target as sent: parse_request turns a leading '//' into '/'.
+            words = str(self.raw_requestline, "iso-8859-1").split()
+            self._raw_path = words[1] if len(words) >= 2 else ""
             if not self.parse_request():  # it has answered through send_error
                 return
             handler = getattr(self, f"do_{self.command}", None)
@@ -377,7 +667,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         started = time.perf_counter()
         self._body_consumed = False
-        if self.path != _RPC_PATH:
+        if self._raw_path != _RPC_PATH:
             self._error(404, "invalid_request", f"not found: POST JSON-RPC requests to {_RPC_PATH}")
             return
         length = self._content_length()
@@ -453,19 +743,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- checks -------------------------------------------------------------------------------
     def _authorized(self) -> bool:
-        header = self.headers.get("Authorization", "")
-        scheme, _, presented = header.partition(" ")
-        if scheme.lower() != "bearer" or not presented:
-            # Still run one comparison so a missing header costs about the same time.
-            hmac.compare_digest(self.server.token_bytes, self.server.token_bytes[::-1])
-            return False
-        try:
-            # HTTP's optional whitespace is space and tab only (RFC 9110, 5.6.3); str.strip()
-            # would also drop \x0b, \x0c, \x1c-\x1f, \x85 and \xa0 around the token.
-            presented_bytes = presented.strip(" \t").encode("ascii")
-        except UnicodeEncodeError:
-            return False
-        return hmac.compare_digest(presented_bytes, self.server.token_bytes)
+        return _bearer_matches(self.headers.get("Authorization", ""), self.server.token_bytes)
 
     def _content_length(self) -> int | None:
         """The body length, or None unless exactly one Content-Length of ASCII digits
@@ -499,6 +777,7 @@ def make_server(
     port: int = 0,
     *,
     max_connections: int = MAX_CONNECTIONS,
+    max_pending: int = MAX_PENDING_CONNECTIONS,
     request_timeout_s: float = REQUEST_TIMEOUT_S,
     response_timeout_s: float = RESPONSE_TIMEOUT_S,
 ) -> ThreadingHTTPServer:
@@ -509,7 +788,10 @@ def make_server(
         token: the bearer token (validated here).
         host: ``127.0.0.1`` or ``localhost``; anything else is refused.
         port: TCP port; 0 picks a free one (read it from ``server.server_address[1]``).
-        max_connections: connections served at once (each holds one thread); more get 503.
+        max_connections: authenticated connections served at once (each holds one thread),
+            and refusals answered at once; more get 503.
+        max_pending: connections still sending their request head (no thread each); one
+            more makes the oldest get 503.
         request_timeout_s: from accepting a connection to having read its whole request.
         response_timeout_s: to write one answer.
 
@@ -520,12 +802,9 @@ def make_server(
     address = check_bind_host(host)
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ValueError(f"port={port!r} is invalid: allowed an int in 0..65535")
-    if (
-        isinstance(max_connections, bool)
-        or not isinstance(max_connections, int)
-        or max_connections < 1
-    ):
-        raise ValueError(f"max_connections={max_connections!r} is invalid: allowed an int >= 1")
+    for name, count in (("max_connections", max_connections), ("max_pending", max_pending)):
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"{name}={count!r} is invalid: allowed an int >= 1")
     for name, value in (
         ("request_timeout_s", request_timeout_s),
         ("response_timeout_s", response_timeout_s),
@@ -541,6 +820,7 @@ def make_server(
         service,
         validate_token(token),
         max_connections=max_connections,
+        max_pending=max_pending,
         request_timeout_s=float(request_timeout_s),
         response_timeout_s=float(response_timeout_s),
     )

@@ -74,9 +74,15 @@ class SceneDataset:
         return Path(path)
 
     def missing_scenes(self, scene_ids: Iterable[str]) -> list[str]:
-        """The ids (first-seen order) the dataset does not hold."""
+        """The ids (first-seen order) the dataset does not hold.
+
+        Raises:
+            ValueError: ``scene_ids`` is a bare string or not a list of id strings.
+        """
+        from humanclaw_gym.id_lists import check_id_list
+
         out: dict[str, None] = {}
-        for sid in scene_ids:
+        for sid in check_id_list(scene_ids, "scene_ids"):
             if sid not in self.index.scenes:
                 out.setdefault(sid, None)
         return list(out)
@@ -108,8 +114,13 @@ class SceneDataset:
             ``{"scenes": n, "objects": n, "configs": n, "assets": n, "missing": [...],
             "errors": [...]}`` where ``missing`` lists ``"<asset> (referred to by
             <config>)"`` and ``errors`` unreadable or malformed files (one line each).
+
+        Raises:
+            ValueError: ``scene_ids`` is a bare string or not a list of id strings.
         """
-        ids = list(self.scene_ids if scene_ids is None else scene_ids)
+        from humanclaw_gym.id_lists import check_id_list
+
+        ids = list(self.scene_ids) if scene_ids is None else check_id_list(scene_ids, "scene_ids")
         configs: dict[str, Any] = {}
         assets: dict[str, str] = {}
         errors: list[str] = []
