@@ -246,3 +246,156 @@ def test_the_generator_reproduces_the_shipped_episodes(split):
     finally:
         sim.close()
     assert drawn == [e for e in split if e.scene_id == "hc_val_003"][:3]
+
+
+# ---- success and SPL ----------------------------------------------------------------------
+
+
+def test_stop_success_is_a_stop_within_the_radius_on_the_floor_plane():
+    from humanclaw_gym.metrics.imagegoal import stop_success
+
+    assert stop_success(True, (0.6, 0.8), (0.0, 0.0), 1.0) == (True, pytest.approx(1.0))
+    assert stop_success(True, (0.61, 0.8), (0.0, 0.0), 1.0)[0] is False
+    assert stop_success(False, (0.0, 0.1), (0.0, 0.0), 1.0) == (False, pytest.approx(0.1))
+    with pytest.raises(ValueError, match="radius_m"):
+        stop_success(True, (0, 0), (0, 0), float("nan"))
+
+
+def test_spl_on_crafted_paths():
+    from humanclaw_gym.metrics.imagegoal import path_length_m, spl
+
+    straight = [(0.0, 0.0), (1.0, 0.0), (3.0, 0.0)]
+    detour = [(0.0, 0.0), (0.0, 2.0), (3.0, 2.0), (3.0, 0.0)]
+    assert path_length_m(straight) == pytest.approx(3.0)
+    assert path_length_m(detour) == pytest.approx(7.0)
+    assert path_length_m(np.zeros((0, 2))) == 0.0 == path_length_m([(1.0, 2.0)])
+    assert spl(True, 3.0, path_length_m(straight)) == pytest.approx(1.0)
+    assert spl(True, 3.0, path_length_m(detour)) == pytest.approx(3.0 / 7.0)
+    assert spl(True, 3.0, 2.5) == pytest.approx(1.0)  # stopped short, inside the radius
+    assert spl(False, 3.0, 3.0) == 0.0
+    with pytest.raises(ValueError, match="shortest_m"):
+        spl(True, 0.0, 1.0)
+    with pytest.raises(ValueError, match="points_xz"):
+        path_length_m([(0.0, 1.0, 2.0)])
+
+
+# ---- the PSV agent ------------------------------------------------------------------------
+
+
+def _planner_reply(action_id: int, name: str) -> str:
+    return json.dumps(
+        {
+            "visible_state": "A rug and a green couch; the goal picture shows the couch.",
+            "mid_level_progress_analysis": "The couch of the goal picture is ahead.",
+            "mid_level_goal": "walk to the couch",
+            "low_level_action_reasoning": "The lane is clear.",
+            "action_id": action_id,
+            "action_name": name,
+            "additional_info": {},
+        }
+    )
+
+
+def test_imagegoal_prompt_derives_the_skills_and_explains_both_pictures():
+    from humanclaw_agents.prompts import HistoryRow, action_space_text
+    from humanclaw_agents.prompts_imagegoal import render_imagegoal_prompt
+    from humanclaw_gym.skills import Skill
+
+    prompt = render_imagegoal_prompt(
+        "Go to the goal.", 3, (HistoryRow(step=2, action_name="Walk<forward><slow>"),)
+    )
+    assert action_space_text() in prompt
+    assert " | ".join(str(int(s)) for s in Skill) in prompt
+    assert "the current picture" in prompt and "the goal picture" in prompt
+    assert '"task": "Go to the goal."' in prompt and '"steps_taken": 3' in prompt
+    assert "Walk<forward><slow>" in prompt and "$" not in prompt
+    with pytest.raises(ValueError, match="image-goal prompt version"):
+        render_imagegoal_prompt("x", 0, (), version="v2")
+
+
+def _loopback_agent(url: str):
+    from humanclaw_agents.model_config import OpenAICompatibleConfig
+    from humanclaw_agents.psv import PSVAgent
+    from humanclaw_agents.transports import OpenAICompatibleModel
+
+    config = OpenAICompatibleConfig(
+        model="loopback-vlm",
+        base_url=url + "/v1",
+        api_key_env="HUMANCLAW_LOOPBACK_KEY",
+        max_tokens=256,
+        temperature=0.0,
+        timeout_s=10.0,
+    )
+    model = OpenAICompatibleModel(config, environ={"HUMANCLAW_LOOPBACK_KEY": "k"})
+    return PSVAgent(model=model, retry_backoff_s=())
+
+
+def _decode_images(body) -> list[np.ndarray]:
+    import base64
+    import io
+
+    from PIL import Image
+
+    out = []
+    for part in body["messages"][0]["content"]:
+        if part["type"] == "image_url":
+            data = part["image_url"]["url"].split(",", 1)[1]
+            out.append(np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB")))
+    return out
+
+
+def test_psv_sends_both_pictures_and_the_imagegoal_prompt(monkeypatch: pytest.MonkeyPatch):
+    pytest.importorskip("openai")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from chat_server import ChatServer, prompt_text
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    replies = iter(
+        [
+            _planner_reply(0, "Walk<forward><slow>"),
+            json.dumps({"verdict": "accept", "reason": "clear", "final_action_id": 0}),
+            _planner_reply(1, "Stop/Stand"),
+        ]
+    )
+    rng = np.random.default_rng(1)
+    current = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    goal = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    instruction = "Go to the place where the goal picture was taken and stop there."
+    with ChatServer(lambda body: next(replies)) as server:
+        agent = _loopback_agent(server.url)
+        agent.reset({"instruction": instruction})
+        obs = {"rgb": current, "goal_rgb": goal}
+        walk = agent.act(obs, {"instruction": instruction, "step": 0})
+        stop = agent.act(obs, {"instruction": instruction, "step": 1})
+        bodies = [r["body"] for r in server.requests]
+    assert str(walk.action) == "Walk<forward><slow>" and stop.action.is_stop
+    assert len(bodies) == 3  # planner, walk verifier, planner; the Stop is not verified
+    planner, verifier, planner2 = bodies
+    images = _decode_images(planner)
+    assert len(images) == 2
+    assert np.array_equal(images[0], current) and np.array_equal(images[1], goal)
+    text = prompt_text(planner)
+    assert "goal picture" in text and instruction in text
+    assert "You check one proposed action" in prompt_text(verifier)
+    assert len(_decode_images(verifier)) == 1  # the lane is judged on the current view
+    assert np.array_equal(_decode_images(verifier)[0], current)
+    assert len(_decode_images(planner2)) == 2
+
+
+def test_psv_refuses_imagegoal_on_a_one_picture_transport():
+    from humanclaw_agents.psv import PSVAgent
+    from humanclaw_agents.transports import ModelReply
+
+    class OnePicture:
+        def respond(self, prompt, image_rgb, stage):  # pragma: no cover - never reached
+            return ModelReply(text="{}")
+
+    agent = PSVAgent(model=OnePicture(), retry_backoff_s=())
+    agent.reset({"instruction": "go"})
+    image = np.zeros((32, 32, 3), dtype=np.uint8)
+    with pytest.raises(ValueError, match="two pictures per call.*OnePicture"):
+        agent.act({"rgb": image, "goal_rgb": image}, {"instruction": "go", "step": 0})
