@@ -1,12 +1,14 @@
-"""``HumanClawFindNavInteract-v0``: the find -> navigate -> interact task as a Gymnasium env.
+"""``HumanClaw-v0``: a HumanClaw env composed from any registered task.
 
 The env is the Gymnasium surface: spaces, ``reset``, ``step``, ``close``, the observer
 events and the privileged view. It composes three parts and keeps none of their logic:
-the task (:class:`~humanclaw_gym.envs.task.FindNavInteractTask`: episode order, episode
-start, step clock and limit, ``info``, ending on Stop), the simulation layer
+the task (a :mod:`humanclaw_gym.tasks` class, chosen by ``task=``: episode order, episode
+start, step clock and limit, ``info``, public state, ending, success), the simulation layer
 (:class:`~humanclaw_gym.envs.simulation.Simulation`: backends, scene, skill execution,
 renders, state snapshots) and the declared sensors (:mod:`humanclaw_gym.sensors`).
-The user contract (spaces, info, episode end, arguments) is in ``docs/env.md``.
+``HumanClawFindNavInteract-v0`` is this env with the benchmark's task
+(:class:`~humanclaw_gym.envs.find_nav_interact.FindNavInteractEnv`). The user contract
+(spaces, info, episode end, arguments) is in ``docs/env.md``.
 """
 
 from __future__ import annotations
@@ -24,19 +26,22 @@ from humanclaw_gym.backends.config import BACKEND_FIELDS, BackendConfig
 from humanclaw_gym.envs.events import EnvObserver, ObserverSet, check_needs
 from humanclaw_gym.envs.feed import ObserverFeed, copy_observation
 from humanclaw_gym.envs.simulation import Simulation
-from humanclaw_gym.envs.task import FindNavInteractTask, load_episodes
 from humanclaw_gym.episodes.instructions import InstructionTemplate, resolve_instruction_template
 from humanclaw_gym.episodes.io import SceneNotInstalledError, scene_not_installed
 from humanclaw_gym.image_sizes import EGO_SIZE_PX, EXO_SIZE_PX
 from humanclaw_gym.sensors import (
+    BodyState,
     EgoRGBSensor,
     check_sensors,
+    make_sensor,
     observation_space,
     read_sensors,
+    renders,
     sensors_for,
 )
 from humanclaw_gym.skills import SkillCall
 from humanclaw_gym.skills.spaces import skill_action_space, validated_action
+from humanclaw_gym.tasks import DEFAULT_TASK, Task, resolve_task
 
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.backends.protocols import MotionGenerator
@@ -44,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.policy import Decision
     from humanclaw_gym.scenes.spec import SceneSpec
 
-__all__ = ["FindNavInteractEnv", "PrivilegedState"]
+__all__ = ["HumanClawEnv", "PrivilegedState"]
 
 FPS = 30
 _READ = object()  # "read the body points now" (see _end_episode)
@@ -55,7 +60,8 @@ class PrivilegedState:
     """Hidden simulator state for the oracle agent and tests (``privileged=True`` only).
 
     Attributes:
-        episode: the full episode record (goals with object ids, AABBs, approach poses).
+        episode: the full episode record (for find-nav-interact: goals with object ids,
+            AABBs, approach poses).
         scene: the scene spec.
         realized_frame: ``(75,)`` current realized humanoid pose.
         root_xz: ``(2,)`` pelvis position on the floor plane.
@@ -87,18 +93,22 @@ class _Phase(enum.Enum):
     CLOSED = "closed"
 
 
-class FindNavInteractEnv(gym.Env):
-    """Find an object in a home, walk to it and (for beds, couches, toilets) sit on it.
+class HumanClawEnv(gym.Env):
+    """A whole-body humanoid in a home, driven by skills, on the task ``task``.
 
     Each ``step`` executes one :class:`~humanclaw_gym.SkillCall` (or its text, its ``Dict``
     encoding, a :class:`~humanclaw_gym.policy.Decision`) as 0.5 s of generated motion run by
-    the half-physics, and returns the next egocentric RGB image ``uint8 (448, 448, 3)``,
-    reward ``0.0``, ``terminated`` on Stop, ``truncated`` at ``max_steps`` and the public
-    ``info``. Invalid actions raise ``SkillCallError`` before any state changes.
+    the half-physics, and returns the observation of the declared sensors (default: the
+    egocentric RGB image ``uint8 (448, 448, 3)`` plus the sensors the task adds), reward
+    ``0.0``, ``terminated`` / ``truncated`` by the task's ending rule (Stop; the step
+    limit) and the task's public ``info``. Invalid actions raise ``SkillCallError`` before
+    any state changes.
 
-    The whole contract (action and observation spaces, info, rewards, starting state,
-    episode end, every argument, scene datasets, the body model, vector envs, version
-    history) is in ``docs/env.md``; the architecture in ``docs/architecture.md``.
+    ``task`` is a registered task name, ``"module:Class"`` or a task class
+    (:mod:`humanclaw_gym.tasks`); ``task_options`` are its own keyword arguments. The whole
+    contract (action and observation spaces, info, rewards, starting state, episode end,
+    every argument, scene datasets, the body model, vector envs, version history) is in
+    ``docs/env.md``; the architecture in ``docs/architecture.md``.
     """
 
     metadata = {
@@ -109,7 +119,8 @@ class FindNavInteractEnv(gym.Env):
 
     def __init__(
         self,
-        split: str | os.PathLike[str] = "val100",
+        task: str | type[Task] = DEFAULT_TASK,
+        split: str | os.PathLike[str] | None = None,
         episode_ids: Sequence[str] | None = None,
         render_mode: str | None = None,
         privileged: bool = False,
@@ -125,14 +136,29 @@ class FindNavInteractEnv(gym.Env):
         profile: Any = None,
         release_dir: str | os.PathLike[str] | None = None,
         motion_weights: str | os.PathLike[str] | None = None,
+        task_options: Mapping[str, Any] | None = None,
         **backend_fields: Any,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
+        task_cls = resolve_task(task)  # before anything is built: an unknown task fails now
+        spec = task_cls.spec
+        if task_options is not None and not isinstance(task_options, Mapping):
+            raise ValueError(
+                f"task_options must be a mapping of the task's keyword arguments, got "
+                f"{type(task_options).__name__}"
+            )
+        if split is None:
+            split = spec.default_split
         self.run_profile: Any = None
         if profile is not None or release_dir is not None or motion_weights is not None:
+            if spec.id != DEFAULT_TASK:
+                raise ValueError(
+                    f"profile / release_dir / motion_weights run the published benchmark, "
+                    f"task {DEFAULT_TASK!r}; task {spec.id!r} cannot take them"
+                )
             from humanclaw_gym.profiles import profile_for_env
 
             self.run_profile = profile_for_env(
@@ -144,12 +170,26 @@ class FindNavInteractEnv(gym.Env):
         template = resolve_instruction_template(instruction_template)
         if sensors is not None and (obs_size is not None or obs_mode is not None):
             raise ValueError("give either sensors= or the obs_size=/obs_mode= shorthands, not both")
+        size = EGO_SIZE_PX if obs_size is None else obs_size
         if sensors is None:
-            size = EGO_SIZE_PX if obs_size is None else obs_size
             sensors = sensors_for("rgb" if obs_mode is None else obs_mode, size)
-        self._sensors = check_sensors(sensors, privileged=bool(privileged))
-        all_episodes = load_episodes(split, episodes, episode_ids, template)
-        self._task = FindNavInteractTask(all_episodes, num_shards, shard_index, max_steps)
+        elif isinstance(sensors, (str, bytes)):
+            raise ValueError(
+                f"sensors must be a list of sensors or registered sensor names, got {sensors!r}"
+            )
+        chosen = [make_sensor(s, size) for s in sensors]
+        given = {getattr(s, "uuid", None) for s in chosen}
+        added = [make_sensor(name, size) for name in spec.sensors]
+        chosen += [s for s in added if getattr(s, "uuid", None) not in given]
+        self._sensors = check_sensors(chosen, bool(privileged), spec.public_state)
+        all_episodes = task_cls.load_episodes(split, episodes, episode_ids, template)
+        self._task: Task = task_cls(
+            all_episodes,
+            num_shards=num_shards,
+            shard_index=shard_index,
+            max_steps=max_steps,
+            **dict(task_options or {}),
+        )
         self.render_mode = render_mode
         self._privileged = bool(privileged)
         self._observers = ObserverSet()
@@ -171,7 +211,7 @@ class FindNavInteractEnv(gym.Env):
         self._sim.resolve(
             modes,
             "contacts" in needs,
-            max(s.size for s in self._sensors),
+            max((s.size for s in self._sensors if renders(s)), default=0),
             contact_parts="contact_parts" in needs,
         )
 
@@ -197,9 +237,9 @@ class FindNavInteractEnv(gym.Env):
         return self._sensors
 
     @property
-    def task(self) -> FindNavInteractTask:
-        """The task (episode order, current episode, step clock). Owned by the env: read
-        it, never drive it yourself."""
+    def task(self) -> Task:
+        """The task (its ``spec``, episode order, current episode, step clock). Owned by
+        the env: read it, never drive it yourself."""
         return self._task
 
     @property
@@ -265,10 +305,11 @@ class FindNavInteractEnv(gym.Env):
         except SceneNotInstalledError:
             raise scene_not_installed(chosen.scene_id, chosen) from None
         episode = self._task.resolve(chosen, self._sim.scene)
-        start = np.asarray(episode.start_position, dtype=np.float64)
+        start, start_yaw = self._task.start_pose(episode)
+        start = np.asarray(start, dtype=np.float64)
         seed_ = self._task.episode_seed(episode)
-        history = self._sim.reset(start, float(episode.start_yaw_rad), seed=seed_)
-        self._task.begin(episode)
+        history = self._sim.reset(start, float(start_yaw), seed=seed_)
+        self._task.initialize_episode(episode, self._sim)
         self._obs = self._observe()
         self._phase = _Phase.RUNNING
         if self._observers:
@@ -333,14 +374,24 @@ class FindNavInteractEnv(gym.Env):
             raise errors[0]
 
     # -- privileged access (oracle, tests) ------------------------------------------------
-    def privileged_state(self) -> PrivilegedState:
-        """Hidden state for the oracle agent and tests. Raises unless made with ``privileged=True``."""
+    def evaluate(self) -> dict[str, Any]:
+        """The task's success rule at the current state, as if the episode stopped now
+        (``{"success": bool, ...}``, see the task's ``evaluate``). Hidden state: raises
+        unless made with ``privileged=True``."""
+        self._check_privileged("evaluate")
+        return self._task.evaluate(BodyState(self._sim.snapshot))
+
+    def _check_privileged(self, what: str) -> None:
         if not self._privileged:
             raise PermissionError(
-                "privileged_state() needs gym.make(..., privileged=True); hidden simulator state"
+                f"{what}() needs gym.make(..., privileged=True); hidden simulator state"
                 " is never available to ordinary policies"
             )
-        self._check_open("privileged_state")
+        self._check_open(what)
+
+    def privileged_state(self) -> PrivilegedState:
+        """Hidden state for the oracle agent and tests. Raises unless made with ``privileged=True``."""
+        self._check_privileged("privileged_state")
         from humanclaw_gym.body import heading_yaw
 
         snap = self._sim.snapshot()
@@ -383,7 +434,14 @@ class FindNavInteractEnv(gym.Env):
                 extra = {"instance"} if (view, size) == ("ego", EGO_SIZE_PX) else set()
                 return _render(view, size, frozenset(modes) | extra)
 
-        return read_sensors(self._sensors, render, self._task.episode, self._sim.scene)
+        return read_sensors(
+            self._sensors,
+            render,
+            self._task.episode,
+            self._sim.scene,
+            body=BodyState(self._sim.snapshot),
+            task=self._task.public_state(),
+        )
 
     def _default_ego(self, obs: Any) -> np.ndarray | None:
         """The observation when it is exactly the paper's 448 ego RGB image, else None."""
@@ -398,7 +456,7 @@ def _backend_config(backend: BackendConfig | None, fields: Mapping[str, Any]) ->
     unknown = sorted(set(fields) - set(BACKEND_FIELDS))
     if unknown:
         raise TypeError(
-            f"FindNavInteractEnv got unexpected keyword arguments {unknown}; backend keywords "
+            f"HumanClawEnv got unexpected keyword arguments {unknown}; backend keywords "
             f"are {list(BACKEND_FIELDS)}"
         )
     if backend is not None and not isinstance(backend, BackendConfig):
