@@ -140,13 +140,11 @@ class MetricsWrapper(gym.Wrapper):
     def _on_reset(self, event: ResetEvent) -> None:
         from humanclaw_gym.metrics import EpisodeMetricRecorder, episode_floor, initial_penetration
         from humanclaw_gym.metrics.interact import scene_object_handles
-        from humanclaw_gym.metrics.tracker import EpisodeStart
+        from humanclaw_gym.metrics.tracker import EpisodeFacts
 
         self._recorder = None  # an abandoned episode's recorder never sees the next one
         self._frames = []
         episode, scene = event.episode, event.scene
-        target_ids = [int(g.object_id) for g in episode.goals]
-        aabbs = np.array([np.stack(scene.object_by_id(i).aabb()) for i in target_ids])
         if event.contacts is None or event.body_lowest_y is None:
             raise RuntimeError("MetricsWrapper did not receive contacts/spawn floor at reset")
         try:
@@ -163,25 +161,23 @@ class MetricsWrapper(gym.Wrapper):
             )
         )
         self._episode_index += 1
-        self._targets = tuple(sorted(set(target_ids)))
         self._object_ids = tuple(event.object_ids)
-        start = EpisodeStart(
+        facts = EpisodeFacts(
             episode_id=episode.episode_id,
             scene_id=episode.scene_id,
-            category=episode.object_category,
-            target_ids=target_ids,
-            target_aabbs=aabbs,
-            interact=bool(episode.interact),
-            dynamic_ids=list(event.object_ids),
+            episode=episode,
+            scene=scene,
+            dynamic_ids=tuple(event.object_ids),
             floor_height_m=float(floor),
-            initial_penetration_m=float(initial_penetration(event.contacts)),
-            difficulty=getattr(getattr(episode, "info", None), "difficulty", None),
-            rules=self.rules,
             floor_source=floor_source,
+            initial_penetration_m=float(initial_penetration(event.contacts)),
+            rules=self.rules,
             rollout_index=self._rollouts.get(episode.episode_id, 0),
             object_handles=scene_object_handles(getattr(scene, "objects", ())),
             link_names=event.body_links,
         )
+        start = self.env.unwrapped.task.metric_start(facts)
+        self._targets = tuple(sorted(set(getattr(start, "target_ids", ()))))
         self._recorder = EpisodeMetricRecorder(start)
 
     def _on_decision(self, event: DecisionEvent) -> None:
