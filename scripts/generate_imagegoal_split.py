@@ -6,8 +6,9 @@ Writes, under ``humanclaw_gym/assets/`` (or ``--out-dir``):
   of ``val100``;
 * ``splits/imagegoal_val100/index.json``: counts, generator settings, shard hashes.
 
-Every goal view is rendered with the env's own simulation (pybullet, the chosen renderer,
-procedural motion: the image the task shows at reset) and must pass the goal-view check
+Every goal view is rendered with the env's own simulation as the task renders it at reset
+(pybullet, the chosen renderer, procedural motion; the body placed at the start, the goal
+view drawn with ``Simulation.render_at``) and must pass the goal-view check
 (``humanclaw_gym.episodes.goal_view``) with the generator's margin. See
 ``humanclaw_gym.episodes.imagegoal_generate`` for how episodes are drawn.
 
@@ -26,11 +27,11 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import tyro
 
 from humanclaw_gym.backends.config import BackendConfig
 from humanclaw_gym.envs.simulation import Simulation
-from humanclaw_gym.envs.standing_view import render_standing_view
 from humanclaw_gym.episodes.generate import write_files
 from humanclaw_gym.episodes.imagegoal_generate import IMAGEGOAL_SPLIT_NAME, build_imagegoal_files
 from humanclaw_gym.episodes.io import assets_dir
@@ -56,11 +57,16 @@ def make_render_view(renderer: str):
     sim = Simulation(BackendConfig(renderer=renderer).check())
     sim.resolve({"rgb", "depth", "instance"}, False, EGO_SIZE_PX)
 
-    def render_view(scene, position, yaw_rad, episode_id):
+    def render_view(scene, start, start_yaw, goal, goal_yaw, episode_id):
+        # what the task does at reset: the body placed at the start, the goal view drawn
         sim.load_scene(scene.scene_id)
         seed = zlib.crc32(f"{scene.scene_id}/{episode_id}".encode())  # the episode's seed
+        sim.reset(np.asarray(start, dtype=np.float64), start_yaw, seed=seed)
         modes = ("rgb", "depth", "instance")
-        return render_standing_view(sim, position, yaw_rad, EGO_SIZE_PX, modes, seed=seed)
+        view = sim.render_at(
+            np.asarray(goal, dtype=np.float64), goal_yaw, "ego", EGO_SIZE_PX, modes
+        )
+        return {mode: np.array(image, copy=True) for mode, image in view.items()}
 
     return sim, render_view
 

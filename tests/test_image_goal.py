@@ -182,9 +182,10 @@ def test_goal_view_check_refuses_a_blank_wall_and_accepts_a_room():
 
 
 def _render_goal_views(episodes):
+    """Each episode's goal view as the task renders it at reset (the body placed at the
+    start, the goal view drawn by ``Simulation.render_at``), with depth and instance ids."""
     from humanclaw_gym.backends.config import BackendConfig
     from humanclaw_gym.envs.simulation import Simulation
-    from humanclaw_gym.envs.standing_view import render_standing_view
 
     sim = Simulation(BackendConfig().check())
     sim.resolve({"rgb", "depth", "instance"}, False, 448)
@@ -192,11 +193,10 @@ def _render_goal_views(episodes):
         for ep in episodes:
             sim.load_scene(ep.scene_id)
             seed = zlib.crc32(f"{ep.scene_id}/{ep.episode_id}".encode())
+            sim.reset(np.array(ep.start_position), ep.start_yaw_rad, seed=seed)
             modes = ("rgb", "depth", "instance")
-            view = render_standing_view(
-                sim, ep.goal_position, ep.goal_yaw_rad, 448, modes, seed=seed
-            )
-            yield ep, view, sim.scene
+            view = sim.render_at(np.array(ep.goal_position), ep.goal_yaw_rad, "ego", 448, modes)
+            yield ep, {k: np.array(v) for k, v in view.items()}, sim.scene
     finally:
         sim.close()
 
@@ -399,3 +399,89 @@ def test_psv_refuses_imagegoal_on_a_one_picture_transport():
     image = np.zeros((32, 32, 3), dtype=np.uint8)
     with pytest.raises(ValueError, match="two pictures per call.*OnePicture"):
         agent.act({"rgb": image, "goal_rgb": image}, {"instruction": "go", "step": 0})
+
+
+# ---- the env ------------------------------------------------------------------------------
+
+_ACTIONS = ("Walk<forward><normal>", "Turn<left><30>", "Side step<right><0.3>", "Stop")
+
+
+def _rollout(env, episode_id: str) -> list[tuple]:
+    obs, info = env.reset(options={"episode_id": episode_id})
+    out = [({k: v.copy() for k, v in obs.items()}, info)]
+    for action in _ACTIONS:
+        obs, reward, terminated, truncated, info = env.step(action)
+        out.append(({k: v.copy() for k, v in obs.items()}, reward, terminated, truncated, info))
+    return out
+
+
+def test_env_observes_the_view_and_the_goal_picture(split):
+    import gymnasium as gym
+    from gymnasium import spaces
+
+    from humanclaw_gym.envs import IMAGE_GOAL_ENV_ID
+    from humanclaw_gym.envs.image_goal import ImageGoalEnv
+    from humanclaw_gym.tasks import ImageGoalTask
+
+    ep = split[0]
+    env = gym.make(IMAGE_GOAL_ENV_ID, privileged=True, max_steps=5)
+    try:
+        assert isinstance(env.unwrapped, ImageGoalEnv)
+        assert isinstance(env.unwrapped.task, ImageGoalTask)
+        box = spaces.Box(0, 255, (448, 448, 3), dtype=np.uint8)
+        assert env.observation_space == spaces.Dict({"rgb": box, "goal_rgb": box})
+        run = _rollout(env, ep.episode_id)
+        first = run[0][0]
+        assert env.observation_space.contains(first)
+        (_, expected, _), *_ = _render_goal_views([ep])
+        assert np.array_equal(first["goal_rgb"], expected["rgb"])  # the goal picture
+        assert not np.array_equal(first["rgb"], first["goal_rgb"])
+        for step in run[1:]:  # the goal picture stays, the view changes
+            assert np.array_equal(step[0]["goal_rgb"], first["goal_rgb"])
+        assert not np.array_equal(run[1][0]["rgb"], first["rgb"])
+        assert run[0][1]["instruction"] == ep.instruction
+        assert "goal_position" not in run[0][1] and "goal_view" not in run[0][1]
+        assert run[-1][2] is True and run[-1][3] is False  # Stop terminates
+        state = env.unwrapped.privileged_state()
+        assert state.episode == ep
+        result = env.unwrapped.evaluate()
+        distance = math.dist(state.root_xz, ep.goal_xz)
+        assert result == {"success": distance <= 1.0, "distance_m": pytest.approx(distance)}
+    finally:
+        env.close()
+
+
+def test_obs_size_applies_to_both_pictures_and_generic_env_is_the_same(split):
+    import gymnasium as gym
+
+    ep = split[1]
+    small = gym.make("HumanClawImageGoal-v0", obs_size=64, max_steps=5)
+    generic = gym.make("HumanClaw-v0", task="image_goal", obs_size=64, max_steps=5)
+    try:
+        assert small.observation_space["goal_rgb"].shape == (64, 64, 3)
+        assert small.observation_space == generic.observation_space
+        a, b = _rollout(small, ep.episode_id), _rollout(generic, ep.episode_id)
+        assert a[0][0]["goal_rgb"].shape == (64, 64, 3) == a[0][0]["rgb"].shape
+        for x, y in zip(a, b, strict=True):  # deterministic: bit for bit, infos equal
+            assert all(np.array_equal(x[0][k], y[0][k]) for k in ("rgb", "goal_rgb"))
+            assert x[1:] == y[1:]
+    finally:
+        small.close()
+        generic.close()
+
+
+def test_env_refuses_what_the_task_cannot_take():
+    import gymnasium as gym
+
+    from humanclaw_gym.episodes import load_split
+
+    with pytest.raises(ValueError, match="reads task state \\['goal_position'\\]"):
+        gym.make("HumanClawImageGoal-v0", sensors=["rgb", "pointgoal"])
+    with pytest.raises(ValueError, match="carry their own instruction"):
+        gym.make("HumanClawImageGoal-v0", instruction_template="v1")
+    with pytest.raises(ValueError, match="plays ImageGoalEpisode records, got Episode"):
+        gym.make("HumanClawImageGoal-v0", episodes=load_split("val100")[:1])
+    with pytest.raises(ValueError, match="plays the task 'image_goal'"):
+        gym.make("HumanClawImageGoal-v0", task="find_nav_interact")
+    with pytest.raises(EpisodeFormatError, match="unknown image-goal split 'val100x'"):
+        gym.make("HumanClawImageGoal-v0", split="val100x")

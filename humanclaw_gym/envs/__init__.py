@@ -10,6 +10,8 @@ from __future__ import annotations
 ENV_ID = "HumanClawFindNavInteract-v0"
 #: The env of any task (``task=`` a registered name, ``"module:Class"`` or a task class).
 GENERIC_ENV_ID = "HumanClaw-v0"
+#: ``HumanClaw-v0`` with the image-goal navigation task.
+IMAGE_GOAL_ENV_ID = "HumanClawImageGoal-v0"
 
 
 def register_envs() -> None:
@@ -22,6 +24,14 @@ def register_envs() -> None:
             id=ENV_ID,
             entry_point="humanclaw_gym.envs.find_nav_interact:FindNavInteractEnv",
             vector_entry_point="humanclaw_gym.envs.vector:make_vector_env",
+            disable_env_checker=False,
+        )
+    if IMAGE_GOAL_ENV_ID not in gym.registry:
+        gym.register(
+            id=IMAGE_GOAL_ENV_ID,
+            entry_point="humanclaw_gym.envs.image_goal:ImageGoalEnv",
+            vector_entry_point="humanclaw_gym.envs.vector:make_vector_env",
+            kwargs={"task": "image_goal"},
             disable_env_checker=False,
         )
     if GENERIC_ENV_ID not in gym.registry:
@@ -38,6 +48,10 @@ def __getattr__(name: str):
         from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
 
         return FindNavInteractEnv
+    if name == "ImageGoalEnv":
+        from humanclaw_gym.envs.image_goal import ImageGoalEnv
+
+        return ImageGoalEnv
     if name == "HumanClawEnv":
         from humanclaw_gym.envs.env import HumanClawEnv
 
@@ -45,4 +59,12 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = ["ENV_ID", "GENERIC_ENV_ID", "FindNavInteractEnv", "HumanClawEnv", "register_envs"]
+__all__ = [
+    "ENV_ID",
+    "GENERIC_ENV_ID",
+    "IMAGE_GOAL_ENV_ID",
+    "FindNavInteractEnv",
+    "HumanClawEnv",
+    "ImageGoalEnv",
+    "register_envs",
+]

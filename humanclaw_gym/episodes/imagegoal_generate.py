@@ -21,10 +21,11 @@ objects:
   while the view faces a wall closer than 0.5 m or the rendered goal view fails the
   goal-view check (:mod:`humanclaw_gym.episodes.goal_view`) with the generator's margin.
 
-Rendering is the caller's: :func:`build_imagegoal_files` takes a ``render_view(scene,
-position, yaw_rad, episode_id)`` that returns the ego render (``"rgb"``, ``"depth"``,
-``"instance"``) of a body standing there; ``scripts/generate_imagegoal_split.py`` renders
-with the env's own simulation, so the checked image is the goal image the task shows.
+Rendering is the caller's: :func:`build_imagegoal_files` takes a :data:`RenderView` that
+returns the goal view (``"rgb"``, ``"depth"``, ``"instance"``) as the task renders it at
+reset; ``scripts/generate_imagegoal_split.py`` renders with the env's own simulation
+(``Simulation.reset`` at the start, then ``Simulation.render_at`` at the goal), so the
+checked image is the goal picture the task shows.
 """
 
 from __future__ import annotations
@@ -83,8 +84,13 @@ _START_YAW_DRAWS = 64
 _GOAL_YAW_DRAWS = 12
 _PAIR_DRAWS = 60
 
-#: ``render_view(scene, position_xyz, yaw_rad, episode_id) -> {"rgb", "depth", "instance"}``.
-RenderView = Callable[[SceneSpec, tuple[float, float, float], float, str], Mapping[str, np.ndarray]]
+#: ``render_view(scene, start_xyz, start_yaw_rad, goal_xyz, goal_yaw_rad, episode_id) ->
+#: {"rgb", "depth", "instance"}``: the goal view as the task renders it at reset (the body
+#: placed at the start, then drawn standing at the goal).
+RenderView = Callable[
+    [SceneSpec, tuple[float, float, float], float, tuple[float, float, float], float, str],
+    Mapping[str, np.ndarray],
+]
 
 
 def _r(v: float, nd: int = 4) -> float:
@@ -176,27 +182,22 @@ def generate_imagegoal_scene_episodes(
             if best is None:
                 continue
             _, start, goal, stats = best
-            goal_yaw = _goal_yaw(scene, spawns, rng, goal, floor_y, episode_id, render_view)
+            start_yaw = _start_yaw(scene, spawns, rng, start)
+            start_pose = ((_r(start[0]), _r(floor_y), _r(start[1])), start_yaw)
+            goal_yaw = _goal_yaw(
+                scene, spawns, rng, goal, floor_y, start_pose, episode_id, render_view
+            )
             if goal_yaw is not None:
-                accepted = (start, goal, stats, goal_yaw)
+                accepted = (start, goal, stats, start_yaw, goal_yaw)
                 break
         if accepted is None:
             raise ValueError(
                 f"scene {scene.scene_id!r}: no start/goal pair with a goal view passing the "
                 f"check after {_PAIR_DRAWS} draws (episode {episode_id})"
             )
-        start, goal, stats, goal_yaw = accepted
+        start, goal, stats, start_yaw, goal_yaw = accepted
         starts.append(start[:2])
         goals.append(goal[:2])
-        for _ in range(_START_YAW_DRAWS):
-            start_yaw = _r(float(rng.uniform(-math.pi, math.pi)))
-            if not spawns.faces_wall(start[0], start[1], start_yaw):
-                break
-        else:
-            raise ValueError(
-                f"scene {scene.scene_id!r}: every yaw drawn at ({start[0]:.2f}, {start[1]:.2f}) "
-                "faces a wall"
-            )
         episodes.append(
             ImageGoalEpisode(
                 episode_id=episode_id,
@@ -220,12 +221,27 @@ def generate_imagegoal_scene_episodes(
     return episodes
 
 
+def _start_yaw(
+    scene: SceneSpec, spawns: SpawnChecker, rng: np.random.Generator, start: tuple
+) -> float:
+    """A uniform start yaw that does not face a wall closer than 0.5 m."""
+    for _ in range(_START_YAW_DRAWS):
+        yaw = _r(float(rng.uniform(-math.pi, math.pi)))
+        if not spawns.faces_wall(start[0], start[1], yaw):
+            return yaw
+    raise ValueError(
+        f"scene {scene.scene_id!r}: every yaw drawn at ({start[0]:.2f}, {start[1]:.2f}) "
+        "faces a wall"
+    )
+
+
 def _goal_yaw(
     scene: SceneSpec,
     spawns: SpawnChecker,
     rng: np.random.Generator,
     goal: tuple[float, float, int, int],
     floor_y: float,
+    start_pose: tuple[tuple[float, float, float], float],
     episode_id: str,
     render_view: RenderView,
 ) -> float | None:
@@ -236,7 +252,7 @@ def _goal_yaw(
         yaw = _r(float(rng.uniform(-math.pi, math.pi)))
         if spawns.faces_wall(x, z, yaw):
             continue
-        view = render_view(scene, position, yaw, episode_id)
+        view = render_view(scene, start_pose[0], start_pose[1], position, yaw, episode_id)
         stats = goal_view_stats(view["rgb"], view["depth"], view.get("instance"), scene)
         if not goal_view_problems(stats, margin=GENERATOR_MARGIN):
             return yaw

@@ -10,16 +10,41 @@
 * **Path length**: the pelvis x/z position after every decision (the reset pose first),
   summed segment by segment; so the sway of a stride within one 0.5 s chunk does not
   count, the route between decisions does.
+
+The trackers of an image-goal ``metrics.json`` (task ``image_goal``, layout
+``humanclaw_image_goal_metrics_v1``): :class:`ImageGoalEpisodeMetric` (which episode, how it
+ended, steps), :class:`ImageGoalNavMetric` (success, SPL, distances, path) and the shared
+Coll. % and Motion Jerk trackers of the benchmark, all started from an
+:class:`ImageGoalStart`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
-__all__ = ["path_length_m", "spl", "stop_success"]
+from humanclaw_gym.episodes.schema import DIFFICULTY_LABELS
+from humanclaw_gym.metrics._checks import as_finite_float, as_id_set, as_int
+from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
+from humanclaw_gym.metrics.outcome import ENDED_BY
+from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, METRIC_RULES, check_rules
+from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, FrameRecord
+from humanclaw_gym.registry import register_tracker
+
+__all__ = [
+    "IMAGEGOAL_EPISODE_SPEC",
+    "IMAGEGOAL_NAV_SPEC",
+    "ImageGoalEpisodeMetric",
+    "ImageGoalNavMetric",
+    "ImageGoalStart",
+    "path_length_m",
+    "spl",
+    "stop_success",
+]
 
 
 def _finite(value: float, name: str, minimum: float = 0.0) -> float:
@@ -74,3 +99,242 @@ def spl(success: bool, shortest_m: float, path_m: float) -> float:
         raise ValueError(f"shortest_m must be > 0 m, got {shortest_m!r}")
     path = _finite(path_m, "path_m")
     return shortest / max(path, shortest) if success else 0.0
+
+
+# ---------------------------------------------------------------------------------------
+# trackers
+# ---------------------------------------------------------------------------------------
+def _xz(value: Any, name: str) -> tuple[float, float]:
+    pts = np.asarray(value, dtype=np.float64)
+    if pts.shape != (2,) or not np.all(np.isfinite(pts)):
+        raise ValueError(f"{name} must be 2 finite numbers (x, z) in metres, got {value!r}")
+    return float(pts[0]), float(pts[1])
+
+
+@dataclass(frozen=True, eq=False)
+class ImageGoalStart:
+    """What the image-goal trackers know when an episode starts (validated when made).
+
+    Attributes:
+        episode_id / scene_id: identifiers (non-empty).
+        start_xz / goal_xz: the start and goal positions on the floor plane, metres.
+        success_distance_m: the success radius, metres (> 0).
+        geodesic_distance_m: shortest route from the start to the goal, metres (> 0; the
+            SPL denominator).
+        difficulty: the episode's difficulty label, or None.
+        dynamic_ids / floor_height_m / initial_penetration_m / rules / floor_source /
+        rollout_index / object_handles / link_names: as in
+            :class:`~humanclaw_gym.metrics.tracker.EpisodeStart` (what the shared
+            Coll. % and Motion Jerk trackers read).
+    """
+
+    episode_id: str
+    scene_id: str
+    start_xz: tuple[float, float]
+    goal_xz: tuple[float, float]
+    success_distance_m: float
+    geodesic_distance_m: float
+    dynamic_ids: Sequence[int]
+    floor_height_m: float
+    initial_penetration_m: float
+    difficulty: str | None = None
+    rules: str = DEFAULT_METRIC_RULES
+    floor_source: str = "spawn_raycast"
+    rollout_index: int = 0
+    object_handles: Mapping[int, str] | None = None
+    link_names: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        def put(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        for name in ("episode_id", "scene_id"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        put("rules", check_rules(self.rules))
+        put("rollout_index", as_int(self.rollout_index, "rollout_index", 0))
+        put("start_xz", _xz(self.start_xz, "start_xz"))
+        put("goal_xz", _xz(self.goal_xz, "goal_xz"))
+        for name in ("success_distance_m", "geodesic_distance_m"):
+            value = as_finite_float(getattr(self, name), name)
+            if value <= 0.0:
+                raise ValueError(f"{name} must be > 0 m, got {getattr(self, name)!r}")
+            put(name, value)
+        if self.difficulty is not None and self.difficulty not in DIFFICULTY_LABELS:
+            raise ValueError(
+                f"difficulty must be one of {DIFFICULTY_LABELS} or None, got {self.difficulty!r}"
+            )
+        penetration = as_finite_float(self.initial_penetration_m, "initial_penetration_m")
+        if penetration < 0:
+            raise ValueError(f"initial_penetration_m must be >= 0, got {penetration!r}")
+        put("initial_penetration_m", penetration)
+        put("dynamic_ids", tuple(sorted(as_id_set(self.dynamic_ids, "dynamic_ids"))))
+        put("floor_height_m", as_finite_float(self.floor_height_m, "floor_height_m"))
+        if self.link_names is not None:
+            put("link_names", tuple(self.link_names))
+
+
+#: Which image-goal episode, scored how, how it ended.
+IMAGEGOAL_EPISODE_SPEC = MetricSpec(
+    name="imagegoal_episode",
+    fields=(
+        MetricField("task", "str", "the task scored", choices=("image_goal",)),
+        MetricField("rules", "str", "metric rules of the shared trackers", choices=METRIC_RULES),
+        MetricField("episode_id", "str", "the episode"),
+        MetricField("scene_id", "str", "its scene"),
+        MetricField(
+            "rollout_index",
+            "int",
+            "earlier rollouts of this episode in the same output",
+            minimum=0,
+        ),
+        MetricField(
+            "difficulty",
+            "str",
+            "difficulty label of the route",
+            choices=DIFFICULTY_LABELS,
+            nullable=True,
+            aggregate="breakdown (null: unlabelled)",
+        ),
+        MetricField("ended_by", "str", "how the episode ended", choices=ENDED_BY),
+        MetricField("active_stop", "bool", "the policy chose Stop (ended_by is stop)"),
+        MetricField(
+            "steps",
+            "int",
+            "decision steps including the Stop",
+            unit="steps",
+            minimum=0,
+            aggregate="avg steps: mean over episodes",
+        ),
+    ),
+    columns=(Column("avg steps", "avg_steps", "main", ".1f", Reduce("mean", "steps"), 7),),
+)
+
+
+@register_tracker("imagegoal_episode", description="image-goal episode identity and outcome")
+class ImageGoalEpisodeMetric:
+    """Tracker of the image-goal episode's identity and outcome
+    (:data:`IMAGEGOAL_EPISODE_SPEC`)."""
+
+    spec: ClassVar[MetricSpec] = IMAGEGOAL_EPISODE_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset()
+    thresholds: ClassVar[dict[str, float | int]] = {}
+
+    def on_reset(self, start: ImageGoalStart) -> None:
+        self._start = start
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        pass
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        pass
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        start = self._start
+        return {
+            "task": "image_goal",
+            "rules": start.rules,
+            "episode_id": start.episode_id,
+            "scene_id": start.scene_id,
+            "rollout_index": start.rollout_index,
+            "difficulty": start.difficulty,
+            "ended_by": end.ended_by,
+            "active_stop": end.active_stop,
+            "steps": end.steps,
+        }
+
+
+#: Success, SPL and the distances behind them.
+IMAGEGOAL_NAV_SPEC = MetricSpec(
+    name="imagegoal_nav",
+    fields=(
+        MetricField(
+            "success",
+            "bool",
+            "stopped with the pelvis within success_distance_m of the goal (x/z)",
+            aggregate="SR: share of episodes, percent",
+        ),
+        MetricField(
+            "spl",
+            "number",
+            "success weighted by path length, S * l / max(p, l)",
+            minimum=0.0,
+            maximum=1.0,
+            aggregate="SPL: mean over episodes, percent",
+        ),
+        MetricField(
+            "distance_to_goal_m",
+            "number",
+            "pelvis to goal position at the end, floor plane",
+            unit="m",
+            minimum=0.0,
+            aggregate="mean over episodes",
+        ),
+        MetricField("success_distance_m", "number", "the success radius", unit="m", minimum=0.0),
+        MetricField(
+            "geodesic_distance_m",
+            "number",
+            "shortest route from the start to the goal on the navigation grid (l)",
+            unit="m",
+            minimum=0.0,
+        ),
+        MetricField(
+            "path_length_m",
+            "number",
+            "pelvis path, x/z positions after every decision (p)",
+            unit="m",
+            minimum=0.0,
+            aggregate="mean over episodes",
+        ),
+    ),
+    columns=(
+        Column("SR", "sr_pct", "main", ".1f", Reduce("share", "success", scale=100.0), 1),
+        Column("SPL", "spl_pct", "main", ".1f", Reduce("mean", "spl", scale=100.0), 2),
+        Column(
+            "dist. to goal (m)",
+            "distance_to_goal_m",
+            "main",
+            ".2f",
+            Reduce("mean", "distance_to_goal_m"),
+            3,
+        ),
+    ),
+)
+
+
+@register_tracker("imagegoal_nav", description="image-goal success, SPL, distances, path")
+class ImageGoalNavMetric:
+    """Tracker of image-goal success and SPL (:data:`IMAGEGOAL_NAV_SPEC`): the pelvis x/z
+    after every motion decision (the last realized frame of its chunk) makes the path; the
+    last one is the final position."""
+
+    spec: ClassVar[MetricSpec] = IMAGEGOAL_NAV_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset()
+    thresholds: ClassVar[dict[str, float | int]] = {}
+
+    def on_reset(self, start: ImageGoalStart) -> None:
+        self._start = start
+        self._points: list[tuple[float, float]] = [start.start_xz]
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        pass
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        if frame.last_in_chunk:
+            self._points.append((float(frame.realized[0]), float(frame.realized[2])))
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        start = self._start
+        path = path_length_m(self._points)
+        success, distance = stop_success(
+            end.active_stop, self._points[-1], start.goal_xz, start.success_distance_m
+        )
+        return {
+            "success": success,
+            "spl": spl(success, start.geodesic_distance_m, path),
+            "distance_to_goal_m": distance,
+            "success_distance_m": start.success_distance_m,
+            "geodesic_distance_m": start.geodesic_distance_m,
+            "path_length_m": path,
+        }

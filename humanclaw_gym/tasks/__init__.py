@@ -30,6 +30,8 @@ __all__ = [
     "RESET_OPTIONS",
     "BaseTask",
     "FindNavInteractTask",
+    "IMAGE_GOAL_TASK",
+    "ImageGoalTask",
     "Task",
     "TaskSimulation",
     "TaskSpec",
@@ -47,6 +49,13 @@ register_task(
     DEFAULT_TASK,
     "humanclaw_gym.tasks.find_nav_interact:FindNavInteractTask",
     description="the HumanClaw benchmark: find an object, walk to it, sit on seats",
+)
+#: The image-goal navigation task (``HumanClawImageGoal-v0``).
+IMAGE_GOAL_TASK = "image_goal"
+register_task(
+    IMAGE_GOAL_TASK,
+    "humanclaw_gym.tasks.image_goal:ImageGoalTask",
+    description="image-goal navigation: walk to where a goal picture was taken",
 )
 
 
@@ -131,4 +140,8 @@ def __getattr__(name: str) -> Any:
         from humanclaw_gym.tasks.find_nav_interact import FindNavInteractTask
 
         return FindNavInteractTask
+    if name == "ImageGoalTask":
+        from humanclaw_gym.tasks.image_goal import ImageGoalTask
+
+        return ImageGoalTask
     raise AttributeError(name)
