@@ -485,3 +485,80 @@ def test_env_refuses_what_the_task_cannot_take():
         gym.make("HumanClawImageGoal-v0", task="find_nav_interact")
     with pytest.raises(EpisodeFormatError, match="unknown image-goal split 'val100x'"):
         gym.make("HumanClawImageGoal-v0", split="val100x")
+
+
+# ---- the trackers on crafted trajectories -------------------------------------------------
+
+
+def _start(**changes):
+    from humanclaw_gym.metrics.imagegoal import ImageGoalStart
+
+    fields = dict(
+        episode_id="ig_test_000",
+        scene_id="hc_val_003",
+        start_xz=(0.0, 0.0),
+        goal_xz=(3.0, 0.0),
+        success_distance_m=1.0,
+        geodesic_distance_m=3.0,
+        dynamic_ids=(),
+        floor_height_m=0.0,
+        initial_penetration_m=0.0,
+        difficulty="easy",
+    )
+    fields.update(changes)
+    return ImageGoalStart(**fields)
+
+
+def _score(path_xz, ended_by: str, start=None) -> dict:
+    """The nav tracker's fields for a body whose pelvis is at ``path_xz[k]`` after motion
+    decision ``k`` (15 frames each; only the last frame of a chunk is a path point)."""
+    from humanclaw_gym.metrics.imagegoal import ImageGoalNavMetric
+    from humanclaw_gym.metrics.tracker import EpisodeEnd, FrameRecord
+    from humanclaw_gym.physics.types import CONTACT_DTYPE
+    from humanclaw_gym.skills import Skill
+
+    tracker = ImageGoalNavMetric()
+    tracker.on_reset(start or _start())
+    for step, (x, z) in enumerate(path_xz):
+        for i in range(15):
+            realized = np.zeros(75)
+            # mid-chunk frames sway 0.3 m sideways: they must not count
+            realized[[0, 1, 2]] = (x, 0.9, z) if i == 14 else (x + 0.3, 0.9, z + 0.3)
+            tracker.on_frame(
+                FrameRecord(
+                    step, Skill.WALK, i, i == 14, realized, realized,
+                    np.zeros(0, CONTACT_DTYPE), (), np.zeros((0, 3)),
+                )
+            )  # fmt: skip
+    steps = len(path_xz) + (ended_by == "stop")
+    return tracker.summary(EpisodeEnd(ended_by, steps, np.zeros((1, 3))))
+
+
+def test_nav_tracker_scores_success_and_spl_of_crafted_paths():
+    straight = _score([(1.0, 0.0), (2.0, 0.0), (2.5, 0.0)], "stop")
+    assert straight["success"] is True
+    assert straight["distance_to_goal_m"] == pytest.approx(0.5)
+    assert straight["path_length_m"] == pytest.approx(2.5)
+    assert straight["spl"] == pytest.approx(1.0)  # stopped short inside the radius
+    detour = _score([(0.0, 2.0), (3.0, 2.0), (3.0, 0.5)], "stop")
+    assert detour["success"] is True
+    assert detour["path_length_m"] == pytest.approx(2.0 + 3.0 + 1.5)
+    assert detour["spl"] == pytest.approx(3.0 / 6.5)
+    short = _score([(1.0, 0.0), (1.9, 0.0)], "stop")
+    assert short["success"] is False and short["spl"] == 0.0
+    assert short["distance_to_goal_m"] == pytest.approx(1.1)
+    cut = _score([(1.0, 0.0), (3.0, 0.0)], "truncated")  # at the goal, but never stopped
+    assert cut["success"] is False and cut["spl"] == 0.0
+    still = _score([], "stop")  # Stop at the start
+    assert still["path_length_m"] == 0.0 and still["distance_to_goal_m"] == pytest.approx(3.0)
+    assert still["success"] is False
+    assert still["geodesic_distance_m"] == 3.0 and still["success_distance_m"] == 1.0
+
+
+def test_start_record_refuses_bad_values():
+    with pytest.raises(ValueError, match="geodesic_distance_m must be > 0"):
+        _start(geodesic_distance_m=0.0)
+    with pytest.raises(ValueError, match="goal_xz"):
+        _start(goal_xz=(1.0, float("inf")))
+    with pytest.raises(ValueError, match="difficulty"):
+        _start(difficulty="trivial")
