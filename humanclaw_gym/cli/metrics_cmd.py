@@ -1,6 +1,8 @@
 """``humanclaw metrics DIR``: print the paper tables of every metrics.json under DIR.
 
-Reads our layout and the reference release's (mixed directories too). Read-only by default;
+Reads our layout and the reference release's (mixed directories too), and the layout of
+any registered task (``--task module:Class`` imports a task that is neither built in nor
+an installed entry point, so that its layout is known). Read-only by default;
 ``--write-json`` also writes ``DIR/metrics_summary.json`` and ``--export OUT`` writes every
 episode's metrics.json into ``OUT`` in the layout chosen by ``--format``. Loads no
 simulator, renderer or policy.
@@ -56,6 +58,7 @@ def run_metrics(
     write_json: bool = False,
     export: Path | None = None,
     plot: Path | None = None,
+    task: str | None = None,
 ) -> int:
     """Aggregate every metrics.json under DIR (any depth, our or the reference layout).
 
@@ -69,11 +72,29 @@ def run_metrics(
         write_json: also write DIR/metrics_summary.json (atomically).
         export: also write every episode's metrics.json below this directory in --format.
         plot: also draw success by category and difficulty into this image (needs matplotlib).
+        task: a task whose metrics layout is not known otherwise (module:Class of a task
+            that is neither built in nor an installed entry point; imported first).
     """
+    if task is not None:
+        from humanclaw_gym.tasks import UnknownTaskError, resolve_task
+
+        try:
+            resolve_task(task)
+        except UnknownTaskError as exc:
+            print(f"humanclaw metrics: --task: {exc}", file=sys.stderr)
+            return 2
     try:
         rows, names = read_metric_files(directory)
         summary = aggregate(rows, rules=rules, names=names)
         summary["source"] = {"root": str(directory), "files": len(names)}
+        if "task" in summary and (format == "upstream" or export is not None or plot is not None):
+            print(
+                f"humanclaw metrics: the metrics are of task {summary['task']!r}: --format "
+                "upstream, --export and --plot are for the benchmark's find_nav_interact "
+                "metrics only",
+                file=sys.stderr,
+            )
+            return 1
         shown = summary_to_reference_layout(summary) if format == "upstream" else summary
     except FileNotFoundError as exc:
         print(f"humanclaw metrics: {exc}", file=sys.stderr)

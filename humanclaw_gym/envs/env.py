@@ -168,8 +168,8 @@ class HumanClawEnv(gym.Env):
             backend, backend_fields = self.run_profile.backend, {}
         config = _backend_config(backend, backend_fields)
         template = resolve_instruction_template(instruction_template)
-        if sensors is not None and (obs_size is not None or obs_mode is not None):
-            raise ValueError("give either sensors= or the obs_size=/obs_mode= shorthands, not both")
+        if sensors is not None and obs_mode is not None:
+            raise ValueError("give either sensors= or the obs_mode= shorthand, not both")
         size = EGO_SIZE_PX if obs_size is None else obs_size
         if sensors is None:
             sensors = sensors_for("rgb" if obs_mode is None else obs_mode, size)
@@ -177,6 +177,15 @@ class HumanClawEnv(gym.Env):
             raise ValueError(
                 f"sensors must be a list of sensors or registered sensor names, got {sensors!r}"
             )
+        elif obs_size is not None:
+            sensors_for("rgb", obs_size)  # the same range check as the shorthand's
+            for i, sensor in enumerate(sensors):
+                if not isinstance(sensor, str):
+                    raise ValueError(
+                        f"obs_size= sizes the sensors given by name (and the task's); "
+                        f"sensors[{i}] is a {type(sensor).__name__} instance: give it its "
+                        "size itself, not both"
+                    )
         chosen = [make_sensor(s, size) for s in sensors]
         given = {getattr(s, "uuid", None) for s in chosen}
         added = [make_sensor(name, size) for name in spec.sensors]

@@ -179,8 +179,8 @@ class TaskSimulation(Protocol):
 class Task(Protocol):
     """The hooks the env calls (see the module docstring for their order).
 
-    :class:`BaseTask` implements all but the episode loading, the metric start and the
-    evaluation; subclass it.
+    :class:`BaseTask` implements all but the episode loading and the evaluation; subclass
+    it.
     """
 
     spec: ClassVar[TaskSpec]
@@ -231,9 +231,9 @@ class Task(Protocol):
 
 class BaseTask:
     """The common part of every task: episode order, episode start, step clock and limit,
-    the Stop ending, ``info`` and the public state. Subclasses declare ``spec`` and
-    implement :meth:`load_episodes`, :meth:`select_episodes`, :meth:`metric_start` and
-    :meth:`evaluate`; every other hook may be overridden.
+    the Stop ending, ``info``, the public state and the metric start. Subclasses declare
+    ``spec`` and implement :meth:`load_episodes` and :meth:`evaluate`; every other hook may
+    be overridden.
 
     Args:
         episodes: the episodes this env may play (all shards).
@@ -430,5 +430,8 @@ class BaseTask:
     def metric_start(self, facts: Any) -> Any:
         """The record the task's trackers start an episode from (their ``on_reset``
         argument), made from the metrics wrapper's
-        :class:`~humanclaw_gym.metrics.tracker.EpisodeFacts` of the current episode."""
-        raise NotImplementedError(f"{type(self).__qualname__} does not implement metric_start")
+        :class:`~humanclaw_gym.metrics.tracker.EpisodeFacts` of the current episode.
+        By default the facts themselves (all the shared trackers read: ``outcome``,
+        ``collision``, ``disturbance``, ``jerk``, ``motion_anomaly``, ``usage``; a
+        task's own tracker reads the episode record from ``facts.episode``)."""
+        return facts

@@ -6,8 +6,8 @@ templates) and its order, resolving an episode's goals against the loaded scene,
 decision-step clock and its limit, the public ``info`` (the instruction, the target
 category) and the ending rule (Stop ends the episode as an active stop and executes no
 motion; the step limit truncates it). It is scored by the paper's metric trackers
-(:data:`FIND_NAV_INTERACT_TRACKERS`, the order of the paper's table and of metrics.json)
-and knows nothing of physics, rendering, observers or Gymnasium spaces.
+(:data:`FIND_NAV_INTERACT_TRACKERS`, the order of the paper's table and of metrics.json:
+those of :data:`humanclaw_gym.metrics.trackers.TRACKERS`) and knows nothing of physics, rendering, observers or Gymnasium spaces.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 
 from humanclaw_gym.episodes.instructions import apply_instruction_template
 from humanclaw_gym.episodes.resolve import resolve_episode
+from humanclaw_gym.metrics.trackers import benchmark_tracker_names
 from humanclaw_gym.tasks.base import BaseTask, TaskSimulation, TaskSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,18 +32,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["FIND_NAV_INTERACT_TRACKERS", "FindNavInteractTask", "load_episodes"]
 
-#: The trackers of the benchmark's metrics.json, in the order of the paper's table.
-FIND_NAV_INTERACT_TRACKERS: tuple[str, ...] = (
-    "episode",
-    "find",
-    "nav",
-    "interact",
-    "collision",
-    "disturbance",
-    "jerk",
-    "motion_anomaly",
-    "usage",
-)
+#: The trackers of the benchmark's metrics.json, in the order of the paper's table (the
+#: registered names of :data:`humanclaw_gym.metrics.trackers.TRACKERS`).
+FIND_NAV_INTERACT_TRACKERS: tuple[str, ...] = benchmark_tracker_names()
 
 
 def load_episodes(
