@@ -12,10 +12,10 @@
   count, the route between decisions does.
 
 The trackers of an image-goal ``metrics.json`` (task ``image_goal``, layout
-``humanclaw_image_goal_metrics_v1``): :class:`ImageGoalEpisodeMetric` (which episode, how it
-ended, steps), :class:`ImageGoalNavMetric` (success, SPL, distances, path) and the shared
-Coll. % and Motion Jerk trackers of the benchmark, all started from an
-:class:`ImageGoalStart`.
+``humanclaw_image_goal_metrics_v1``): the shared ``outcome`` (which episode, how it ended,
+steps), :class:`ImageGoalNavMetric` (``imagegoal_nav``: success, SPL, distances, path, the
+route's difficulty) and the benchmark's Coll. % and Motion Jerk trackers, all started from
+an :class:`ImageGoalStart`.
 """
 
 from __future__ import annotations
@@ -30,15 +30,12 @@ import numpy as np
 from humanclaw_gym.episodes.schema import DIFFICULTY_LABELS
 from humanclaw_gym.metrics._checks import as_finite_float, as_id_set, as_int
 from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
-from humanclaw_gym.metrics.outcome import ENDED_BY
-from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, METRIC_RULES, check_rules
+from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
 from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, FrameRecord
 from humanclaw_gym.registry import register_tracker
 
 __all__ = [
-    "IMAGEGOAL_EPISODE_SPEC",
     "IMAGEGOAL_NAV_SPEC",
-    "ImageGoalEpisodeMetric",
     "ImageGoalNavMetric",
     "ImageGoalStart",
     "path_length_m",
@@ -175,76 +172,6 @@ class ImageGoalStart:
             put("link_names", tuple(self.link_names))
 
 
-#: Which image-goal episode, scored how, how it ended.
-IMAGEGOAL_EPISODE_SPEC = MetricSpec(
-    name="imagegoal_episode",
-    fields=(
-        MetricField("task", "str", "the task scored", choices=("image_goal",)),
-        MetricField("rules", "str", "metric rules of the shared trackers", choices=METRIC_RULES),
-        MetricField("episode_id", "str", "the episode"),
-        MetricField("scene_id", "str", "its scene"),
-        MetricField(
-            "rollout_index",
-            "int",
-            "earlier rollouts of this episode in the same output",
-            minimum=0,
-        ),
-        MetricField(
-            "difficulty",
-            "str",
-            "difficulty label of the route",
-            choices=DIFFICULTY_LABELS,
-            nullable=True,
-            aggregate="breakdown (null: unlabelled)",
-        ),
-        MetricField("ended_by", "str", "how the episode ended", choices=ENDED_BY),
-        MetricField("active_stop", "bool", "the policy chose Stop (ended_by is stop)"),
-        MetricField(
-            "steps",
-            "int",
-            "decision steps including the Stop",
-            unit="steps",
-            minimum=0,
-            aggregate="avg steps: mean over episodes",
-        ),
-    ),
-    columns=(Column("avg steps", "avg_steps", "main", ".1f", Reduce("mean", "steps"), 7),),
-)
-
-
-@register_tracker("imagegoal_episode", description="image-goal episode identity and outcome")
-class ImageGoalEpisodeMetric:
-    """Tracker of the image-goal episode's identity and outcome
-    (:data:`IMAGEGOAL_EPISODE_SPEC`)."""
-
-    spec: ClassVar[MetricSpec] = IMAGEGOAL_EPISODE_SPEC
-    needs: ClassVar[frozenset[str]] = frozenset()
-    thresholds: ClassVar[dict[str, float | int]] = {}
-
-    def on_reset(self, start: ImageGoalStart) -> None:
-        self._start = start
-
-    def on_decision(self, decision: DecisionRecord) -> None:
-        pass
-
-    def on_frame(self, frame: FrameRecord) -> None:
-        pass
-
-    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
-        start = self._start
-        return {
-            "task": "image_goal",
-            "rules": start.rules,
-            "episode_id": start.episode_id,
-            "scene_id": start.scene_id,
-            "rollout_index": start.rollout_index,
-            "difficulty": start.difficulty,
-            "ended_by": end.ended_by,
-            "active_stop": end.active_stop,
-            "steps": end.steps,
-        }
-
-
 #: Success, SPL and the distances behind them.
 IMAGEGOAL_NAV_SPEC = MetricSpec(
     name="imagegoal_nav",
@@ -286,6 +213,13 @@ IMAGEGOAL_NAV_SPEC = MetricSpec(
             unit="m",
             minimum=0.0,
             aggregate="mean over episodes",
+        ),
+        MetricField(
+            "difficulty",
+            "str",
+            "difficulty label of the route",
+            choices=DIFFICULTY_LABELS,
+            nullable=True,
         ),
     ),
     columns=(
@@ -337,4 +271,5 @@ class ImageGoalNavMetric:
             "success_distance_m": start.success_distance_m,
             "geodesic_distance_m": start.geodesic_distance_m,
             "path_length_m": path,
+            "difficulty": start.difficulty,
         }
