@@ -562,3 +562,65 @@ def test_start_record_refuses_bad_values():
         _start(goal_xz=(1.0, float("inf")))
     with pytest.raises(ValueError, match="difficulty"):
         _start(difficulty="trivial")
+
+
+def test_humanclaw_run_psv_on_image_goal_against_a_loopback_server(tmp_path: Path):
+    """``humanclaw run --task image_goal --agent psv``: every planner call carries the
+    image-goal prompt and both pictures (the current view, then the episode's goal
+    picture); the run's metrics count the tokens and the table prints."""
+    pytest.importorskip("openai")
+    import os
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from chat_server import USAGE, ChatServer, prompt_text
+
+    def reply(body):
+        if "You check one proposed action" in prompt_text(body):
+            return json.dumps({"verdict": "accept", "reason": "clear", "final_action_id": 0})
+        return _planner_reply(0, "Walk<forward><slow>")
+
+    steps = 2
+    with ChatServer(reply) as server:
+        config = tmp_path / "model.json"
+        config.write_text(
+            json.dumps(
+                {
+                    "backend": "openai_compatible",
+                    "model": "loopback-vlm",
+                    "base_url": server.url + "/v1",
+                    "api_key_env": "HUMANCLAW_LOOPBACK_KEY",
+                    "max_tokens": 256,
+                    "timeout_s": 30,
+                }
+            )
+        )
+        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+        env.update({"HUMANCLAW_LOOPBACK_KEY": "k", "NO_PROXY": "127.0.0.1,localhost"})
+        out = tmp_path / "run"
+        cmd = [
+            sys.executable, "-m", "humanclaw_gym", "run", "--task", "image_goal",
+            "--episodes", "imagegoal_val100", "--limit", "1", "--agent", "psv",
+            "--model-config", str(config), "--max-steps", str(steps), "--metrics",
+            "--output", str(out),
+        ]  # fmt: skip
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        bodies = [r["body"] for r in server.requests]
+    assert "completed 1, skipped 0, failed 0" in proc.stdout
+    assert "Main table (task image_goal" in proc.stdout and "SPL" in proc.stdout
+    planners = [b for b in bodies if "You check one proposed action" not in prompt_text(b)]
+    assert len(planners) == steps and len(bodies) == 2 * steps  # planner + walk verifier
+    (rollout,) = {p.parent for p in out.rglob("goal_rgb.png")}
+    from PIL import Image
+
+    goal = np.asarray(Image.open(rollout / "goal_rgb.png").convert("RGB"))
+    for body in planners:
+        assert "goal picture" in prompt_text(body)
+        current, shown_goal = _decode_images(body)
+        assert np.array_equal(shown_goal, goal) and not np.array_equal(current, goal)
+    metrics = json.loads((rollout / "metrics.json").read_text())
+    assert metrics["schema"].startswith("humanclaw_image_goal_metrics_v")
+    assert metrics["tokens"]["input_tokens"] == USAGE["prompt_tokens"] * 2 * steps
+    assert (metrics["ended_by"], metrics["success"], metrics["spl"]) == ("truncated", False, 0.0)

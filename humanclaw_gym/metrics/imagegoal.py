@@ -12,10 +12,11 @@
   count, the route between decisions does.
 
 The trackers of an image-goal ``metrics.json`` (task ``image_goal``, layout
-``humanclaw_image_goal_metrics_v1``): the shared ``outcome`` (which episode, how it ended,
-steps), :class:`ImageGoalNavMetric` (``imagegoal_nav``: success, SPL, distances, path, the
-route's difficulty) and the benchmark's Coll. % and Motion Jerk trackers, all started from
-an :class:`ImageGoalStart`.
+``humanclaw_image_goal_metrics_v<N>``, ``N`` the highest ``since`` of its fields: 2, as the
+shared trackers' fields come from the benchmark's second layout): the shared ``outcome``
+(which episode, how it ended, steps), :class:`ImageGoalNavMetric` (``imagegoal_nav``:
+success, SPL, distances, path, the route's difficulty) and the benchmark's Coll. %, Motion
+Jerk and token-usage trackers, all started from an :class:`ImageGoalStart`.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["IMAGE_GOAL_TRACKERS", "GoalImageSensor", "GoalView", "ImageGoalTask"]
 
 #: The trackers of an image-goal metrics.json, in file order.
-IMAGE_GOAL_TRACKERS: tuple[str, ...] = ("outcome", "imagegoal_nav", "collision", "jerk")
+IMAGE_GOAL_TRACKERS: tuple[str, ...] = ("outcome", "imagegoal_nav", "collision", "jerk", "usage")
 
 
 class GoalView:
