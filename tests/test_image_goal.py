@@ -624,3 +624,27 @@ def test_humanclaw_run_psv_on_image_goal_against_a_loopback_server(tmp_path: Pat
     assert metrics["schema"].startswith("humanclaw_image_goal_metrics_v")
     assert metrics["tokens"]["input_tokens"] == USAGE["prompt_tokens"] * 2 * steps
     assert (metrics["ended_by"], metrics["success"], metrics["spl"]) == ("truncated", False, 0.0)
+
+
+def test_run_selections_and_a_wrong_split_on_the_command_line(tmp_path: Path, split):
+    import subprocess
+    import sys
+
+    from humanclaw_gym.tasks import resolve_task
+
+    task = resolve_task("image_goal")
+    assert task.select_episodes("one") == [(SPLIT, split[0])]
+    assert [ep for _, ep in task.select_episodes(SPLIT)] == split
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable, "-m", "humanclaw_gym", "run", "--task", "image_goal",
+        "--episodes", "val100", "--agent", "random", "--output", str(out),
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .startswith("humanclaw run: error: unknown image-goal split 'val100'")
+    )
+    assert not out.exists()

@@ -166,6 +166,14 @@ class ImageGoalTask(BaseTask):
         return chosen
 
     @classmethod
+    def select_episodes(cls, selection: str) -> list[tuple[str, Any]]:
+        """A ``humanclaw run --episodes`` selection: ``one`` (the first episode of
+        ``imagegoal_val100``), a split name or a split directory."""
+        split = cls.spec.default_split if selection == "one" else selection
+        chosen = cls.load_episodes(split)
+        return [(split, ep) for ep in (chosen[:1] if selection == "one" else chosen)]
+
+    @classmethod
     def episode_label(cls, episode: Any) -> str:
         return "imagegoal"
 
