@@ -648,3 +648,19 @@ def test_run_selections_and_a_wrong_split_on_the_command_line(tmp_path: Path, sp
         .startswith("humanclaw run: error: unknown image-goal split 'val100'")
     )
     assert not out.exists()
+
+
+def test_vector_env_of_the_task(split):
+    import gymnasium as gym
+
+    envs = gym.make_vec("HumanClawImageGoal-v0", num_envs=2, obs_size=32, max_steps=2)
+    try:
+        obs, infos = envs.reset(seed=0)
+        assert obs["rgb"].shape == obs["goal_rgb"].shape == (2, 32, 32, 3)
+        played = set(infos["episode_id"])
+        assert len(played) == 2 and played <= {e.episode_id for e in split}
+        obs2, _, terminated, truncated, _ = envs.step(["Turn<left><30>", "Stop"])
+        assert list(terminated) == [False, True] and not truncated.any()
+        assert np.array_equal(obs2["goal_rgb"][0], obs["goal_rgb"][0])
+    finally:
+        envs.close()
