@@ -130,8 +130,8 @@ def test_the_task_runs_in_every_vector_env(pointnav, mode):
         envs.close()
 
 
-def _humanclaw(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(ROOT)])}
+def _humanclaw(root: Path, *args: str, path: tuple[Path, ...] = ()) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (root, *path, ROOT)))}
     return subprocess.run(
         [sys.executable, "-m", "humanclaw_gym", *args],
         cwd=root,
@@ -184,6 +184,26 @@ def test_the_task_runs_through_humanclaw_run_with_metrics_and_resume(pointnav, p
     assert f"task {spec.id}" in table.stdout and suite.columns("main")[0].label in table.stdout
     unknown_layout = _humanclaw(package, "metrics", str(out))
     assert unknown_layout.returncode == 1 and suite.schema in unknown_layout.stderr
+
+    # 2. of the recipe: an installed package's entry point names the task
+    installed = package / "site"
+    dist = installed / "mytasks-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mytasks\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        f"[humanclaw_gym.tasks]\npointnav_installed = {_TASK_PATH}\n"
+    )
+    by_entry_point = _humanclaw(package, "metrics", str(out), path=(installed,))
+    assert by_entry_point.returncode == 0, by_entry_point.stderr
+    assert f"task {spec.id}" in by_entry_point.stdout
+    rollout = _humanclaw(
+        package,
+        *("rollout", "--task", "pointnav_installed", "--agent", "random", "--max-steps", "2"),
+        *("--output", str(package / "rollout")),
+        path=(installed,),
+    )
+    assert rollout.returncode == 0, rollout.stderr[-3000:]
+    assert any((package / "rollout").rglob("metrics.json"))
 
 
 @pytest.mark.slow
