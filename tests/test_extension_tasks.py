@@ -4,8 +4,10 @@ as written there, from a package outside ``humanclaw_gym``.
 The code blocks marked ``worked-example: PATH`` are written to ``PATH`` under a temporary
 directory put on ``sys.path`` (and on ``PYTHONPATH`` for the processes a run starts); then
 the task runs through ``gym.make``, the vector envs (sync, async, batched), ``humanclaw run
---task module:Class --metrics`` (a subprocess), ``--resume``, ``humanclaw metrics`` and (slow)
-the Ray executor, and the sensors through ``gym.make`` by their registered names.
+--task module:Class --metrics --video`` (a subprocess: metrics, videos, trajectories),
+``--resume``, ``humanclaw metrics``, an installed entry point (``humanclaw rollout --task
+NAME``) and (slow) the Ray executor, and the sensors through ``gym.make`` by their
+registered names.
 """
 
 from __future__ import annotations
@@ -146,7 +148,7 @@ def test_the_task_runs_through_humanclaw_run_with_metrics_and_resume(pointnav, p
     out = package / "run"
     limit = 2
     args = ["run", "--task", _TASK_PATH, "--agent", "random", "--max-steps", "3", "--metrics"]
-    args += ["--limit", str(limit), "--quiet", "--output", str(out)]
+    args += ["--video", "--limit", str(limit), "--quiet", "--output", str(out)]
     done = _humanclaw(package, *args)
     assert done.returncode == 0, done.stderr[-3000:]
     spec = pointnav.PointNavTask.spec
@@ -163,6 +165,7 @@ def test_the_task_runs_through_humanclaw_run_with_metrics_and_resume(pointnav, p
         manifest = json.loads((folder / "replay_manifest.json").read_text())
         assert result["task"] == manifest["task"] == spec.record()
         assert (folder / "final_ego.png").is_file()
+        assert (folder / "ego.mp4").stat().st_size > 0 and (folder / "exo.mp4").stat().st_size > 0
     fingerprint = json.loads((out / "run_fingerprint.json").read_text())
     assert fingerprint["settings"]["task"] == spec.record()
     summary = json.loads((out / "metrics_summary.json").read_text())
