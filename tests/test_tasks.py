@@ -419,3 +419,32 @@ def test_replay_manifests_record_the_task(tmp_path):
     (tmp_path / "b" / "replay_manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ReplayBundleError, match="field 'task'"):
         load_bundle(tmp_path / "b")
+
+
+# -- properties of every registered task -----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", task_names())
+def test_every_registered_task_passes_the_env_checker_and_repeats_bit_for_bit(name):
+    from gymnasium.utils.env_checker import check_env
+
+    def run() -> list:
+        env = gym.make(GENERIC_ID, task=name, obs_size=32, max_steps=4)
+        try:
+            obs, info = env.reset(seed=3)
+            out = [(obs, info)]
+            for action in ("Walk<forward><normal>", "Turn<right><25>", "Walk<forward><slow>"):
+                out.append(env.step(action))
+            check_env(env.unwrapped, skip_render_check=True)
+            return out
+        finally:
+            env.close()
+
+    first, second = run(), run()
+    for a, b in zip(first, second, strict=True):
+        obs_a, obs_b = a[0], b[0]
+        if isinstance(obs_a, dict):
+            assert all(np.array_equal(obs_a[k], obs_b[k]) for k in obs_a)
+        else:
+            assert np.array_equal(obs_a, obs_b)
+        assert a[1:] == b[1:]
