@@ -4,8 +4,10 @@ as written there, from a package outside ``humanclaw_gym``.
 The code blocks marked ``worked-example: PATH`` are written to ``PATH`` under a temporary
 directory put on ``sys.path`` (and on ``PYTHONPATH`` for the processes a run starts); then
 the task runs through ``gym.make``, the vector envs (sync, async, batched), ``humanclaw run
---task module:Class --metrics`` (a subprocess), ``--resume``, ``humanclaw metrics`` and (slow)
-the Ray executor, and the sensors through ``gym.make`` by their registered names.
+--task module:Class --metrics --video`` (a subprocess: metrics, videos, trajectories),
+``--resume``, ``humanclaw metrics``, an installed entry point (``humanclaw rollout --task
+NAME``) and (slow) the Ray executor, and the sensors through ``gym.make`` by their
+registered names.
 """
 
 from __future__ import annotations
@@ -130,8 +132,8 @@ def test_the_task_runs_in_every_vector_env(pointnav, mode):
         envs.close()
 
 
-def _humanclaw(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(ROOT)])}
+def _humanclaw(root: Path, *args: str, path: tuple[Path, ...] = ()) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (root, *path, ROOT)))}
     return subprocess.run(
         [sys.executable, "-m", "humanclaw_gym", *args],
         cwd=root,
@@ -146,7 +148,7 @@ def test_the_task_runs_through_humanclaw_run_with_metrics_and_resume(pointnav, p
     out = package / "run"
     limit = 2
     args = ["run", "--task", _TASK_PATH, "--agent", "random", "--max-steps", "3", "--metrics"]
-    args += ["--limit", str(limit), "--quiet", "--output", str(out)]
+    args += ["--video", "--limit", str(limit), "--quiet", "--output", str(out)]
     done = _humanclaw(package, *args)
     assert done.returncode == 0, done.stderr[-3000:]
     spec = pointnav.PointNavTask.spec
@@ -163,6 +165,7 @@ def test_the_task_runs_through_humanclaw_run_with_metrics_and_resume(pointnav, p
         manifest = json.loads((folder / "replay_manifest.json").read_text())
         assert result["task"] == manifest["task"] == spec.record()
         assert (folder / "final_ego.png").is_file()
+        assert (folder / "ego.mp4").stat().st_size > 0 and (folder / "exo.mp4").stat().st_size > 0
     fingerprint = json.loads((out / "run_fingerprint.json").read_text())
     assert fingerprint["settings"]["task"] == spec.record()
     summary = json.loads((out / "metrics_summary.json").read_text())
@@ -184,6 +187,26 @@ def test_the_task_runs_through_humanclaw_run_with_metrics_and_resume(pointnav, p
     assert f"task {spec.id}" in table.stdout and suite.columns("main")[0].label in table.stdout
     unknown_layout = _humanclaw(package, "metrics", str(out))
     assert unknown_layout.returncode == 1 and suite.schema in unknown_layout.stderr
+
+    # 2. of the recipe: an installed package's entry point names the task
+    installed = package / "site"
+    dist = installed / "mytasks-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mytasks\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        f"[humanclaw_gym.tasks]\npointnav_installed = {_TASK_PATH}\n"
+    )
+    by_entry_point = _humanclaw(package, "metrics", str(out), path=(installed,))
+    assert by_entry_point.returncode == 0, by_entry_point.stderr
+    assert f"task {spec.id}" in by_entry_point.stdout
+    rollout = _humanclaw(
+        package,
+        *("rollout", "--task", "pointnav_installed", "--agent", "random", "--max-steps", "2"),
+        *("--output", str(package / "rollout")),
+        path=(installed,),
+    )
+    assert rollout.returncode == 0, rollout.stderr[-3000:]
+    assert any((package / "rollout").rglob("metrics.json"))
 
 
 @pytest.mark.slow

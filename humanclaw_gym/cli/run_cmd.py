@@ -417,14 +417,22 @@ def rollout(args: RolloutArgs) -> int:
         print(f"final ego frame: {out / 'final_ego.png'}")
     m = res.get("metrics")
     if m:
-        keys = (
-            "nav_success_20cm",
-            "final_distance_m",
-            "interact_success",
-            "collision_rate",
-            "motion_jerk_m_s3",
-        )
-        print("metrics: " + ", ".join(f"{k}={_metric_text(m.get(k))}" for k in keys if k in m))
+        keys = [
+            k
+            for k in (
+                "nav_success_20cm",
+                "final_distance_m",
+                "interact_success",
+                "collision_rate",
+                "motion_jerk_m_s3",
+            )
+            if k in m
+        ] or [  # another task's metrics: its flags and numbers
+            k
+            for k, v in m.items()
+            if isinstance(v, (bool, float)) and k not in ("active_stop", "initial_penetration_m")
+        ]
+        print("metrics: " + ", ".join(f"{k}={_metric_text(m.get(k))}" for k in keys))
     return 0 if res.get("status") == "completed" else 1
 
 

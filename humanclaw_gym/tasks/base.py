@@ -18,7 +18,7 @@ and the Stop ending) and overriding a few hooks, then register it by name::
         @classmethod
         def load_episodes(cls, split, episodes=None, episode_ids=None,
                           instruction_template=None): ...
-        def metric_start(self, facts): ...
+
         def evaluate(self, body): ...
 
 ``gym.make("HumanClaw-v0", task="my_task")`` then composes an env of it; ``humanclaw run
@@ -49,10 +49,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from humanclaw_gym.episodes.order import EpisodeOrder
-
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.backends.protocols import RenderResult
+    from humanclaw_gym.episodes.order import EpisodeOrder
     from humanclaw_gym.scenes.spec import SceneSpec
     from humanclaw_gym.sensors import BodyState
     from humanclaw_gym.skills import SkillCall
@@ -264,6 +263,8 @@ class BaseTask:
             not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1
         ):
             raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
+        from humanclaw_gym.episodes.order import EpisodeOrder
+
         self.order = EpisodeOrder(list(episodes), num_shards, shard_index)
         self._max_steps = max_steps
         self.episode: Any = None
