@@ -7,8 +7,9 @@ Writes, under ``humanclaw_gym/assets/`` (or ``--out-dir``):
 * ``splits/imagegoal_val100/index.json``: counts, generator settings, shard hashes.
 
 Every goal view is rendered with the env's own simulation as the task renders it at reset
-(pybullet, the chosen renderer, procedural motion; the body placed at the start, the goal
-view drawn with ``Simulation.render_at``) and must pass the goal-view check
+(pybullet, procedural motion; the body placed at the start, the goal view drawn with
+``Simulation.render_at``), by each of the renderers (default both built-in ones,
+``moderngl`` and ``tiny``), and must pass the goal-view check
 (``humanclaw_gym.episodes.goal_view``) with the generator's margin. See
 ``humanclaw_gym.episodes.imagegoal_generate`` for how episodes are drawn.
 
@@ -46,8 +47,9 @@ class Args:
     """Root to write into (default: the package's assets directory)."""
     check: bool = False
     """Regenerate into a temporary directory and compare every byte with --out-dir."""
-    renderer: str = "moderngl"
-    """Renderer of the goal views (the shipped split was checked with moderngl)."""
+    renderers: tuple[str, ...] = ("moderngl", "tiny")
+    """Renderers a goal view must pass the check in (the shipped split: both built-in
+    ones, so that it holds on machines without EGL too)."""
     quiet: bool = False
     """Print only the summary."""
 
@@ -76,11 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     root = (args.out_dir or assets_dir()).resolve()
     log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, flush=True))
     t0 = time.perf_counter()
-    sim, render_view = make_render_view(args.renderer)
+    made = [make_render_view(name) for name in args.renderers]
     try:
-        built = build_imagegoal_files(render_view, progress=log, view_renderer=args.renderer)
+        views = [render_view for _, render_view in made]
+        built = build_imagegoal_files(views, progress=log, view_renderers=args.renderers)
     finally:
-        sim.close()
+        for sim, _ in made:
+            sim.close()
     elapsed = time.perf_counter() - t0
     if args.check:
         with tempfile.TemporaryDirectory(prefix="hc_imagegoal_") as tmp:

@@ -222,7 +222,8 @@ def test_every_goal_view_shows_the_room(split):
 
 def test_the_generator_reproduces_the_shipped_episodes(split):
     """The first episodes of a home, drawn again with the generator and the env's own
-    renders, are the shipped records (moderngl, which the shipped split was checked with)."""
+    renders, are the shipped records (checked with moderngl and the TinyRenderer, as the
+    shipped split was)."""
     from humanclaw_gym.backends import registry
     from humanclaw_gym.episodes.imagegoal_generate import (
         IMAGEGOAL_SEED_BASE,
@@ -237,14 +238,15 @@ def test_the_generator_reproduces_the_shipped_episodes(split):
 
     script = Path(__file__).resolve().parents[1] / "scripts" / "generate_imagegoal_split.py"
     make_render_view = runpy.run_path(str(script), run_name="imagegoal_script")["make_render_view"]
-    sim, render_view = make_render_view("moderngl")
+    made = [make_render_view(name) for name in ("moderngl", "tiny")]
     try:
         scene = load_scene("hc_val_003")
         drawn = generate_imagegoal_scene_episodes(
-            scene, 3, IMAGEGOAL_SEED_BASE + 3, render_view, id_prefix="ig_val_003"
+            scene, 3, IMAGEGOAL_SEED_BASE + 3, [view for _, view in made], id_prefix="ig_val_003"
         )
     finally:
-        sim.close()
+        for sim, _ in made:
+            sim.close()
     assert drawn == [e for e in split if e.scene_id == "hc_val_003"][:3]
 
 

@@ -26,9 +26,11 @@ landmark_fraction   fraction of pixels showing furniture or objects (anything   
 The thresholds were set by looking at renders of the val100 start views and of views
 facing the nearest obstacle (a tiled wall at 0.3 m scores luminance_std 8, depth spread
 0.2 m, near_fraction 1.0). The split generator accepts a goal view only when every
-statistic clears its threshold by :data:`GENERATOR_MARGIN` (10 %), so that the shipped
-views still pass the plain thresholds when another renderer draws them slightly
-differently; the tests check the plain thresholds.
+statistic clears its threshold by :data:`GENERATOR_MARGIN` (10 %) as each built-in
+renderer draws it (moderngl and the TinyRenderer, whose shading and textures differ: on
+the shipped views the luminance deviation of one view differs between them by up to 18 %
+and the edge fraction by up to 75 %, the depth statistics by under 3 %); the tests check
+the plain thresholds with the renderer the machine has.
 """
 
 from __future__ import annotations

@@ -19,10 +19,12 @@ objects:
 * the start yaw is uniform, drawn again while it faces a wall closer than 0.5 m;
 * the goal yaw is uniform, drawn again (up to ``_GOAL_YAW_DRAWS`` times, then a new pair)
   while the view faces a wall closer than 0.5 m or the rendered goal view fails the
-  goal-view check (:mod:`humanclaw_gym.episodes.goal_view`) with the generator's margin.
+  goal-view check (:mod:`humanclaw_gym.episodes.goal_view`) with the generator's margin,
+  in any of the renderers given (the shipped split: both built-in ones, moderngl and the
+  TinyRenderer fallback, whose shading and textures differ).
 
-Rendering is the caller's: :func:`build_imagegoal_files` takes a :data:`RenderView` that
-returns the goal view (``"rgb"``, ``"depth"``, ``"instance"``) as the task renders it at
+Rendering is the caller's: :func:`build_imagegoal_files` takes :data:`RenderView` functions
+(one per renderer) that return the goal view (``"rgb"``, ``"depth"``, ``"instance"``) as the task renders it at
 reset; ``scripts/generate_imagegoal_split.py`` renders with the env's own simulation
 (``Simulation.reset`` at the start, then ``Simulation.render_at`` at the goal), so the
 checked image is the goal picture the task shows.
@@ -116,7 +118,7 @@ def generate_imagegoal_scene_episodes(
     scene: SceneSpec,
     count: int,
     seed: int,
-    render_view: RenderView,
+    render_views: Sequence[RenderView],
     *,
     grid: NavGrid | None = None,
     id_prefix: str | None = None,
@@ -127,7 +129,8 @@ def generate_imagegoal_scene_episodes(
         scene: the home.
         count: episodes to draw (>= 1).
         seed: episode sampling seed.
-        render_view: renders the goal view of a standing body (see :data:`RenderView`).
+        render_views: render the goal view (see :data:`RenderView`), one per renderer;
+            a goal view must pass the check in every one of them.
         grid: the scene's navigation grid (built when None).
         id_prefix: episode ids are ``f"{id_prefix}_{k:03d}"`` (default ``ig_<scene id>``).
 
@@ -185,7 +188,7 @@ def generate_imagegoal_scene_episodes(
             start_yaw = _start_yaw(scene, spawns, rng, start)
             start_pose = ((_r(start[0]), _r(floor_y), _r(start[1])), start_yaw)
             goal_yaw = _goal_yaw(
-                scene, spawns, rng, goal, floor_y, start_pose, episode_id, render_view
+                scene, spawns, rng, goal, floor_y, start_pose, episode_id, render_views
             )
             if goal_yaw is not None:
                 accepted = (start, goal, stats, start_yaw, goal_yaw)
@@ -235,6 +238,11 @@ def _start_yaw(
     )
 
 
+def _view_passes(view: Mapping[str, np.ndarray], scene: SceneSpec) -> bool:
+    stats = goal_view_stats(view["rgb"], view["depth"], view.get("instance"), scene)
+    return not goal_view_problems(stats, margin=GENERATOR_MARGIN)
+
+
 def _goal_yaw(
     scene: SceneSpec,
     spawns: SpawnChecker,
@@ -243,18 +251,22 @@ def _goal_yaw(
     floor_y: float,
     start_pose: tuple[tuple[float, float, float], float],
     episode_id: str,
-    render_view: RenderView,
+    render_views: Sequence[RenderView],
 ) -> float | None:
-    """A goal yaw whose view passes the goal-view check with the generator's margin."""
+    """A goal yaw whose view passes the goal-view check with the generator's margin, as
+    every renderer of ``render_views`` draws it."""
     x, z = goal[0], goal[1]
     position = (_r(x), _r(floor_y), _r(z))
     for _ in range(_GOAL_YAW_DRAWS):
         yaw = _r(float(rng.uniform(-math.pi, math.pi)))
         if spawns.faces_wall(x, z, yaw):
             continue
-        view = render_view(scene, start_pose[0], start_pose[1], position, yaw, episode_id)
-        stats = goal_view_stats(view["rgb"], view["depth"], view.get("instance"), scene)
-        if not goal_view_problems(stats, margin=GENERATOR_MARGIN):
+        if all(
+            _view_passes(
+                render(scene, start_pose[0], start_pose[1], position, yaw, episode_id), scene
+            )
+            for render in render_views
+        ):
             return yaw
     return None
 
@@ -271,23 +283,23 @@ class ImageGoalSplitFiles:
 
 
 def build_imagegoal_files(
-    render_view: RenderView,
+    render_views: Sequence[RenderView],
     progress: Callable[[str], None] | None = None,
     *,
     scene_ids: Sequence[str] | None = None,
     episodes_per_scene: int = IMAGEGOAL_EPISODES_PER_SCENE,
     split_name: str = IMAGEGOAL_SPLIT_NAME,
-    view_renderer: str | None = None,
+    view_renderers: Sequence[str] = (),
 ) -> ImageGoalSplitFiles:
     """Generate the split in memory (index + one shard per home).
 
     Args:
-        render_view: renders a goal view (see :data:`RenderView`).
+        render_views: render a goal view (see :data:`RenderView`), one per renderer.
         progress: called with one line per home.
         scene_ids: the homes (default :func:`imagegoal_scene_ids`).
         episodes_per_scene: episodes per home.
         split_name: the folder under ``splits/``.
-        view_renderer: the renderer ``render_view`` draws with, recorded in the index.
+        view_renderers: the renderers of ``render_views``, recorded in the index.
     """
     from humanclaw_gym.episodes.generate import canonical_json_pretty
     from humanclaw_gym.episodes.io import load_scene
@@ -300,7 +312,7 @@ def build_imagegoal_files(
         scene = load_scene(scene_id)
         seed = IMAGEGOAL_SEED_BASE + _scene_index(scene_id)
         episodes = generate_imagegoal_scene_episodes(
-            scene, episodes_per_scene, seed, render_view, id_prefix=f"ig_{scene_id[3:]}"
+            scene, episodes_per_scene, seed, render_views, id_prefix=f"ig_{scene_id[3:]}"
         )
         shard = imagegoal_shard_bytes(scene_id, episodes)
         files[f"splits/{split_name}/{scene_id}.json.gz"] = shard
@@ -338,7 +350,7 @@ def build_imagegoal_files(
             "min_goal_euclidean_m": MIN_GOAL_EUCLIDEAN_M,
             "goal_view_thresholds": {k: list(v) for k, v in GOAL_VIEW_THRESHOLDS.items()},
             "goal_view_margin": GENERATOR_MARGIN,
-            "goal_view_renderer": view_renderer,
+            "goal_view_renderers": list(view_renderers),
         },
         "scenes": entries,
     }
