@@ -28,12 +28,14 @@ from typing import Any
 from humanclaw_agents.replies import ResponseFormatError
 from humanclaw_gym.skills import (
     DIRECTIONS,
+    NUM_SKILLS,
     SIDE_STEP_DISTANCE_RANGE_M,
     SIT_DEFAULT_HEIGHT_M,
     SIT_HEIGHT_RANGE_M,
     SPEEDS,
     STEP_BACK_DISTANCE_RANGE_M,
     TURN_ANGLE_RANGE_DEG,
+    Choice,
     Skill,
     SkillCall,
     SkillCallError,
@@ -83,13 +85,14 @@ def action_from_reply(action_id: Any, action_name: Any) -> tuple[SkillCall, list
 
     1. ``action_id`` read as an integer the way Python's ``int()`` reads it (``2``,
        ``2.0``, ``"2"``, ``True`` is 1; ``"2.0"`` and ``None`` are unreadable). A
-       readable id wins over the name, even when they disagree; an id outside 0..7 gives
-       Stop/Stand.
+       readable id wins over the name, even when they disagree; an id that is no
+       registered skill gives Stop/Stand.
     2. Without a readable id, the first match in the lower-cased name, in this order:
        "downstairs" or "climb down" -> Walk downstairs; starts with "walk" -> Walk;
        "stop" or "stand" -> Stop/Stand; starts with "turn" -> Turn; "climb" -> Climb
        upstairs; "sit" -> Sit down; "step back" or starts with "back" -> Step back;
-       "side step", "sidestep" or "side walk" -> Side step; anything else -> Stop/Stand.
+       "side step", "sidestep" or "side walk" -> Side step; the name of a skill registered
+       on top of the built-in ones -> that skill; anything else -> Stop/Stand.
 
     Parameters (``<...>`` groups, lower-cased, spaces as ``_``):
 
@@ -103,6 +106,9 @@ def action_from_reply(action_id: Any, action_name: Any) -> tuple[SkillCall, list
     * Side step: right when "right" appears anywhere in the name, else left; the first
       number after the first group (or in the whole name), clamped to 0.1..0.5; none ->
       0.25.
+    * A skill registered on top of the built-in ones: its text form in the name; if that
+      does not parse, every parameter at its default (a word's first value, a number's
+      low end).
 
     Args:
         action_id: the reply's ``action_id`` (any JSON value).
@@ -178,7 +184,29 @@ def action_from_reply(action_id: Any, action_name: Any) -> tuple[SkillCall, list
             distance = _REF_DEFAULT_DISTANCE_M
         distance = _ref_clamp("distance_m", distance, SIDE_STEP_DISTANCE_RANGE_M, notes)
         return SkillCall.side_step(direction, distance), notes
+    if int(skill) >= NUM_SKILLS:  # a skill registered on top of the built-in ones
+        return _registered_call(skill, name, notes), notes
     return SkillCall.stop(), notes
+
+
+def _registered_call(skill: Skill, name: str, notes: list[str]) -> SkillCall:
+    """A skill registered by a package of its own, read from its text form in ``name``;
+    where that form does not parse (or names another skill), each parameter takes its
+    default (a word's first value, a number's low end when it has none)."""
+    try:
+        call = SkillCall.parse(name)
+    except SkillCallError:
+        call = None
+    if call is not None and call.skill is skill:
+        return call
+    params: dict[str, Any] = {}
+    for param, rule in skill.spec.params.items():
+        if rule.default is not None:
+            params[param] = rule.default
+        else:
+            params[param] = rule.values[0] if isinstance(rule, Choice) else rule.low
+    notes.append(f"action_name={name!r} is no {skill.text_name} form: used {params}")
+    return SkillCall(skill, **params)
 
 
 def action_text_v2(call: SkillCall) -> str:
@@ -249,7 +277,11 @@ def _reference_id_from_name(name: str) -> int:
         return int(Skill.STEP_BACK)
     if any(word in lowered for word in ("side step", "sidestep", "side walk")):
         return int(Skill.SIDE_STEP)
-    return int(Skill.STOP)
+    try:  # a skill registered on top of the built-in ones, by its name
+        registered = Skill.from_name(name.partition("<")[0])
+    except SkillCallError:
+        return int(Skill.STOP)
+    return int(registered) if int(registered) >= NUM_SKILLS else int(Skill.STOP)
 
 
 def _names_stop(name: str) -> bool:

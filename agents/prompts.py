@@ -28,12 +28,8 @@ from typing import Any
 
 from humanclaw_agents.replies import ReplyExtractionError, ResponseFormatError
 from humanclaw_gym.skills import (
-    SIDE_STEP_DISTANCE_RANGE_M,
     SIT_DEFAULT_HEIGHT_M,
-    SIT_HEIGHT_RANGE_M,
     SPEEDS,
-    STEP_BACK_DISTANCE_RANGE_M,
-    TURN_ANGLE_RANGE_DEG,
     WALK_SPEED_M,
     Choice,
     Skill,
@@ -150,26 +146,31 @@ def _fmt(value: float) -> str:
     return f"{value:g}"
 
 
+# What each skill does, as the v1 planner and verifier prompts put it (the "effect" column).
+# Ids, names and text forms are not written here: skill_table reads them from the skill
+# table (humanclaw_gym.skills); a skill without a note here (one registered by a package of
+# its own) shows its SkillSpec meaning.
+_V1_EFFECTS: dict[Skill, str] = {
+    Skill.WALK: "one stride straight ahead: "
+    + " / ".join(f"{name} {_fmt(dist)} m" for name, dist in WALK_SPEED_M.items()),
+    Skill.STOP: "ends the episode for good; only when the task is done",
+    Skill.TURN: "rotate on the spot by that many degrees",
+    Skill.CLIMB_UP: "go up one stair step that is right in front",
+    Skill.SIT: "sit onto a surface this many metres high "
+    f"(about {_fmt(SIT_DEFAULT_HEIGHT_M)} for an ordinary seat)",
+    Skill.STEP_BACK: "move backwards this many metres, keep facing the same way",
+    Skill.SIDE_STEP: "move sideways this many metres, keep facing the same way",
+    Skill.CLIMB_DOWN: "go down one stair step",
+}
+
+
 def skill_table() -> str:
-    """The eight skills with ids, text forms and parameter ranges, one per line."""
-    turn_lo, turn_hi = TURN_ANGLE_RANGE_DEG
-    sit_lo, sit_hi = SIT_HEIGHT_RANGE_M
-    back_lo, back_hi = STEP_BACK_DISTANCE_RANGE_M
-    side_lo, side_hi = SIDE_STEP_DISTANCE_RANGE_M
-    speeds = " / ".join(f"{name} {_fmt(dist)} m" for name, dist in WALK_SPEED_M.items())
+    """Every registered skill with its id, name, text form (grammar with the parameter
+    ranges) and effect, one per line, from the skill table."""
     rows = [
-        f"0 | Walk forward | Walk<forward><slow|normal|fast> | one stride straight ahead: {speeds}",
-        "1 | Stop/Stand | Stop/Stand | ends the episode for good; only when the task is done",
-        f"2 | Turn in place | Turn<left|right><{_fmt(turn_lo)}..{_fmt(turn_hi)}> | rotate on the "
-        "spot by that many degrees",
-        "3 | Climb upstairs | Climb upstairs<normal> | go up one stair step that is right in front",
-        f"4 | Sit down | Sit down<{_fmt(sit_lo)}..{_fmt(sit_hi)}> | sit onto a surface this many "
-        f"metres high (about {_fmt(SIT_DEFAULT_HEIGHT_M)} for an ordinary seat)",
-        f"5 | Step back | Step back<{_fmt(back_lo)}..{_fmt(back_hi)}> | move backwards this many "
-        "metres, keep facing the same way",
-        f"6 | Side step | Side step<left|right><{_fmt(side_lo)}..{_fmt(side_hi)}> | move sideways "
-        "this many metres, keep facing the same way",
-        "7 | Walk downstairs | Walk downstairs<normal> | go down one stair step",
+        f"{int(skill)} | {skill.display_name} | {skill.spec.usage()} | "
+        f"{_V1_EFFECTS.get(skill, skill.spec.meaning)}"
+        for skill in Skill
     ]
     return "id | name | action_name text form | effect\n" + "\n".join(rows)
 

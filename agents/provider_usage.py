@@ -51,7 +51,10 @@ def usage_fields(value: Any) -> dict[str, Any]:
         return dict(value)
     dump = getattr(value, "model_dump", None)
     if callable(dump):
-        dumped = dump()
+        try:  # a provider's field of the wrong type is read below, not warned about
+            dumped = dump(warnings=False)
+        except TypeError:  # pragma: no cover - a model_dump without that switch
+            dumped = dump()
         return dict(dumped) if isinstance(dumped, Mapping) else {}
     return {}
 

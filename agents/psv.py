@@ -209,6 +209,20 @@ class PSVAgent:
         self._plan_age = 0
         self._step_counter = 0
 
+    def preflight(self) -> None:
+        """Check once, before the first episode, that the model endpoint answers this
+        config (the batch runner calls it; see ``docs/policies.md``). One cheap request
+        for an OpenAI-compatible endpoint, a write check for a queue; no usage is recorded.
+
+        Raises:
+            ModelCallError: one line naming the endpoint and the cause.
+        """
+        self._runner.preflight()
+
+    def close(self) -> None:
+        """Close the model transport's connections (the agent cannot call it afterwards)."""
+        self._runner.close()
+
     def __repr__(self) -> str:
         return (
             f"PSVAgent(model={self.model!r}, prompt_version={self.prompt_version!r}, "

@@ -48,6 +48,7 @@ __all__ = [
     "call_id",
     "normalize_usage",
     "read_request",
+    "ResponseTooLargeError",
     "read_response",
     "remove_call",
     "response_text",
@@ -146,15 +147,31 @@ def write_request(
     os.replace(staging, queue_dir / "pending" / call)
 
 
-def read_response(queue_dir: Path, call: str) -> tuple[bool, Any]:
+class ResponseTooLargeError(ValueError):
+    """A response file is larger than the reader accepts (it is not read)."""
+
+
+def read_response(queue_dir: Path, call: str, max_bytes: int | None = None) -> tuple[bool, Any]:
     """``(True, object)`` once ``done/<call>/response.json`` parses as a JSON object,
-    ``(False, error or None)`` while it is missing or still being written."""
+    ``(False, error or None)`` while it is missing or still being written.
+
+    Raises:
+        ResponseTooLargeError: the file has more than ``max_bytes`` bytes (it is not read).
+    """
     path = queue_dir / "done" / call / _RESPONSE_FILE
     if not path.is_file():
         return False, None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as handle:
+            raw = handle.read(-1 if max_bytes is None else max_bytes + 1)
+        if max_bytes is not None and len(raw) > max_bytes:
+            raise ResponseTooLargeError(
+                f"queue response {path} has more than {max_bytes} bytes; refused unread"
+            )
+        data = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError, RecursionError) as error:
+        if isinstance(error, ResponseTooLargeError):
+            raise
         return False, error
     if not isinstance(data, dict):
         return False, ValueError(f"response is a {type(data).__name__}, not a JSON object")

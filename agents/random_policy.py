@@ -1,9 +1,11 @@
 """A seeded random policy: the floor of the benchmark table.
 
-Each decision draws a skill uniformly from the registered skills (the 8 built-in ones:
-Stop included, so episodes end by an active stop after about 8 decisions on average) and
-its parameters uniformly inside the ranges of the skill table. The random stream is seeded per episode from ``(seed, scene, episode)``,
-so results do not depend on the order in which episodes are run or on the worker.
+Each decision draws a skill uniformly from the registered skills of the skill table (with
+the built-in ones alone, Stop is one of eight, so episodes end by an active stop after about
+eight decisions on average; a skill registered by a package of its own joins the draw) and
+its parameters uniformly inside the table's ranges. The random stream is seeded per episode
+from ``(seed, scene, episode)``, so results do not depend on the order in which episodes are
+run or on the worker.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ __all__ = ["RandomPolicy"]
 
 
 class RandomPolicy:
-    """Uniform random skills. ``seed`` fixes the whole run; ``allow_stop=False`` never stops."""
+    """Uniform random skills. ``seed`` fixes the whole run; ``allow_stop=False`` never draws
+    a terminal skill (Stop/Stand)."""
 
     def __init__(self, seed: int = 0, allow_stop: bool = True) -> None:
         self.seed = int(seed)
@@ -34,7 +37,7 @@ class RandomPolicy:
 
     def _sample(self) -> SkillCall:
         rng = self._rng
-        skills = [s for s in Skill if self.allow_stop or s is not Skill.STOP]
+        skills = [s for s in Skill if self.allow_stop or not s.spec.terminal]
         skill = skills[int(rng.integers(len(skills)))]
         params: dict[str, Any] = {}
         for name, rule in skill.spec.params.items():  # draws in text order

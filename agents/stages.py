@@ -24,6 +24,11 @@ tests can check the schedule without waiting. A provider that answers 429 or 503
 ``max_retry_after_s`` (:data:`MAX_RETRY_AFTER_S`), instead of the schedule's delay when
 that is shorter. A reply longer than ``max_reply_chars`` is a failed attempt
 (``extraction``) without being read.
+
+While it waits before another attempt, the runner says so on the run's progress bar
+(:func:`humanclaw_gym.evaluation.status.report_status`): the stage, the attempt that
+failed, the wait and the cause; the line is cleared when the stage ends.
+:meth:`StageRunner.preflight` asks the transport for its preflight check, if it has one.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from humanclaw_agents.replies import (
 )
 from humanclaw_agents.transports import ChatModel
 from humanclaw_gym import fileio
+from humanclaw_gym.evaluation.status import report_status
 from humanclaw_gym.policy import Usage, estimate_tokens
 from humanclaw_gym.skills import SkillCallError
 
@@ -196,6 +202,34 @@ class StageRunner:
         for an object the stage cannot use; both mean another attempt.
         """
         outcome = StageOutcome(None, None, "", 0, [], None)
+        try:
+            return self._run(stage, prompt, image, parse, outcome)
+        finally:
+            if outcome.attempts > 1:
+                report_status("")  # the waits of this stage are over
+
+    def preflight(self) -> None:
+        """Run the transport's ``preflight()`` check once, if it has one (it raises a
+        :class:`~humanclaw_agents.transports.ModelCallError` naming the endpoint and the
+        cause). No usage is recorded: the check belongs to no decision."""
+        check = getattr(self.model, "preflight", None)
+        if callable(check):
+            check()
+
+    def close(self) -> None:
+        """Close the transport's connections, if it has a ``close()``."""
+        close = getattr(self.model, "close", None)
+        if callable(close):
+            close()
+
+    def _run(
+        self,
+        stage: str,
+        prompt: str,
+        image: np.ndarray,
+        parse: Callable[[str], Parsed],
+        outcome: StageOutcome,
+    ) -> StageOutcome:
         for attempt in range(1, self.max_attempts + 1):
             outcome.attempts = attempt
             try:
@@ -216,7 +250,12 @@ class StageRunner:
                         "error": f"{type(exc).__name__}: {exc}",
                     }
                 )
-                self._back_off(attempt, getattr(exc, "retry_after_s", None))
+                self._back_off(
+                    stage,
+                    attempt,
+                    str(exc) or type(exc).__name__,
+                    getattr(exc, "retry_after_s", None),
+                )
                 continue
             outcome.usage.append(_stamp_usage(reply, prompt, stage, attempt))
             text = getattr(reply, "text", reply)
@@ -236,12 +275,12 @@ class StageRunner:
             except ReplyExtractionError as exc:
                 outcome.error = f"attempt {attempt}: {type(exc).__name__}: {exc}"
                 outcome.retries["extraction"] += 1
-                self._back_off(attempt)
+                self._back_off(stage, attempt, "no JSON object in the reply")
                 continue
             except (ResponseFormatError, SkillCallError) as exc:
                 outcome.error = f"attempt {attempt}: {type(exc).__name__}: {exc}"
                 outcome.retries["invalid_reply"] += 1
-                self._back_off(attempt)
+                self._back_off(stage, attempt, "a reply the stage cannot use")
                 continue
             outcome.value = parsed.value
             outcome.data = parsed.data
@@ -250,17 +289,30 @@ class StageRunner:
             return outcome
         return outcome
 
-    def _back_off(self, attempt: int, retry_after_s: float | None = None) -> None:
+    def _back_off(
+        self, stage: str, attempt: int, cause: str, retry_after_s: float | None = None
+    ) -> None:
         if attempt >= self.max_attempts:
             return
         delay = self.backoff_s[min(attempt, len(self.backoff_s)) - 1] if self.backoff_s else 0.0
         if retry_after_s is not None:  # the provider said when to come back
             delay = max(delay, min(float(retry_after_s), self.max_retry_after_s))
+        report_status(
+            f"{stage} attempt {attempt}/{self.max_attempts} failed, retrying in {delay:g} s: "
+            + _one_line(cause, _STATUS_CAUSE_CHARS)
+        )
         if delay > 0:
             self.sleep(delay)
 
 
 # ---- shared helpers ----------------------------------------------------------------------------
+
+_STATUS_CAUSE_CHARS = 160
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:

@@ -12,7 +12,9 @@ Two transports implement it:
   ``openai`` package (optional extra ``humanclaw-gym[openai]``), with its plain client or
   its Azure client. The image travels as a PNG data URL next to the prompt text. The client
   never retries on its own (``max_retries=0``): the agent counts and logs every attempt
-  itself.
+  itself. It reads through :mod:`humanclaw_agents.bounded_http`: ``timeout_s`` is a
+  deadline for the whole request and response, and a body past :data:`MAX_REPLY_BYTES` is
+  abandoned unread.
 * :class:`FilesystemQueueModel`: writes the request into a queue folder and waits for an
   external worker to answer; the worker owns the credentials. It speaks our layout or the
   reference release's (:mod:`humanclaw_agents.queue_reference`), as the config says (see
@@ -20,7 +22,9 @@ Two transports implement it:
   loop body).
 
 Both raise :class:`ModelCallError` (or its :class:`ModelTimeoutError` subclass) for any
-failed call; the agent treats that as a failed attempt and retries.
+failed call, with a one-line message; the agent treats that as a failed attempt and
+retries. Both offer ``preflight()``, the cheap check a run makes before its first episode
+(``docs/agents.md``, Preflight).
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ from humanclaw_agents.provider_usage import usage_fields, usage_from_fields
 from humanclaw_gym.policy import Usage, estimate_tokens
 
 __all__ = [
+    "MAX_REPLY_BYTES",
+    "PREFLIGHT_PROMPT",
+    "PREFLIGHT_TIMEOUT_S",
     "QUEUE_PROTOCOL",
     "ChatModel",
     "FilesystemQueueModel",
@@ -68,6 +75,18 @@ __all__ = [
     "png_data_url",
     "retry_after_s",
 ]
+
+MAX_REPLY_BYTES = 8 << 20
+"""The largest reply body read from an endpoint or a queue response file (8 MiB): more is
+abandoned at that point, unread. A reply of the agents' longest accepted text
+(:data:`~humanclaw_agents.replies.DEFAULT_MAX_REPLY_CHARS`, 1 Mi characters) fits in it
+in any JSON escaping, with its envelope."""
+
+PREFLIGHT_TIMEOUT_S = 10.0
+"""The deadline of a preflight request (``timeout_s`` when that is shorter)."""
+
+PREFLIGHT_PROMPT = 'Reply with the JSON object {"ready": true}.'
+"""The text of a preflight request (it names JSON, as a ``json_object`` format requires)."""
 
 QUEUE_PROTOCOL = "humanclaw-queue/v1"
 """Value of the ``protocol`` field of every queue ``request.json``."""
@@ -220,18 +239,22 @@ class OpenAICompatibleModel:
         config: OpenAICompatibleConfig | AzureOpenAIConfig,
         *,
         environ: Mapping[str, str] | None = None,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         if not isinstance(config, (OpenAICompatibleConfig, AzureOpenAIConfig)):
             raise TypeError(
                 "OpenAICompatibleModel needs an OpenAICompatibleConfig or an AzureOpenAIConfig, "
                 f"got {type(config).__name__}"
             )
+        _check_reply_bytes(max_reply_bytes)
         try:
             import openai
+
+            from humanclaw_agents import bounded_http
         except ImportError as error:  # pragma: no cover - depends on the environment
             raise ImportError(
-                "OpenAICompatibleModel needs the 'openai' package: "
-                "pip install 'humanclaw-gym[openai]'"
+                "OpenAICompatibleModel needs the 'openai' package (3.57 or newer, which "
+                f"reads through httpx2): pip install 'humanclaw-gym[openai]' ({error})"
             ) from error
         env = os.environ if environ is None else environ
         key = env.get(config.api_key_env)
@@ -257,20 +280,30 @@ class OpenAICompatibleModel:
                         f"the environment variable {env_name!r} (named by '{name}_env')"
                     )
             self.endpoint = str(endpoint)
+        else:
+            self.endpoint = config.base_url
+        self.max_reply_bytes = max_reply_bytes
+        self._limits = bounded_http.RequestLimits()
+        try:
+            http_client = bounded_http.bounded_client(self.endpoint, self._limits, config.timeout_s)
+        except ValueError as error:  # a SOCKS proxy in the environment
+            raise ModelConfigError(str(error)) from None
+        if isinstance(config, AzureOpenAIConfig):
             self._client = openai.AzureOpenAI(
                 api_key=key,
                 azure_endpoint=self.endpoint,
                 api_version=str(version),
                 timeout=config.timeout_s,
                 max_retries=0,
+                http_client=http_client,
             )
         else:
-            self.endpoint = config.base_url
             self._client = openai.OpenAI(
                 api_key=key,
                 base_url=config.base_url,
                 timeout=config.timeout_s,
                 max_retries=0,
+                http_client=http_client,
             )
 
     def __repr__(self) -> str:
@@ -311,34 +344,101 @@ class OpenAICompatibleModel:
         return kwargs
 
     def respond(self, prompt: str, image_rgb: np.ndarray | None, stage: str) -> ModelReply:
-        """One chat-completions request; see :meth:`ChatModel.respond`."""
-        endpoint = self.endpoint
+        """One chat-completions request; see :meth:`ChatModel.respond`.
+
+        The request ends within ``timeout_s`` (a deadline over the whole request and
+        response) and a reply body larger than ``max_reply_bytes`` is abandoned unread;
+        both raise (:class:`ModelTimeoutError`, :class:`ModelCallError`).
+        """
         kwargs = self.request_fields()
         kwargs["messages"] = self.build_messages(prompt, image_rgb)
-        errors = self._openai
-        try:
-            completion = self._client.chat.completions.create(**kwargs)
-        except errors.APITimeoutError as error:
-            raise ModelTimeoutError(
-                f"{stage}: no reply from {endpoint} within {self.config.timeout_s:g} s"
-            ) from error
-        except errors.APIStatusError as error:
-            wait = retry_after_s(error.status_code, getattr(error, "response", None))
-            raise ModelCallError(
-                f"{stage}: {endpoint} answered HTTP {error.status_code}: {_short(str(error))}"
-                + ("" if wait is None else f" (Retry-After: {wait:g} s)"),
-                retry_after_s=wait,
-            ) from error
-        except errors.APIError as error:
-            raise ModelCallError(f"{stage}: request to {endpoint} failed: {error}") from error
-        except (ValueError, TypeError, AttributeError) as error:
-            # e.g. a body that is not valid JSON, or an object of the wrong shape.
-            raise ModelCallError(f"{stage}: malformed reply from {endpoint}: {error}") from error
-        text = _completion_text(completion, stage, endpoint)
+        with self._limits.call(self.config.timeout_s, self.max_reply_bytes) as call:
+            try:
+                completion = self._client.chat.completions.create(**kwargs)
+            except Exception as error:
+                raise self._call_error(error, call, stage) from error
+        text = _completion_text(completion, stage, self.endpoint)
         usage = _completion_usage(completion, stage)
         if usage is None:
             usage = _estimated_usage(prompt, text, stage)
         return ModelReply(text=text, usage=usage)
+
+    def preflight(self) -> None:
+        """One cheap request that proves the endpoint answers this config, before any episode.
+
+        It sends the agent's own request fields (model, token limit, response format, extra
+        body) with a one-line text prompt and no image, asks for a streamed reply, and
+        hangs up as soon as the status line and headers arrive: a 2xx status (or 429 / 503,
+        an endpoint that is there but busy) passes. Nothing of it reaches any episode's
+        token usage. The request ends within :data:`PREFLIGHT_TIMEOUT_S` (or
+        ``timeout_s`` when that is shorter).
+
+        Raises:
+            ModelCallError: one line naming the endpoint, the model and the cause (refused
+                connection, unknown host, no answer, HTTP 401 / 404 / 400 ... with the
+                provider's message).
+        """
+        kwargs = self.request_fields()
+        kwargs["messages"] = [
+            {"role": "user", "content": [{"type": "text", "text": PREFLIGHT_PROMPT}]}
+        ]
+        kwargs["stream"] = True
+        timeout = min(self.config.timeout_s, PREFLIGHT_TIMEOUT_S)
+        where = f"model endpoint {self.endpoint} (model {self.model_name!r})"
+        with self._limits.call(timeout, self.max_reply_bytes) as call:
+            try:
+                stream = self._client.chat.completions.create(**kwargs, timeout=timeout)
+            except self._openai.APIStatusError as error:
+                if error.status_code in _RATE_LIMITED:
+                    return  # there and answering, only busy
+                raise ModelCallError(
+                    f"{where} answered {_status_text(error, self.config)}"
+                ) from error
+            except Exception as error:
+                cause = self._call_error(error, call, "preflight", bare=True)
+                raise type(cause)(f"{where}: {cause}") from error
+            close = getattr(stream, "close", None)
+            if callable(close):
+                close()
+
+    def _call_error(
+        self, error: Exception, call: Any, stage: str, *, bare: bool = False
+    ) -> ModelCallError:
+        """The ModelCallError for an exception of one request; ``bare`` leaves the stage and
+        the endpoint out of the message (the preflight names them itself)."""
+        errors = self._openai
+        prefix = "" if bare else f"{stage}: "
+        source = "" if bare else f" from {self.endpoint}"
+        stopped_by = call.stopped_by()
+        if stopped_by == "deadline":
+            return ModelTimeoutError(
+                f"{prefix}no complete reply{source} within the {call.timeout_s:g} s deadline"
+                + ("" if bare else " (timeout_s)")
+            )
+        if stopped_by == "body_size":
+            return ModelCallError(
+                f"{prefix}the reply{source} is larger than {call.max_body_bytes} bytes "
+                "(max_reply_bytes); reading stopped there"
+            )
+        if isinstance(error, errors.APITimeoutError):
+            return ModelTimeoutError(f"{prefix}no reply{source} within {call.timeout_s:g} s")
+        if isinstance(error, errors.APIStatusError):
+            wait = retry_after_s(error.status_code, getattr(error, "response", None))
+            return ModelCallError(
+                f"{prefix}{'' if bare else self.endpoint + ' '}answered "
+                + _status_text(error, self.config)
+                + ("" if wait is None else f" (Retry-After: {wait:g} s)"),
+                retry_after_s=wait,
+            )
+        if isinstance(error, errors.APIError) or _is_http_error(error):
+            cause = _transport_cause(error)
+            return ModelCallError(
+                cause if bare else f"{prefix}request to {self.endpoint} failed: {cause}"
+            )
+        if isinstance(error, (ValueError, TypeError, AttributeError, RecursionError)):
+            # e.g. a body that is not valid JSON, or an object of the wrong shape.
+            return ModelCallError(f"{prefix}malformed reply{source}: {_short(str(error))}")
+        raise error
 
 
 class MissingAPIKeyError(RuntimeError):
@@ -384,7 +484,90 @@ def retry_after_s(status: int, response: Any, now: float | None = None) -> float
 
 
 def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _check_reply_bytes(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"max_reply_bytes={value!r} is invalid: allowed an int >= 1")
+
+
+_STATUS_HINTS = {
+    401: "the key was refused: check the one in ${key}",
+    403: "the key may not use this model: check the one in ${key}",
+    404: "check base_url and that the model name is served there",
+}
+
+
+def _status_text(error: Any, config: Any) -> str:
+    """``HTTP <status>: <the provider's message> (<hint>)`` on one line."""
+    status = int(error.status_code)
+    message = _provider_message(getattr(error, "body", None)) or _short(str(error))
+    hint = _STATUS_HINTS.get(status)
+    text = f"HTTP {status}: {message}"
+    if hint is not None:
+        text += " (" + hint.replace("{key}", str(getattr(config, "api_key_env", "?"))) + ")"
+    return text
+
+
+def _provider_message(body: Any) -> str:
+    """The error message of a provider's error body (OpenAI, vLLM, Azure and FastAPI
+    shapes), or ``""``."""
+    if isinstance(body, str):
+        return _short(body)
+    if not isinstance(body, Mapping):
+        return ""
+    inner = body.get("error", body)
+    if isinstance(inner, str):
+        return _short(inner)
+    if isinstance(inner, Mapping):
+        for name in ("message", "detail"):
+            value = inner.get(name)
+            if isinstance(value, str) and value.strip():
+                return _short(value)
+    return ""
+
+
+_HTTP_CAUSES = (
+    ("ConnectTimeout", "connecting timed out"),
+    ("ConnectError", "cannot connect"),
+    ("ReadTimeout", "no answer in time"),
+    ("WriteTimeout", "sending timed out"),
+    ("RemoteProtocolError", "the answer is not valid HTTP"),
+    ("DecodingError", "the body does not decode"),
+    ("ReadError", "the connection broke while reading"),
+    ("WriteError", "the connection broke while sending"),
+    ("ProxyError", "the proxy refused"),
+    ("UnsupportedProtocol", "unsupported URL"),
+)
+
+
+def _is_http_error(error: BaseException) -> bool:
+    import httpx2
+
+    return isinstance(error, httpx2.HTTPError)
+
+
+def _transport_cause(error: BaseException) -> str:
+    """What went wrong below HTTP, on one line: the kind of failure (from the first
+    ``httpx2`` error in the exception chain) and the innermost message."""
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    kind = ""
+    for exc in chain:
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        kind = next((label for name, label in _HTTP_CAUSES if name in names), "")
+        if kind:
+            break
+    detail = next((str(exc) for exc in reversed(chain) if str(exc).strip()), "")
+    detail = _short(detail, 200) or type(chain[-1]).__name__
+    if not kind or detail.startswith("cannot "):
+        return detail
+    return f"{kind} ({detail})"
 
 
 def _completion_text(completion: Any, stage: str, base_url: str) -> str:
@@ -462,13 +645,19 @@ class FilesystemQueueModel:
     """
 
     def __init__(
-        self, config: FilesystemQueueConfig, *, environ: Mapping[str, str] | None = None
+        self,
+        config: FilesystemQueueConfig,
+        *,
+        environ: Mapping[str, str] | None = None,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         if not isinstance(config, FilesystemQueueConfig):
             raise TypeError(
                 f"FilesystemQueueModel needs a FilesystemQueueConfig, got {type(config).__name__}"
             )
+        _check_reply_bytes(max_reply_bytes)
         self.config = config
+        self.max_reply_bytes = max_reply_bytes
         self.current_episode_step = -1
         self.call_index = 0
         env = os.environ if environ is None else environ
@@ -487,8 +676,31 @@ class FilesystemQueueModel:
             f"layout={self.config.queue_layout!r})"
         )
 
+    def preflight(self) -> None:
+        """Check that the agent can file requests: a probe folder is made and removed in
+        ``staging/``. No request is queued (a worker may be a person or an agent that
+        answers slowly, so its presence is not tested).
+
+        Raises:
+            ModelCallError: the queue folder cannot be written, naming it and the cause.
+        """
+        staging = self.config.queue_dir / (
+            "tmp" if self.config.queue_layout == "reference" else _STAGING
+        )
+        try:
+            staging.mkdir(parents=True, exist_ok=True)
+            probe = Path(tempfile.mkdtemp(prefix="preflight.", dir=staging))
+            probe.rmdir()
+        except OSError as error:
+            raise ModelCallError(
+                f"model queue {self.config.queue_dir}: cannot file requests in {staging} "
+                f"({error.strerror or error})"
+            ) from error
+
     def respond(self, prompt: str, image_rgb: np.ndarray | None, stage: str) -> ModelReply:
-        """Queue one request and wait for its response; see :meth:`ChatModel.respond`."""
+        """Queue one request and wait for its response; see :meth:`ChatModel.respond`.
+
+        A response file larger than ``max_reply_bytes`` is refused unread."""
         if self.config.queue_layout == "reference":
             return self._respond_reference(prompt, image_rgb, stage)
         request_id = uuid.uuid4().hex
@@ -527,12 +739,18 @@ class FilesystemQueueModel:
         deadline = time.monotonic() + self.config.timeout_s
         while True:
             if response_path.is_file():
-                text = response_path.read_text(encoding="utf-8")
+                from humanclaw_gym.fileio import FileContentError, read_bytes_limited
+
                 try:
-                    return json.loads(text)
+                    raw = read_bytes_limited(response_path, self.max_reply_bytes, "queue response")
+                except FileContentError as error:
+                    raise ModelCallError(f"{stage}: {_short(str(error))}") from error
+                try:
+                    return json.loads(raw.decode("utf-8"))
                 except (ValueError, RecursionError) as error:
                     raise ModelCallError(
-                        f"{stage}: queue response {request_id} is not valid JSON: {error}"
+                        f"{stage}: queue response {request_id} is not valid JSON: "
+                        f"{_short(str(error))}"
                     ) from error
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -567,7 +785,12 @@ class FilesystemQueueModel:
             deadline = time.monotonic() + config.timeout_s
             last_error: Any = None
             while True:
-                ready, value = queue_reference.read_response(queue_dir, call)
+                try:
+                    ready, value = queue_reference.read_response(
+                        queue_dir, call, max_bytes=self.max_reply_bytes
+                    )
+                except queue_reference.ResponseTooLargeError as error:
+                    raise ModelCallError(f"{stage}: {error}") from error
                 if ready:
                     response = value
                     break
@@ -603,18 +826,23 @@ def _queue_reply(data: Any, prompt: str, stage: str, request_id: str) -> ModelRe
         raise ModelCallError(f"{where} reports a worker error: {_short(str(data['error']))}")
     text = data.get("text")
     if not isinstance(text, str):
-        raise ModelCallError(f"{where} field 'text'={text!r} is invalid: allowed a string")
+        raise ModelCallError(
+            f"{where} field 'text'={_short(repr(text), 80)} is invalid: allowed a string"
+        )
     raw_usage = data.get("usage")
     if raw_usage is None:
         return ModelReply(text=text, usage=_estimated_usage(prompt, text, stage))
     if not isinstance(raw_usage, Mapping):
-        raise ModelCallError(f"{where} field 'usage'={raw_usage!r} is invalid: allowed an object")
+        raise ModelCallError(
+            f"{where} field 'usage'={_short(repr(raw_usage), 80)} is invalid: allowed an object"
+        )
     counts = {}
     for name in ("input_tokens", "output_tokens", "reasoning_tokens"):
         value = raw_usage.get(name, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ModelCallError(
-                f"{where} field 'usage.{name}'={value!r} is invalid: allowed an integer >= 0"
+                f"{where} field 'usage.{name}'={_short(repr(value), 80)} is invalid: allowed an "
+                "integer >= 0"
             )
         counts[name] = value
     return ModelReply(text=text, usage=Usage(stage=stage, attempt=1, source="provider", **counts))

@@ -52,7 +52,7 @@ __all__ = [
     "installation_report",
 ]
 
-REPORT_SCHEMA = "humanclaw_doctor_v1"
+REPORT_SCHEMA = "humanclaw_doctor_v2"
 HIDE_ENV_VAR = "HUMANCLAW_DOCTOR_HIDE"
 _DEFAULT_TIMEOUT_S = 30.0
 _PROBE_PREFIX = "HUMANCLAW_PROBE "
@@ -449,7 +449,7 @@ def installation_report(
 
     return {
         "schema": REPORT_SCHEMA,
-        "backends": registered_backends(),
+        "registered": registered(),
         "python": {
             "version": platform.python_version(),
             "executable": sys.executable,
@@ -515,23 +515,31 @@ def _scene_dataset_status(path: str | os.PathLike[str], trimesh_installed: bool)
     return out
 
 
-def registered_backends() -> dict[str, list[dict[str, Any]]]:
-    """Every registered backend per kind (from the registry; nothing is imported):
-    ``name``, ``target`` (``module:Class``), ``description``, and for renderers whether
-    ``renderer="auto"`` tries it."""
-    from humanclaw_gym.backends import registry
+#: The modules whose import registers the package's own entries (the registry imports
+#: nothing of the package itself); reading them imports no simulator, renderer or torch.
+_REGISTERING_MODULES: tuple[str, ...] = (
+    "humanclaw_gym.skills",
+    "humanclaw_gym.sensors",
+    "humanclaw_gym.metrics.trackers",
+    "humanclaw_gym.backends.registry",
+    "humanclaw_gym.evaluation.policies",
+)
 
-    out: dict[str, list[dict[str, Any]]] = {}
-    for kind in ("physics", "render", "motion"):
-        out[kind] = [
-            {
-                "name": e.name,
-                "target": e.target,
-                "description": e.description,
-                **({"in_auto": e.in_auto} if kind == "render" else {}),
-            }
-            for e in registry.entries(kind).values()
-        ]
+
+def registered() -> dict[str, list[dict[str, Any]]]:
+    """Everything registered in :mod:`humanclaw_gym.registry`, per kind in its order
+    (:func:`humanclaw_gym.registry.describe`): ``name``, ``where`` (``module:attr``),
+    ``source`` (``"code"`` or ``"entry point"``) and ``description``; a renderer also says
+    whether ``renderer="auto"`` tries it (``in_auto``). Lazy entries are not imported."""
+    import importlib
+
+    from humanclaw_gym import registry
+
+    for module in _REGISTERING_MODULES:
+        importlib.import_module(module)
+    out = registry.describe()
+    for item in out["render"]:
+        item["in_auto"] = bool(registry.get("render", item["name"]).meta.get("in_auto", False))
     return out
 
 
@@ -581,11 +589,17 @@ def format_report(report: dict[str, Any]) -> str:
     ff_detail = f"{ff['version'] or ''} {ff['path'] or ''}".strip() if ff["ok"] else ff["detail"]
     lines.append(f"  {'ffmpeg binary':<24}{'ok' if ff['ok'] else 'FAILED':<8}{ff_detail}")
 
-    lines += ["", "registered backends"]
-    for kind, items in report.get("backends", {}).items():
+    lines += ["", "registered"]
+    for kind, items in report.get("registered", {}).items():
+        if not items:
+            lines.append(f"  {kind:<9}(none registered)")
         for item in items:
-            auto = " (tried by auto)" if item.get("in_auto") else ""
-            lines.append(f"  {kind:<9}{item['name']:<12}{item['description']}{auto}")
+            notes = [n for n in (item["description"],) if n]
+            if item.get("in_auto"):
+                notes.append("(tried by auto)")
+            if item["source"] != "code":
+                notes.append(f"({item['source']}: {item['where']})")
+            lines.append(f"  {kind:<9}{item['name']:<16}{' '.join(notes)}".rstrip())
 
     lines += ["", "defaults"]
     for kind, choice in report["defaults"].items():

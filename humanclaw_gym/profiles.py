@@ -268,9 +268,9 @@ def _release_physics(
     options: dict[str, Any] = {}
     try:
         urdf = _within(release, section.get("agent_urdf"), "physics.agent_urdf")
-        from humanclaw_gym.body.asset import load_body_asset
+        from humanclaw_gym.body.asset_cache import cached_body_asset
 
-        body = load_body_asset(urdf)
+        body = cached_body_asset(urdf)
     except ValueError as exc:
         problems.append(("body", f"{str(exc)[:300]} (the release's resources/agent/)"))
     sim_rel = section.get("physics_config") or PAPER_PHYSICS_CONFIG

@@ -37,8 +37,9 @@ def test_the_procedural_record_is_its_planner_table() -> None:
     from humanclaw_gym.skills import skill_specs
 
     caps = registry.entry("motion", "procedural").capabilities
+    assert caps.motion_keys == frozenset(procedural._PLANNERS)
     planned = {s.id for s in skill_specs() if s.terminal or s.motion_key in procedural._PLANNERS}
-    assert caps.skills == frozenset(planned) == frozenset(range(8))
+    assert caps.skills == frozenset(planned) == frozenset(range(len(skill_specs())))
 
 
 @pytest.mark.parametrize("kind", sorted(_RECORDS))
@@ -62,7 +63,10 @@ def test_registering_imports_no_backend(kind: str) -> None:
 @pytest.fixture
 def scratch_registry(monkeypatch):
     """The registry as it is, restored after the test (its registrations do not leak)."""
-    monkeypatch.setattr(registry, "_REGISTRY", {k: dict(v) for k, v in registry._REGISTRY.items()})
+    from humanclaw_gym import registry as the_registry
+
+    copy = {k: dict(v) for k, v in the_registry._REGISTRY.items()}
+    monkeypatch.setattr(the_registry, "_REGISTRY", copy)
 
 
 class NoRecord:

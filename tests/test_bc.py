@@ -368,17 +368,14 @@ def test_loaded_policy_acts_in_the_env(trained, demos, monkeypatch):
 
 
 def test_checkpoint_agent_spec_resolves_to_the_loader(trained, monkeypatch):
-    """``--agent checkpoint:PATH`` with the entry point pyproject declares for the loader."""
-    from importlib.metadata import EntryPoint
-
+    """``--agent checkpoint:PATH`` with the entry point pyproject declares for the loader
+    (an agent entry of the registry, read from the entry-point group)."""
+    from humanclaw_gym import registry
     from humanclaw_gym.evaluation import policies
 
-    point = EntryPoint(
-        name="checkpoint",
-        value="humanclaw_agents.bc_policy:load_checkpoint_policy",
-        group=policies.GROUP,
-    )
-    monkeypatch.setattr(policies, "entry_points", lambda group: [point])
+    entry = registry.get("agent", "checkpoint")
+    assert entry.target == "humanclaw_agents.bc_policy:load_checkpoint_policy"
+    assert entry.source == "entry point"
     path, _ = trained
     policy = policies.load_policy(f"checkpoint:{path}", seed=1)
     assert isinstance(policy, BCPolicy) and not policy.requires_privileged

@@ -20,7 +20,7 @@ def _no_hide_env(monkeypatch):
 def test_report_is_json_serialisable_and_ready_here():
     report = doctor.installation_report()
     assert json.loads(json.dumps(report)) == report
-    assert report["schema"] == "humanclaw_doctor_v1"
+    assert report["schema"] == "humanclaw_doctor_v2"
     assert report["ok"] is True and report["missing"] == []
     assert set(report["packages"]) == {p.name for p in doctor.PACKAGES}
     pyb = report["packages"]["pybullet"]
@@ -136,3 +136,30 @@ def test_console_entry_point_exit_codes():
     )
     assert hidden.returncode == 1
     assert "pybullet" in hidden.stdout
+
+
+def test_the_registry_is_listed_in_text_and_json(capsys):
+    """Every kind of the one registry, with what is registered (a task registered by path
+    here: listed, not imported)."""
+    from humanclaw_gym import registry
+
+    registry.register("task", "demo_task", "no_such_module_x:Task", description="a demo task")
+    try:
+        assert doctor_cmd.main(["--json", "--no-probe"]) in (0, 1)
+        report = json.loads(capsys.readouterr().out)
+        assert report["schema"] == "humanclaw_doctor_v2"
+        listed = report["registered"]
+        assert set(listed) == set(registry.KINDS)  # (--json sorts the keys)
+        assert {"name": "demo_task", "where": "no_such_module_x:Task", "source": "code",
+                "description": "a demo task"} in listed["task"]  # fmt: skip
+        assert [e["name"] for e in listed["skill"]][:2] == ["walk", "stop"]
+        assert {"pybullet", "mujoco"} <= {e["name"] for e in listed["physics"]}
+        assert all("in_auto" in e for e in listed["render"])
+        assert {"oracle", "random"} <= {e["name"] for e in listed["agent"]}
+        doctor_cmd.main(["--no-probe"])
+        text = capsys.readouterr().out
+        section = text[text.index("\nregistered\n") :]
+        assert "demo_task" in section and "a demo task" in section
+        assert "agent    oracle" in section and "(tried by auto)" in section
+    finally:
+        registry.unregister("task", "demo_task")

@@ -1,11 +1,11 @@
 """The library-side recipes of docs/architecture.md, performed as written in a temporary copy
 of the package, from outside it (a fresh interpreter whose ``humanclaw_gym`` is the copy).
 
-* "Add a skill": a ``SkillSpec`` appended to ``_BUILTIN_SPECS`` with its ``ClassVar`` line
-  (and its new action-space entry in ``_ACTION_FIELDS``) in ``skills/catalog.py``, a planner
-  under its ``motion_key`` in ``motion/procedural.py``; then ``gym.make`` accepts the default
-  (procedural) generator, whose capabilities come from its planner table, and the skill
-  runs.
+* "Add a skill" inside the library: a ``SkillSpec`` (no id: the table gives the next)
+  appended to ``_BUILTIN_SPECS`` with its ``ClassVar`` line (and its new action-space entry
+  in ``_ACTION_FIELDS``) in ``skills/catalog.py``, a planner under its ``motion_key`` in
+  ``motion/procedural.py``; then the default (procedural) generator, whose capabilities
+  come from its planner table, runs the skill. No id or count is written.
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ def _run(root: Path, script: str) -> str:
 
 _CROUCH_SPEC = """
     SkillSpec(
-        id=8,
         name="CROUCH",
         display_name="Crouch",
         text_name="Crouch",
@@ -91,14 +90,16 @@ def test_the_add_a_skill_recipe_works_as_documented(tmp_path: Path) -> None:
         import numpy as np
 
         import humanclaw_gym
-        from humanclaw_gym.skills import Skill, SkillCall, action_space
+        from humanclaw_gym.skills import NUM_SKILLS, Skill, SkillCall, action_space
 
         assert humanclaw_gym.__file__.startswith(PACKAGE), humanclaw_gym.__file__
-        assert Skill.CROUCH == 8 and len(Skill) == 9
+        # the last entry of the table, given the next id; the built-in count follows
+        assert int(Skill.CROUCH) == len(Skill) - 1 == NUM_SKILLS - 1
         assert str(SkillCall.parse("crouch<0.4>")) == "Crouch<0.4>"
         space = action_space()
-        assert space["skill"].n == 9 and "crouch_height_m" in space.spaces
-        call = SkillCall.from_action({**space.sample(), "skill": 8, "crouch_height_m": [0.5]})
+        assert space["skill"].n == len(Skill) and "crouch_height_m" in space.spaces
+        action = {**space.sample(), "skill": int(Skill.CROUCH), "crouch_height_m": [0.5]}
+        call = SkillCall.from_action(action)
         assert call == SkillCall.parse("Crouch<0.5>")
         env = gym.make("HumanClawFindNavInteract-v0", split="val100", privileged=True,
                        obs_size=32, max_steps=3)

@@ -26,15 +26,21 @@ import humanclaw_gym  # noqa: F401  (registers the env)
 from humanclaw_gym import EgoRGBSensor
 from humanclaw_gym.backends import registry
 from humanclaw_gym.backends.protocols import MotionCapabilities, PhysicsCapabilities
-from humanclaw_gym.backends.registry import BackendCapabilityError
 from humanclaw_gym.body.skeleton import JOINT_INDEX
 from humanclaw_gym.motion.procedural import ProceduralMotionGenerator
-from humanclaw_gym.physics.base import HalfPhysicsBase, PhysicsSnapshot
+from humanclaw_gym.physics.base import (
+    HalfPhysicsBase,
+    PhysicsOption,
+    PhysicsSnapshot,
+    physics_options,
+)
 from humanclaw_gym.physics.types import empty_contacts
 from humanclaw_gym.replay.render import link_poses_from_frames
 from humanclaw_gym.rotations import quat_exp
 from humanclaw_gym.skills import (
+    BUILTIN_MOTION_KEYS,
     DIRECTIONS,
+    NUM_SKILLS,
     Choice,
     Skill,
     SkillCall,
@@ -182,10 +188,12 @@ def test_a_scene_aware_sensor_is_one_class():
 # a skill
 # ----------------------------------------------------------------------------------------
 class WavingMotion(ProceduralMotionGenerator):
-    """The procedural generator plus a toy ``Wave<left|right>``: the body holds its pose
-    and raises one forearm a little (enough to check that the chunk is executed)."""
+    """The procedural generator plus a toy ``Wave<left|right>`` of its own: the body holds
+    its pose and raises one forearm a little (enough to check that the chunk is executed).
+    It declares the motion key it adds (the procedural planner interface is the other way,
+    see tests/test_worked_examples.py)."""
 
-    capabilities = MotionCapabilities(name="waving", skills=frozenset(range(9)))
+    capabilities = MotionCapabilities(name="waving", motion_keys=BUILTIN_MOTION_KEYS | {"wave"})
 
     def generate(self, call: Any) -> np.ndarray:
         call = SkillCall.coerce(call)
@@ -199,10 +207,13 @@ class WavingMotion(ProceduralMotionGenerator):
         return chunk
 
 
+#: The skill table before the fixture adds to it.
+BUILTIN = len(Skill)
+
+
 @pytest.fixture
 def wave_skill():
     spec = SkillSpec(
-        id=len(Skill),
         name="WAVE",
         display_name="Wave",
         text_name="Wave",
@@ -213,7 +224,7 @@ def wave_skill():
         example="Wave<left>",
         motion_key="wave",
     )
-    skill = register_skill(spec)
+    skill = register_skill(spec)  # it gives the skill the next id
     registry.register_motion("waving", f"{__name__}:WavingMotion")
     try:
         yield skill
@@ -222,26 +233,29 @@ def wave_skill():
 
 
 def test_a_new_skill_is_derived_everywhere_from_its_spec(wave_skill):
-    assert Skill.WAVE is wave_skill and Skill(8) is wave_skill and len(Skill) == 9
+    wave_id = int(wave_skill)
+    assert Skill.WAVE is wave_skill and Skill(wave_id) is wave_skill and len(Skill) == BUILTIN + 1
+    assert wave_id == BUILTIN and wave_skill.spec.id == wave_id
     call = SkillCall.parse("wave < Right >")
     assert call.skill is Skill.WAVE and str(call) == "Wave<right>"
     assert SkillCall.from_dict({"skill": "wave", "direction": "left"}) == SkillCall.parse(
         "Wave<left>"
     )
     space = action_space(seed=1)
-    assert space["skill"] == spaces.Discrete(9)
+    assert space["skill"] == spaces.Discrete(len(Skill))
     decoded = {SkillCall.from_action(space.sample()).skill for _ in range(400)}
     assert Skill.WAVE in decoded
     assert SkillCall.from_action(call.to_action()) == call
     spec = [s for s in describe_skills() if s["key"] == "wave"]
-    assert spec and spec[0]["text"] == "Wave<left|right>" and spec[0]["id"] == 8
+    assert spec and spec[0]["text"] == "Wave<left|right>" and spec[0]["id"] == wave_id
 
     from humanclaw_gym.server.protocol import action_spec
 
     assert "wave" in [s["key"] for s in action_spec()["skills"]]
     from humanclaw_agents.prompts import action_space_text
 
-    assert "action id 8: Wave<" in action_space_text() and "wave one hand" in action_space_text()
+    text = action_space_text()
+    assert f"action id {wave_id}: Wave<" in text and "wave one hand" in text
     from humanclaw_agents.random_policy import RandomPolicy
 
     policy = RandomPolicy(seed=3)
@@ -250,9 +264,19 @@ def test_a_new_skill_is_derived_everywhere_from_its_spec(wave_skill):
 
 
 def test_a_new_skill_runs_in_the_env_with_a_generator_that_declares_it(wave_skill):
-    # a generator that cannot execute the new skill is refused when the env is made
-    with pytest.raises(BackendCapabilityError, match="cannot generate skill WAVE"):
-        gym.make(ENV_ID, split="val100")
+    from humanclaw_gym.skills import SkillNotExecutableError
+
+    # a generator that cannot execute the new skill still makes the env and runs the rest;
+    # the new skill is refused at its step, naming the skill and the generator
+    env = gym.make(ENV_ID, split="val100", obs_size=32, max_steps=4)
+    try:
+        env.reset(seed=0)
+        env.step("Turn<left><30>")
+        with pytest.raises(SkillNotExecutableError, match="Wave<left>.*'procedural'"):
+            env.step("Wave<left>")
+        assert env.unwrapped.task.step_count == 1
+    finally:
+        env.close()
     env = gym.make(ENV_ID, split="val100", motion="waving", max_steps=3)
     try:
         obs0, _ = env.reset(seed=0)
@@ -261,42 +285,46 @@ def test_a_new_skill_runs_in_the_env_with_a_generator_that_declares_it(wave_skil
         after = env.unwrapped.simulation.physics.realized_frame()
         assert info["executed_skill"] == "Wave<left>" and not terminated
         assert np.linalg.norm(after[:3] - before[:3]) < 0.05  # stood still
-        assert env.action_space["skill"] == spaces.Discrete(9)
+        assert env.action_space["skill"] == spaces.Discrete(BUILTIN + 1)
     finally:
         env.close()
-    assert len(Skill) == 9  # unregistered by the fixture afterwards
+    assert len(Skill) == BUILTIN + 1  # unregistered by the fixture afterwards
 
 
 def test_a_new_skill_joins_the_action_adapters_menus(wave_skill):
     from humanclaw_gym.wrappers import DiscreteSkills, MultiDiscreteSkills, skill_menu
 
     menu = [str(c) for c in skill_menu()]
-    assert menu[-2:] == ["Wave<left>", "Wave<right>"] and len(menu) == 26
+    assert menu[-2:] == ["Wave<left>", "Wave<right>"]
     env = gym.make(ENV_ID, split="val100", motion="waving", obs_size=32, max_steps=3)
     try:
         discrete = DiscreteSkills(env)
-        assert discrete.action_space == spaces.Discrete(26)
+        assert discrete.action_space == spaces.Discrete(len(menu))
         _, info = discrete.reset(seed=0)
         assert info["action_menu"][-1] == "Wave<right>"
-        _, _, _, _, info = discrete.step(25)
+        _, _, _, _, info = discrete.step(len(menu) - 1)
         assert info["executed_skill"] == "Wave<right>"
         multi = MultiDiscreteSkills(env)
-        assert multi.grids[0][-1] == "Wave" and multi.action_space.nvec[0] == 9
-        assert str(multi.to_skill_call([8, 0, 1, 0, 0, 0, 0])) == "Wave<right>"
+        assert multi.grids[0][-1] == "Wave" and multi.action_space.nvec[0] == len(Skill)
+        index = [0] * len(multi.dims)
+        index[0] = int(wave_skill)
+        index[multi.dims.index("direction")] = multi.grids[multi.dims.index("direction")].index(
+            "right"
+        )
+        assert str(multi.to_skill_call(index)) == "Wave<right>"
     finally:
         env.close()
 
 
-def test_the_table_is_back_to_the_eight_skills():
-    assert len(Skill) == 8 and not hasattr(Skill, "WAVE")
-    assert action_space()["skill"] == spaces.Discrete(8)
+def test_the_table_is_back_to_the_built_in_skills():
+    assert len(Skill) == BUILTIN == NUM_SKILLS and not hasattr(Skill, "WAVE")
+    assert action_space()["skill"] == spaces.Discrete(NUM_SKILLS)
     with pytest.raises(ValueError, match="only the last custom skill"):
         unregister_skill(Skill.CLIMB_DOWN)
 
 
 def test_register_skill_refuses_a_bad_spec_and_changes_nothing():
     base = dict(
-        id=len(Skill),
         name="JUMP",
         display_name="Jump",
         text_name="Jump",
@@ -315,7 +343,7 @@ def test_register_skill_refuses_a_bad_spec_and_changes_nothing():
         register_skill(SkillSpec(**{**base, "slots": ()}))
     with pytest.raises(ValueError, match="not SkillCall fields"):
         register_skill(SkillSpec(**{**base, "params": {"hop": Choice(("a",))}, "slots": ("hop",)}))
-    assert len(Skill) == 8
+    assert len(Skill) == BUILTIN
 
 
 # ----------------------------------------------------------------------------------------
@@ -363,6 +391,12 @@ def test_a_new_physics_backend_plugs_in_through_the_registry():
         env.close()
 
 
+def _lag(value: Any) -> float:
+    if not 0.0 <= float(value) < 1.0:
+        raise ValueError(f"lag must be in [0, 1), got {value}")
+    return float(value)
+
+
 class KinematicPhysics(HalfPhysicsBase):
     """The smallest physics backend on the shared base: the body follows the generated
     frames exactly (no dynamics, no contacts), objects stay where the scene puts them, rays
@@ -370,14 +404,15 @@ class KinematicPhysics(HalfPhysicsBase):
     lifecycle, readouts of the realized state and the contract record are the base's."""
 
     capabilities = PhysicsCapabilities(name="kinematic", contacts=False)
-    _contract_options = ("lag",)  # its own constructor option, recorded by contract()
+    # its keywords, declared once: the shared ones (one solver iteration by default) and
+    # its own (checked, kept as self.lag, recorded by contract())
+    options = physics_options(
+        PhysicsOption("lag", 0.0, "share of the previous pose kept each frame", check=_lag),
+        solver_iterations=1,
+    )
 
-    def __init__(self, *, lag: float = 0.0) -> None:
-        super().__init__(solver_iterations=1, root_correction_gain=1.0, pjsc_gains=None,
-                         motor_torque_scale=1.0)  # fmt: skip
-        if not 0.0 <= lag < 1.0:
-            raise ValueError(f"lag must be in [0, 1), got {lag}")
-        self.lag = lag  # share of the previous pose kept each frame (0: exact)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self._frame: np.ndarray | None = None
 
     def build(self, scene: Any) -> None:

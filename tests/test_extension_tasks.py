@@ -1,7 +1,8 @@
 """The task, image-sensor and state-sensor worked examples of docs/architecture.md, performed
 as written there, from a package outside ``humanclaw_gym``.
 
-The code blocks marked ``worked-example: PATH`` are written to ``PATH`` under a temporary
+The code blocks marked ``<!-- example: PATH -->`` of the task and the two sensors are
+written to ``PATH`` under a temporary
 directory put on ``sys.path`` (and on ``PYTHONPATH`` for the processes a run starts); then
 the task runs through ``gym.make``, the vector envs (sync, async, batched), ``humanclaw run
 --task module:Class --metrics --video`` (a subprocess: metrics, videos, trajectories),
@@ -34,13 +35,16 @@ from humanclaw_gym.wrappers import MetricsWrapper
 ROOT = Path(humanclaw_gym.__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "architecture.md"
 GENERIC_ID = "HumanClaw-v0"
-_BLOCK = re.compile(r"<!-- worked-example: (\S+) -->\n```python\n(.*?)\n```", re.S)
+_BLOCK = re.compile(r"^<!-- example: (\S+) -->\n```python\n(.*?)\n```$", re.S | re.M)
+_FILES = ("mytasks/pointnav.py", "mysensors/gray.py", "mysensors/pelvis_height.py")
 _TASK_PATH = "mytasks.pointnav:PointNavTask"
 
 
 def worked_examples() -> dict[str, str]:
-    """``{relative path: code}`` of every marked block of the architecture doc."""
-    return {path: code + "\n" for path, code in _BLOCK.findall(DOC.read_text())}
+    """``{relative path: code}`` of the task and sensor examples of the architecture doc."""
+    found = {path: code + "\n" for path, code in _BLOCK.findall(DOC.read_text())}
+    assert set(_FILES) <= set(found), f"docs/architecture.md lacks {set(_FILES) - set(found)}"
+    return {path: found[path] for path in _FILES}
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +52,7 @@ def package(tmp_path_factory):
     """The examples written into a temporary package root, importable in this process;
     their registrations are undone afterwards."""
     root = tmp_path_factory.mktemp("user_package")
-    examples = worked_examples()
-    assert {"mytasks/pointnav.py", "mysensors/gray.py", "mysensors/pelvis_height.py"} <= set(
-        examples
-    )
-    for rel, code in examples.items():
+    for rel, code in worked_examples().items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         (path.parent / "__init__.py").touch()

@@ -52,7 +52,7 @@ from humanclaw_gym.motion.flow.model import (  # noqa: E402
 )
 from humanclaw_gym.motion.flow.sampler import flow_matching_loss, sample_midpoint  # noqa: E402
 from humanclaw_gym.motion.procedural import ProceduralMotionGenerator  # noqa: E402
-from humanclaw_gym.skills import Skill, SkillCall  # noqa: E402
+from humanclaw_gym.skills import BUILTIN_MOTION_KEYS, NUM_SKILLS, Skill, SkillCall  # noqa: E402
 
 _REPO = Path(__file__).resolve().parents[1]
 _TINY = FlowModelConfig(d_model=32, n_layers=2, n_heads=2, ff_mult=2, control_layers=1)
@@ -425,7 +425,9 @@ def test_architecture_mismatch_is_refused(tiny_checkpoint: Path, tmp_path: Path)
 def test_generator_protocol_shapes_and_history_roll(tiny_checkpoint: Path) -> None:
     gen = FlowMotionGenerator(tiny_checkpoint, steps=4)
     assert isinstance(gen, MotionGenerator)
-    assert gen.capabilities == MotionCapabilities("flow", frozenset(range(8)), batched=True)
+    # one control branch per built-in motion skill: those it executes
+    assert gen.capabilities == MotionCapabilities("flow", BUILTIN_MOTION_KEYS, batched=True)
+    assert gen.capabilities.skills == frozenset(range(NUM_SKILLS))
     with pytest.raises(RuntimeError, match="before reset"):
         gen.generate("Walk<forward><slow>")
     seed = gen.reset(np.array([1.0, 0.2, -2.0]), 0.7, seed=3)

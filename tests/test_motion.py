@@ -43,7 +43,7 @@ from humanclaw_gym.motion.rotations import (
     wrap_angle,
 )
 from humanclaw_gym.scenes.spec import STAIR_RISE_M, STAIR_RUN_M
-from humanclaw_gym.skills import SkillCall
+from humanclaw_gym.skills import Skill, SkillCall
 
 START = np.array([1.5, 0.2, -2.0])  # pelvis x/z, floor y (a raised floor on purpose)
 YAW = 0.7
@@ -114,7 +114,7 @@ def test_capabilities_and_protocol() -> None:
     assert isinstance(gen, MotionGenerator)
     caps = gen.capabilities
     assert caps.name == "procedural"
-    assert caps.skills == frozenset(range(8))
+    assert caps.skills == frozenset(int(s) for s in Skill)  # a planner for every skill
     assert caps.batched is False
 
 

@@ -369,15 +369,15 @@ def test_body_records_are_checked() -> None:
     # the contract drives the 75-D frame's joints: another link tree is refused by the base
     renamed = BodyModel(("root", *base.names[1:]), base.parents, base.joint_offsets_m, base.shapes)
     with pytest.raises(ValueError, match="body links must be the 75-D frame's joints"):
-        HalfPhysicsBase.__init__(object.__new__(MujocoHalfPhysics), 20, 1.0, None, 1.0, renamed)
+        HalfPhysicsBase.__init__(object.__new__(MujocoHalfPhysics), body=renamed)
 
 
 def test_bad_arguments_are_rejected(make_backend, physics_name) -> None:
     cls = _backend_class(physics_name)
     with pytest.raises(ValueError, match="solver_iterations"):
-        cls(0)
+        cls(solver_iterations=0)
     with pytest.raises(TypeError, match="solver_iterations"):
-        cls(2.5)  # type: ignore[arg-type]
+        cls(solver_iterations=2.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="pjsc_gains.*unknown joint 'wing'"):
         cls(pjsc_gains={"wing": 0.5})
     with pytest.raises(ValueError, match=r"pjsc_gains\['neck'\] must be in \[0, 1\]"):

@@ -92,7 +92,11 @@ def test_humanclaw_run_psv_against_a_loopback_server(tmp_path: Path):
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"completed {_EPISODES}, skipped 0, failed 0" in proc.stdout
-    assert len(server.requests) == _EPISODES * _STEPS * 2
+    # one preflight request before the first episode, then two calls per step
+    assert len(server.requests) == 1 + _EPISODES * _STEPS * 2
+    preflight = server.requests[0]["body"]
+    assert preflight["stream"] is True and "image_url" not in json.dumps(preflight)
+    assert not any(r["body"].get("stream") for r in server.requests[1:])
 
     results = sorted(out.rglob("episode_result.json"))
     assert len(results) == _EPISODES
@@ -113,4 +117,5 @@ def test_humanclaw_run_psv_against_a_loopback_server(tmp_path: Path):
                 assert {"think_block", "prose_around"} <= set(record["recoveries"])
         metrics = json.loads((rollout / "metrics.json").read_text())
         assert "loopback-key" not in json.dumps(metrics)
-        assert str(USAGE["prompt_tokens"] * _STEPS * 2) in json.dumps(metrics)
+        # the preflight's tokens are in no episode: each counts its own 2 calls per step
+        assert metrics["tokens"]["input_tokens"] == USAGE["prompt_tokens"] * _STEPS * 2

@@ -251,14 +251,14 @@ class BackendConfig:
             factory = registry.entry("physics", self.physics).load()
             check_options(factory, "physics", self.physics, self.physics_options)
         if self.body_asset is not None:
-            from humanclaw_gym.body.asset import load_body_asset
+            from humanclaw_gym.body.asset_cache import cached_body_asset
 
             if "body_asset" not in inspect.signature(factory).parameters:
                 raise ValueError(
                     f"body_asset: the {self.physics!r} physics backend builds no body asset "
                     "(pybullet and mujoco do)"
                 )
-            load_body_asset(self.body_asset)
+            cached_body_asset(self.body_asset)  # read once per process (the env reuses it)
         if self.motion_options or self.motion_checkpoint is not None:
             factory = registry.entry("motion", self.motion).load()
             check_options(factory, "motion", self.motion, self.motion_options, ("checkpoint",))

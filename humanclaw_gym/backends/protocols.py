@@ -15,7 +15,7 @@ owned by the caller (fresh copies), never views of backend buffers.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -399,13 +399,61 @@ class MotionCapabilities:
 
     Attributes:
         name: registry name, e.g. ``"procedural"`` or ``"flow"``.
-        skills: the :class:`~humanclaw_gym.skills.Skill` values it can generate (ints).
+        motion_keys: the motions it can execute, by the skill table's ``motion_key``
+            (``"walk_forward"``, ``"turn"``, ...; default: those of the built-in skills,
+            :data:`~humanclaw_gym.skills.BUILTIN_MOTION_KEYS`). A skill is executed when its
+            ``motion_key`` is here; a terminal skill (Stop/Stand) produces no motion and
+            needs none. Keys, not skill ids: ids are given out in registration order.
         batched: can generate several envs' chunks in one call (``generate_batch``).
     """
 
     name: str
-    skills: frozenset[int] = frozenset(range(8))
+    motion_keys: frozenset[str] = field(default_factory=lambda: _builtin_motion_keys())
     batched: bool = False
+
+    def __post_init__(self) -> None:
+        keys = self.motion_keys
+        if isinstance(keys, str) or not all(isinstance(k, str) for k in keys):
+            raise TypeError(
+                f"MotionCapabilities({self.name!r}).motion_keys must be a set of motion-key "
+                f"strings (the skill table's motion_key), got {keys!r}"
+            )
+        object.__setattr__(self, "motion_keys", frozenset(keys))
+
+    def executes(self, skill: Any) -> bool:
+        """Whether it executes ``skill`` (a :class:`~humanclaw_gym.skills.Skill`, its id
+        or a name): a terminal skill always, another when its motion key is declared."""
+        from humanclaw_gym.skills import skill_spec
+
+        spec = skill_spec(skill)
+        return spec.terminal or spec.motion_key in self.motion_keys
+
+    @property
+    def skills(self) -> frozenset[int]:
+        """The ids of the registered skills it executes (read from the current table)."""
+        from humanclaw_gym.skills import Skill
+
+        return frozenset(int(s) for s in Skill if self.executes(s))
+
+    def check_call(self, call: SkillCall) -> None:
+        """Refuse a call it cannot execute, before anything changes.
+
+        Raises:
+            SkillNotExecutableError: naming the skill, this generator and the skills it
+                executes.
+        """
+        if self.executes(call.skill):
+            return
+        from humanclaw_gym.skills import Skill, SkillNotExecutableError
+
+        allowed = ", ".join(s.text_name for s in Skill if self.executes(s))
+        raise SkillNotExecutableError(call, self.name, allowed, skill=call.skill)
+
+
+def _builtin_motion_keys() -> frozenset[str]:
+    from humanclaw_gym.skills import BUILTIN_MOTION_KEYS
+
+    return BUILTIN_MOTION_KEYS
 
 
 @runtime_checkable

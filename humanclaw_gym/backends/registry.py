@@ -1,32 +1,47 @@
-"""Lazy registry of backends and the resolver that checks capabilities before building.
+"""The backends' view of the one registry, and the resolver that checks capabilities before
+building.
 
-A registration records a factory *path* (``"module:Class"``) and nothing else about it:
-the class itself declares what it can do in its ``capabilities`` attribute (a
+Physics, render and motion backends are entries of :mod:`humanclaw_gym.registry` (kinds
+``"physics"``, ``"render"`` and ``"motion"``), registered there like everything else a user
+can add: lazily by path, by an object, with a decorator where the class is defined, or by an
+installed package's entry points (groups ``humanclaw_gym.physics``,
+``humanclaw_gym.renderers`` and ``humanclaw_gym.motion``). This module keeps the backends'
+own API on top of it: :func:`register_physics` / :func:`register_render` /
+:func:`register_motion`, :func:`entries` / :func:`entry` (as :class:`BackendEntry` views) and
+:func:`resolve`.
+
+A registration records where the class is and nothing else about it: the class itself
+declares what it can do in its ``capabilities`` attribute (a
 :class:`~humanclaw_gym.backends.protocols.PhysicsCapabilities`,
 :class:`~humanclaw_gym.backends.protocols.RenderCapabilities` or
 :class:`~humanclaw_gym.backends.protocols.MotionCapabilities` whose ``name`` is the
-registered name), the one source of that record. Registering imports nothing; the class's
-module is imported the first time its capabilities are read (by :func:`resolve`). Backend
-modules import their engine (pybullet, MuJoCo, moderngl, torch) only when an instance is
-built, so reading capabilities starts no simulator, GL context or model. :func:`resolve`
-compares what a config needs (render modes, skills, part shapes, scene features, contact
-queries, a body mesh) against them and raises :class:`BackendCapabilityError` naming the
-backend and the missing capability before anything is built.
+registered name), the one source of that record, read from the class every time it is
+asked for. Registering by path imports nothing; the class's module is imported the first
+time its capabilities are read (by :func:`resolve`). Backend modules import their engine
+(pybullet, MuJoCo, moderngl, torch) only when an instance is built, so reading capabilities
+starts no simulator, GL context or model. :func:`resolve` compares what a config needs
+(render modes, part shapes, scene features, contact queries, a body mesh) against them and
+raises :class:`BackendCapabilityError` naming the backend and the missing capability
+before anything is built. Which skills a motion generator executes is checked per call,
+at the step that asks for one (:meth:`MotionCapabilities.check_call`), not here.
 
 Third-party backends register the same way::
 
     from humanclaw_gym.backends import registry
     registry.register_physics("mysim", "mypkg.sim:MySim")  # MySim.capabilities.name == "mysim"
+
+    @registry.register_physics("mysim2")  # or where the class is defined
+    class MySim2(HalfPhysicsBase):
+        capabilities = PhysicsCapabilities(name="mysim2")
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from humanclaw_gym import registry as _registry
 from humanclaw_gym.backends.protocols import (
     MotionCapabilities,
     PhysicsCapabilities,
@@ -67,20 +82,46 @@ _RECORDS = {
 
 @dataclass(frozen=True)
 class BackendEntry:
-    """One registered backend: its kind, name, factory path and description; its
-    :attr:`capabilities` are read from the factory when first asked for."""
+    """One registered backend, as the backends see an entry of :mod:`humanclaw_gym.registry`:
+    its kind, name, where it comes from (``module:Class``), description and, for renderers,
+    whether ``renderer="auto"`` tries it; its :attr:`capabilities` are read from the class
+    whenever they are asked for."""
 
     kind: Kind
     name: str
     target: str
     description: str = ""
     in_auto: bool = True
+    source: str = "code"
+    registration: _registry.Registration | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, registration: _registry.Registration) -> BackendEntry:
+        """The view of one registry entry."""
+        return cls(
+            kind=registration.kind,  # type: ignore[arg-type]
+            name=registration.name,
+            target=registration.where,
+            description=registration.description,
+            in_auto=bool(registration.meta.get("in_auto", registration.kind != "render")),
+            source=registration.source,
+            registration=registration,
+        )
 
     def load(self) -> Any:
-        """Import and return the factory (class or function)."""
-        return _import_target(self.target)
+        """The factory (class or function); a lazy entry's module is imported now, once.
 
-    @cached_property
+        Raises:
+            BackendCapabilityError: the module cannot be imported or lacks the class.
+        """
+        try:
+            if self.registration is not None:
+                return self.registration.load()
+            return _registry.Registration(self.kind, self.name, self.target).load()
+        except _registry.RegistryError as exc:
+            raise BackendCapabilityError(f"{self.kind} backend {exc}") from exc
+
+    @property
     def capabilities(self) -> Any:
         """The factory's own ``capabilities`` record (its module is imported once).
 
@@ -88,8 +129,7 @@ class BackendEntry:
             BackendCapabilityError: the factory has no record of this kind, or its ``name``
                 is not the registered name.
         """
-        factory = _import_target(self.target)
-        record = getattr(factory, "capabilities", None)
+        record = getattr(self.load(), "capabilities", None)
         wanted = _RECORDS[self.kind]
         if not isinstance(record, wanted):
             raise BackendCapabilityError(
@@ -104,54 +144,49 @@ class BackendEntry:
         return record
 
 
-def _import_target(target: str) -> Any:
-    module_name, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
-
-
-_REGISTRY: dict[Kind, dict[str, BackendEntry]] = {"physics": {}, "render": {}, "motion": {}}
-
-
-def _register(kind: Kind, name: str, target: str, description: str, in_auto: bool = True) -> None:
-    if not isinstance(name, str) or not isinstance(target, str) or ":" not in target:
-        raise ValueError(
-            f"register_{kind}(name, 'module:Class', description): got name={name!r}, "
-            f"target={target!r}"
-        )
+def _register(
+    kind: Kind, name: str, target: Any, description: Any, **meta: Any
+) -> Callable[[Any], Any] | None:
     if not isinstance(description, str):
         raise TypeError(
             f"register_{kind}: description must be a str, got {type(description).__name__}; "
             "capabilities are not passed: the class declares them (`capabilities = ...`)"
         )
-    if name == "auto":
-        raise ValueError("'auto' is reserved (it picks the first available renderer)")
-    _REGISTRY[kind][name] = BackendEntry(kind, name, target, description, in_auto)
+    if isinstance(target, str) and ":" not in target:
+        raise ValueError(
+            f"register_{kind}(name, 'module:Class', description): got name={name!r}, "
+            f"target={target!r}"
+        )
+    return _registry.register(kind, name, target, description=description, replace=True, **meta)
 
 
-def register_physics(name: str, target: str, description: str = "") -> None:
-    """Register a physics backend class by ``"module:Class"`` path (nothing is imported
-    here); the class declares its :class:`PhysicsCapabilities` named ``name``."""
-    _register("physics", name, target, description)
+def register_physics(name: str, target: Any = None, description: str = "") -> Any:
+    """Register a physics backend class: by ``"module:Class"`` path (nothing is imported
+    here), the class itself, or as a decorator above it (``@register_physics("mysim")``).
+    The class declares its :class:`PhysicsCapabilities` named ``name``."""
+    return _register("physics", name, target, description)
 
 
-def register_render(name: str, target: str, description: str = "", in_auto: bool = False) -> None:
-    """Register a render backend class by ``"module:Class"`` path (nothing is imported
-    here); the class declares its :class:`RenderCapabilities` named ``name``.
+def register_render(
+    name: str, target: Any = None, description: str = "", in_auto: bool = False
+) -> Any:
+    """Register a render backend class (a path, the class, or as a decorator); the class
+    declares its :class:`RenderCapabilities` named ``name``.
 
     ``in_auto=True`` makes ``renderer="auto"`` try it, after the renderers registered
     before it (the built-ins: moderngl, then tiny)."""
-    _register("render", name, target, description, in_auto)
+    return _register("render", name, target, description, in_auto=bool(in_auto))
 
 
-def register_motion(name: str, target: str, description: str = "") -> None:
-    """Register a motion generator class by ``"module:Class"`` path (nothing is imported
-    here); the class declares its :class:`MotionCapabilities` named ``name``."""
-    _register("motion", name, target, description)
+def register_motion(name: str, target: Any = None, description: str = "") -> Any:
+    """Register a motion generator class (a path, the class, or as a decorator); the class
+    declares its :class:`MotionCapabilities` named ``name``."""
+    return _register("motion", name, target, description)
 
 
 def entries(kind: Kind) -> dict[str, BackendEntry]:
-    """A copy of the registered backends of one kind."""
-    return dict(_REGISTRY[kind])
+    """The registered backends of one kind, in registration order (entry points included)."""
+    return {name: BackendEntry.of(r) for name, r in _registry.entries(kind).items()}
 
 
 def entry(kind: Kind, name: str) -> BackendEntry:
@@ -161,9 +196,9 @@ def entry(kind: Kind, name: str) -> BackendEntry:
         BackendCapabilityError: unknown name (the registered ones are listed).
     """
     try:
-        return _REGISTRY[kind][name]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY[kind])) or "none"
+        return BackendEntry.of(_registry.get(kind, name))
+    except _registry.RegistryError:
+        known = ", ".join(sorted(_registry.names(kind))) or "none"
         raise BackendCapabilityError(
             f"unknown {kind} backend {name!r}; registered: {known}"
         ) from None
@@ -176,11 +211,11 @@ def create(kind: Kind, name: str, **kwargs: Any) -> Any:
 
 def render_choices() -> tuple[str, ...]:
     """Accepted ``renderer`` values: ``"auto"`` and every registered render backend."""
-    return ("auto", *_REGISTRY["render"])
+    return ("auto", *_registry.names("render"))
 
 
 def _auto_render_names() -> list[str]:
-    return [name for name, e in _REGISTRY["render"].items() if e.in_auto]
+    return [name for name, e in entries("render").items() if e.in_auto]
 
 
 def check_renderer_name(name: str) -> None:
@@ -258,8 +293,10 @@ def resolve(
 ) -> ResolvedBackends:
     """Check a configuration against declared capabilities; nothing is built.
 
-    ``skills`` are the skill ids the motion generator must generate (default: every
-    registered skill, see :func:`humanclaw_gym.skills.register_skill`).
+    ``skills``: skills (members, ids or names) the motion generator must execute, checked
+    now; None (default) checks none here: a call the generator cannot execute is refused
+    at the step that asks for it (:meth:`MotionCapabilities.check_call`), so registering a
+    skill never keeps an env with another generator from running the skills it has.
     ``need_body_mesh`` asks for a renderer that draws a triangle mesh as the humanoid
     (``RenderCapabilities.body_mesh``; the env's ``body_model_dir`` option). With
     ``render="auto"`` renderers lacking a capability are skipped, otherwise refused.
@@ -302,11 +339,12 @@ def resolve(
 
     mot = entry("motion", motion)
     mcaps: MotionCapabilities = mot.capabilities
-    from humanclaw_gym.skills import Skill
+    if skills is not None:
+        from humanclaw_gym.skills import Skill
 
-    wanted = [int(s) for s in Skill] if skills is None else skills
-    for skill in sorted(set(wanted) - set(mcaps.skills)):
-        problems.append(f"motion generator {motion!r} cannot generate skill {Skill(skill).name}")
+        for skill in sorted({Skill.from_name(s) for s in skills}):
+            if not mcaps.executes(skill):
+                problems.append(f"motion generator {motion!r} cannot generate skill {skill.name}")
     if problems:
         raise BackendCapabilityError("; ".join(problems))
     return ResolvedBackends(physics=phys, render=tuple(render_entries), motion=mot)

@@ -30,6 +30,7 @@ USER_ERRORS: tuple[str, ...] = (
     "humanclaw_gym.tasks:UnknownTaskError",
     "humanclaw_gym.evaluation.fingerprint:RunFingerprintError",
     "humanclaw_gym.evaluation.batch:OutputInUseError",
+    "humanclaw_gym.evaluation.batch:PolicyPreflightError",
     "humanclaw_gym.metrics.episode:MetricsFileError",
     "humanclaw_gym.replay.bundle:ReplayBundleError",
     "humanclaw_gym.data.schema:DatasetError",

@@ -70,6 +70,8 @@ class RunArgs:
     """run through a benchmark server at this URL (token from HUMANCLAW_SERVER_TOKEN)"""
     quiet: bool = False
     """no progress bar"""
+    preflight: bool = True
+    """check the agent's model endpoint before the first episode (psv: one small request; docs/agents.md); --no-preflight skips it"""
 
 
 @dataclass
@@ -102,6 +104,8 @@ class RolloutArgs:
     """seed for stochastic policies"""
     backend: Annotated[BackendArgs, Flattened] = field(default_factory=BackendArgs)
     """simulator backends"""
+    preflight: bool = True
+    """check the agent's model endpoint first (psv: one small request; docs/agents.md); --no-preflight skips it"""
 
 
 def parse_motion_options(items: tuple[str, ...]) -> tuple[tuple[str, object], ...]:
@@ -293,6 +297,7 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
             progress=not args.quiet,
             episodes=episodes,
             ray_resources=ray_resources,
+            preflight=args.preflight,
         )
     except BatchInterrupted as exc:
         summary, interrupted = exc.summary, exc
@@ -395,7 +400,9 @@ def rollout(args: RolloutArgs) -> int:
     config = _checked_config(args, "humanclaw rollout")
     if config is None:
         return 2
-    check_policy(config)  # a bad model config or key: one line, exit 2, nothing written
+    # a bad model config or key, an endpoint that does not answer: one line, exit 2,
+    # nothing written
+    check_policy(config, preflight=args.preflight)
     check_episode_scenes([spec], config)
     (ep,) = task_cls.load_episodes(
         split, [ep], instruction_template=_template(config.instruction_template)

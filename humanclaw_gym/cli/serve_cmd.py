@@ -76,7 +76,7 @@ def serve(args: ServeArgs) -> int:
     """Run the server until SIGINT/SIGTERM; returns the exit code."""
     from humanclaw_gym.fileio import write_json_record
     from humanclaw_gym.server.plan import EpisodePlan
-    from humanclaw_gym.server.protocol import BENCHMARK_PROTOCOL, WIRE_PROTOCOL
+    from humanclaw_gym.server.protocol import WIRE_PROTOCOL, benchmark_protocol
     from humanclaw_gym.server.service import BenchService
     from humanclaw_gym.server.transport import (
         TokenError,
@@ -138,7 +138,7 @@ def serve(args: ServeArgs) -> int:
                 "port": port,
                 "pid": os.getpid(),
                 "wire_protocol": WIRE_PROTOCOL,
-                "benchmark_protocol": BENCHMARK_PROTOCOL,
+                "benchmark_protocol": benchmark_protocol(),
                 "plan_size": len(plan.entries),
                 "plan_digest_sha256": plan.digest,
             },

@@ -175,7 +175,8 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
             The actions with each stepping sub-env's as a SkillCall or Decision (validated
             here once; the sub-envs do not validate them again).
         """
-        from humanclaw_gym.skills import SkillCallError
+        from humanclaw_gym.envs.simulation import check_sub_env_executable
+        from humanclaw_gym.skills import SkillCall, SkillCallError
         from humanclaw_gym.skills.spaces import validated_action
 
         checked = list(actions)
@@ -192,6 +193,8 @@ class BatchedVectorEnv(gym.vector.SyncVectorEnv):
                     skill=exc.skill,
                     message=f"sub-env {i}: {exc}",
                 ) from exc
+            call = checked[i] if isinstance(checked[i], SkillCall) else checked[i].action
+            check_sub_env_executable(self.envs[i], call, i)  # a skill its generator lacks
         return checked
 
     def _stage_batched_motion(self, actions: list[Any]) -> None:

@@ -331,6 +331,7 @@ class HumanClawEnv(gym.Env):
         self._check_open("step")
         if self._phase is _Phase.ENDED:
             raise RuntimeError("step() called after the episode ended; call reset()")
+        self._sim.check_executable(call)  # a skill the generator lacks: refused, nothing changed
         try:
             return self._step(call, None if checked is call else checked)
         except BaseException as exc:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.scenes.spec import SceneSpec
     from humanclaw_gym.skills import SkillCall
 
-__all__ = ["FRAMES_PER_CHUNK", "Simulation", "Snapshot"]
+__all__ = ["FRAMES_PER_CHUNK", "Simulation", "Snapshot", "check_sub_env_executable"]
 
 FRAMES_PER_CHUNK = 15
 """Generated 30 Hz frames per skill call (0.5 s)."""
@@ -138,9 +138,9 @@ class Simulation:
             self.body_model = SmplxBody(config.body_model_dir, gender=config.body_model_gender)
         self.body_asset: Any = None  # a BodyAsset when config.body_asset is set
         if config.body_asset is not None:
-            from humanclaw_gym.body.asset import load_body_asset
+            from humanclaw_gym.body.asset_cache import cached_body_asset
 
-            self.body_asset = load_body_asset(config.body_asset)
+            self.body_asset = cached_body_asset(config.body_asset)
         self.scene_dataset: SceneDataset | None = None
         if config.scene_dataset is not None:
             from humanclaw_gym.scenes.hssd import open_scene_dataset
@@ -196,6 +196,15 @@ class Simulation:
         )
         self.contact_parts = bool(contact_parts)
         return self.resolved
+
+    def check_executable(self, call: SkillCall) -> None:
+        """Refuse a call the configured motion generator cannot execute (its capabilities
+        lack the skill's motion), before anything changes.
+
+        Raises:
+            SkillNotExecutableError: naming the skill and the generator.
+        """
+        self.resolved.motion.capabilities.check_call(call)
 
     def check_scenes(self, episodes: Iterable[Episode]) -> None:
         """Check, by name only, that the episodes' scenes can be loaded: from the scene
@@ -643,3 +652,23 @@ class Simulation:
         self._closed = True
         if errors:
             raise errors[0]
+
+
+def check_sub_env_executable(env: Any, call: SkillCall, index: int) -> None:
+    """Refuse, before any sub-env steps, a call sub-env ``index``'s motion generator cannot
+    execute (the error names the sub-env)."""
+    from humanclaw_gym.skills import SkillNotExecutableError
+
+    check = getattr(getattr(env.unwrapped, "simulation", None), "check_executable", None)
+    if check is None:
+        return
+    try:
+        check(call)
+    except SkillNotExecutableError as exc:
+        raise SkillNotExecutableError(
+            exc.value,
+            exc.generator,
+            exc.allowed,
+            skill=exc.skill,
+            message=f"sub-env {index}: {exc}",
+        ) from exc

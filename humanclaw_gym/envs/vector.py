@@ -63,6 +63,12 @@ class BatchedMotionSyncVectorEnv(gym.vector.SyncVectorEnv):
             actions if isinstance(actions, (list, tuple)) else iterate(self.action_space, actions)
         )
         actions = per_env_actions(items, self.num_envs)
+        from humanclaw_gym.envs.simulation import check_sub_env_executable
+
+        for i, action in enumerate(actions):  # a skill a sub-env's generator lacks
+            if not self._autoreset_envs[i]:
+                call = action if isinstance(action, SkillCall) else action.action
+                check_sub_env_executable(self.envs[i], call, i)
         pairs = []
         service = None
         for i, action in enumerate(actions):

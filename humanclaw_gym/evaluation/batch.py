@@ -50,6 +50,8 @@ SIGINT (the parent decides) and exit by themselves when the parent is gone, e.g.
 from __future__ import annotations
 
 import json
+import logging
+import logging.handlers
 import os
 import signal
 import sys
@@ -64,6 +66,7 @@ from typing import Any
 from humanclaw_gym.backends.config import BACKEND_FIELDS, BackendConfig
 from humanclaw_gym.evaluation.episode import EpisodeSpec
 from humanclaw_gym.evaluation.episode import failed_summary as _failed
+from humanclaw_gym.evaluation.status import POLICY_STATUS_LOGGER
 
 __all__ = [
     "LOCK_FILE",
@@ -71,6 +74,7 @@ __all__ = [
     "BatchSummary",
     "EpisodeSpec",
     "OutputInUseError",
+    "PolicyPreflightError",
     "RunConfig",
     "list_episode_specs",
     "rollout_complete",
@@ -479,14 +483,19 @@ def _clear_rollout(directory: Path) -> None:
 # --------------------------------------------------------------------------------------
 # executors
 # --------------------------------------------------------------------------------------
-def _worker_init(stop: Any = None, parent_pid: int | None = None) -> None:
+def _worker_init(stop: Any = None, parent_pid: int | None = None, status_queue: Any = None) -> None:
     """Prepare a worker process (and, without arguments, the caller's own process).
 
     In a worker process (``parent_pid`` given): SIGINT is ignored (a Ctrl-C reaches the
     whole process group; the parent decides what stops), and a watchdog thread ends the
     process within :data:`_WATCHDOG_PERIOD_S` once ``stop`` is set or the parent is gone
-    (it was killed: the worker is an orphan).
+    (it was killed: the worker is an orphan). With ``status_queue``, the policy's status
+    lines (:mod:`.status`) go to the parent's progress bar through it.
     """
+    if status_queue is not None:
+        logging.getLogger(POLICY_STATUS_LOGGER).addHandler(
+            logging.handlers.QueueHandler(status_queue)
+        )
     # The renderer's Mesa defaults (no rasteriser or shader-cache threads): this also runs
     # in the caller's own process (workers=1), which may fork async vector envs later.
     from humanclaw_gym.render.moderngl_backend import apply_mesa_defaults
@@ -571,11 +580,14 @@ def _run_local(
     workers: int,
     on_result: Callable[[dict[str, Any]], None],
     stop: _Stop | None = None,
+    status: Any = None,
 ) -> None:
     stop = stop or _Stop()
     if workers <= 1:
         _worker_init()
         try:
+            if status is not None:
+                status.attach()
             for spec in specs:
                 if stop.requested:
                     return
@@ -588,6 +600,8 @@ def _run_local(
                     stop.raise_now = False
                 on_result(result)
         finally:
+            if status is not None:
+                status.detach()
             close_worker_envs()
         return
     import multiprocessing as mp
@@ -596,11 +610,12 @@ def _run_local(
 
     ctx = mp.get_context("spawn")
     halt = ctx.Event()  # set: every worker exits within its watchdog period
+    status_queue = None if status is None else status.listen(ctx)
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=ctx,
         initializer=_worker_init,
-        initargs=(halt, os.getpid()),
+        initargs=(halt, os.getpid(), status_queue),
     )
     try:
         with _sigint_ignored():  # the workers start while the specs are submitted
@@ -620,6 +635,8 @@ def _run_local(
         if stop.requested:
             halt.set()
         pool.shutdown(wait=True, cancel_futures=True)
+        if status is not None:
+            status.detach()
 
 
 def _run_ray(
@@ -705,13 +722,24 @@ def check_run_config(config: RunConfig) -> None:
     config.backend.check()
 
 
-def check_policy(config: RunConfig) -> None:
+class PolicyPreflightError(ValueError):
+    """The policy's ``preflight()`` check refused the run (e.g. its model endpoint is
+    unreachable or refuses the key); nothing was written."""
+
+
+def check_policy(config: RunConfig, *, preflight: bool = True) -> None:
     """Build the configured policy once and drop it, so that a model config that does not
     load, a missing API key or an unreadable checkpoint fails here, once, before anything
     is written, instead of in every episode.
 
+    With ``preflight`` (the default), a policy that has a ``preflight()`` method gets it
+    called once here: a policy that talks to a model endpoint checks that the endpoint
+    answers (``docs/policies.md``). This instance runs no episode, so whatever the check
+    costs is counted in no episode's usage.
+
     Raises:
         PolicySpecError: the policy's package is missing (an ``ImportError``).
+        PolicyPreflightError: ``preflight()`` raised; its message, on one line.
         Exception: what building the policy raises (``ModelConfigError``, a missing key).
     """
     from humanclaw_gym.evaluation.policies import PolicySpecError, load_policy
@@ -720,9 +748,18 @@ def check_policy(config: RunConfig) -> None:
         policy = load_policy(config.agent, model_config=config.model_config, seed=config.seed)
     except ImportError as exc:
         raise PolicySpecError(f"agent {config.agent!r} cannot be built: {exc}") from exc
-    close = getattr(policy, "close", None)
-    if callable(close):
-        close()
+    try:
+        check = getattr(policy, "preflight", None) if preflight else None
+        if callable(check):
+            try:
+                check()
+            except Exception as exc:  # noqa: BLE001 - the policy's refusal, whatever its type
+                text = " ".join(str(exc).split()) or type(exc).__name__
+                raise PolicyPreflightError(f"agent {config.agent!r} preflight: {text}") from exc
+    finally:
+        close = getattr(policy, "close", None)
+        if callable(close):
+            close()
 
 
 def check_episode_scenes(specs: Iterable[EpisodeSpec], config: RunConfig) -> None:
@@ -798,6 +835,7 @@ def run_batch(
     episodes: Mapping[str, Any] | None = None,
     ray_resources: Mapping[str, float] | None = None,
     notice: Callable[[str], None] | None = None,
+    preflight: bool = True,
 ) -> BatchSummary:
     """Run many episodes; see the module docstring.
 
@@ -823,6 +861,8 @@ def run_batch(
 
         notice: called with one line for the user (e.g. what a rerun overwrites); default:
             printed to stderr.
+        preflight: call the policy's ``preflight()`` check, if it has one, once before
+            anything is written (:func:`check_policy`).
 
     Raises:
         ValueError: bad arguments or config, an episode listed twice.
@@ -830,6 +870,7 @@ def run_batch(
         OutputInUseError: another run is writing to ``config.output``.
         RayAddressError: ``ray_address`` does not answer (nothing was written).
         RayClusterError: no node of the Ray cluster offers ``ray_resources``.
+        PolicyPreflightError: the policy's preflight check refused the run.
         RunFingerprintError: the output directory holds results of other settings (the
             message lists the differing fields); nothing has run.
         BatchInterrupted: SIGINT or SIGTERM (see the module docstring); it carries the
@@ -871,7 +912,7 @@ def run_batch(
     fingerprint = run_fingerprint(config, episodes)
     check_fingerprint(config.output, fingerprint, resume=resume, write=False)
     if specs:
-        check_policy(config)
+        check_policy(config, preflight=preflight)
     with output_lock(config.output):  # the first write: the output directory and its lock
         check_fingerprint(config.output, fingerprint, resume=resume)
         return _run_locked(
@@ -918,10 +959,12 @@ def _run_locked(
         )
 
     bar = None
+    status = None
     if progress and todo:
         from tqdm import tqdm
 
         bar = tqdm(total=len(todo), desc="episodes", unit="ep", dynamic_ncols=True)
+        status = _BarStatus(bar)
     successes = 0
     # the running success rate: the benchmark's NavSR@20cm, another task's "success"
     benchmark = _task_suite(config).task == "find_nav_interact"
@@ -945,14 +988,14 @@ def _run_locked(
             postfix = {"fail": summary.failed}
             if config.metrics:
                 postfix[headline[0]] = f"{100.0 * successes / max(done, 1):.0f}%"
-            bar.set_postfix(postfix)
+            status.show(postfix)
             bar.update(1)
 
     stop = _Stop()
     with _catch_interrupts(stop):
         try:
             if executor == "local":
-                _run_local(todo, config, workers, on_result, stop)
+                _run_local(todo, config, workers, on_result, stop, status)
             else:
                 _run_ray(todo, config, ray_address, workers, on_result, ray_resources, stop)
         finally:
@@ -998,6 +1041,49 @@ def _run_locked(
     if stop.requested:
         raise BatchInterrupted(summary, stop.signum)
     return summary
+
+
+class _BarStatus(logging.Handler):
+    """The progress bar's fields plus the latest status line of a policy that waits
+    (:mod:`.status`; e.g. a model endpoint being retried), logged in this process or sent
+    through a queue by the local executor's workers."""
+
+    def __init__(self, bar: Any) -> None:
+        super().__init__(logging.INFO)
+        self.bar = bar
+        self.fields: dict[str, Any] = {}
+        self.line = ""
+        self._listener: logging.handlers.QueueListener | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.line = record.getMessage()
+        self.show()
+
+    def show(self, fields: Mapping[str, Any] | None = None) -> None:
+        with self.lock:  # an RLock: emit() holds it already
+            if fields is not None:
+                self.fields = dict(fields)
+            postfix = dict(self.fields)
+            if self.line:
+                postfix["waiting"] = self.line
+            self.bar.set_postfix(postfix)
+
+    def attach(self) -> None:
+        """Show the status lines logged in this process."""
+        logging.getLogger(POLICY_STATUS_LOGGER).addHandler(self)
+
+    def listen(self, ctx: Any) -> Any:
+        """A queue for worker processes (see :func:`_worker_init`), drained into the bar."""
+        queue = ctx.Queue()
+        self._listener = logging.handlers.QueueListener(queue, self)
+        self._listener.start()
+        return queue
+
+    def detach(self) -> None:
+        logging.getLogger(POLICY_STATUS_LOGGER).removeHandler(self)
+        if self._listener is not None:
+            self._listener.stop()
+            self._listener = None
 
 
 def _record_cpus(summary: BatchSummary, specs: Sequence[EpisodeSpec], config: RunConfig) -> None:

@@ -2,8 +2,10 @@
 
 Accepted forms:
 
-* ``NAME``: a policy registered under the entry-point group ``humanclaw_gym.policies``
-  (``humanclaw_agents`` registers ``psv``, ``oracle``, ``random`` and ``checkpoint``;
+* ``NAME``: an agent registered in :mod:`humanclaw_gym.registry` (kind ``"agent"``): in
+  code with ``register_agent(name, cls)`` (or ``@register_agent(name)`` above the class),
+  or by an installed package's entry point in the group ``humanclaw_gym.policies``
+  (``humanclaw_agents`` registers ``psv``, ``oracle``, ``random`` and ``checkpoint`` so;
   third-party packages plug in the same way);
 * ``module.path:ClassName``: any importable class or factory; the module is looked up in
   the current working directory first (as ``python -m`` does), so
@@ -25,19 +27,23 @@ import importlib
 import inspect
 import os
 import sys
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
+
+from humanclaw_gym import registry
+from humanclaw_gym.registry import register_agent
 
 __all__ = [
     "PolicySpecError",
     "available_policies",
     "check_policy_spec",
     "load_policy",
+    "register_agent",
     "resolve_policy_factory",
 ]
 
-GROUP = "humanclaw_gym.policies"
+#: The entry-point group installed packages register agents in.
+GROUP = registry.ENTRY_POINT_GROUPS["agent"]
 
 
 class PolicySpecError(ValueError):
@@ -45,8 +51,9 @@ class PolicySpecError(ValueError):
 
 
 def available_policies() -> dict[str, str]:
-    """Registered policy names -> their ``module:attr`` targets."""
-    return {ep.name: ep.value for ep in entry_points(group=GROUP)}
+    """Registered agent names -> where they come from (``module:attr``), in code and by
+    entry points alike."""
+    return {name: entry.where for name, entry in registry.entries("agent").items()}
 
 
 def resolve_policy_factory(spec: str) -> tuple[Any, dict[str, Any]]:
@@ -81,13 +88,15 @@ def resolve_policy_factory(spec: str) -> tuple[Any, dict[str, Any]]:
             return getattr(module, attr), extra
         except AttributeError:
             raise PolicySpecError(f"module {module_name!r} has no attribute {attr!r}") from None
-    eps = {ep.name: ep for ep in entry_points(group=GROUP)}
-    if name not in eps:
-        known = ", ".join(sorted(eps)) or "none (is humanclaw-gym installed with pip install -e .?)"
-        raise PolicySpecError(f"unknown agent {name!r}; registered: {known}; or use module:Class")
+    known = available_policies()
+    if name not in known:
+        listed = (
+            ", ".join(sorted(known)) or "none (is humanclaw-gym installed with pip install -e .?)"
+        )
+        raise PolicySpecError(f"unknown agent {name!r}; registered: {listed}; or use module:Class")
     try:
-        return eps[name].load(), extra
-    except ImportError as exc:
+        return registry.load("agent", name), extra
+    except registry.RegistryError as exc:
         raise PolicySpecError(f"agent {name!r} cannot be loaded: {exc}") from exc
 
 

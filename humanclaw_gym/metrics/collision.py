@@ -310,6 +310,20 @@ class CollisionTracker:
         }
 
 
+#: The reference layout's names of the body groups (ours, reference).
+_REFERENCE_GROUPS = (
+    ("arm/hand", "hand_arm"),
+    ("torso", "torso"),
+    ("leg/foot", "leg"),
+    ("head", "head"),
+)
+#: ... and of the floor sources.
+_REFERENCE_FLOORS = (
+    ("spawn_raycast", "spawn_raycast"),
+    ("body_lowest_point_fallback", "agent_min_y_fallback"),
+)
+
+
 def _group_fields() -> tuple[MetricField, ...]:
     return (
         MetricField(
@@ -318,7 +332,6 @@ def _group_fields() -> tuple[MetricField, ...]:
             "colliding motion steps per body group (keys: BODY_GROUPS)",
             unit="steps",
             minimum=0,
-            imported=False,
         ),
         MetricField(
             "collision_rate_by_group",
@@ -328,6 +341,8 @@ def _group_fields() -> tuple[MetricField, ...]:
             maximum=1.0,
             nullable=True,
             aggregate="like Coll., per group",
+            upstream="body_scene.by_body_group_step_fraction",
+            upstream_labels=_REFERENCE_GROUPS,
         ),
     )
 
@@ -337,7 +352,14 @@ def _group_fields() -> tuple[MetricField, ...]:
 COLLISION_SPEC = MetricSpec(
     name="collision",
     fields=(
-        MetricField("motion_steps", "int", "decision steps with motion", unit="steps", minimum=0),
+        MetricField(
+            "motion_steps",
+            "int",
+            "decision steps with motion",
+            unit="steps",
+            minimum=0,
+            upstream="body_scene.motion_steps",
+        ),
         MetricField(
             "collision_steps",
             "int",
@@ -345,6 +367,7 @@ COLLISION_SPEC = MetricSpec(
             unit="steps",
             minimum=0,
             at_most="motion_steps",
+            upstream="body_scene.collision_steps",
         ),
         MetricField(
             "collision_rate",
@@ -355,9 +378,16 @@ COLLISION_SPEC = MetricSpec(
             nullable=True,
             aggregate="Coll.: mean over episodes (paper: no-motion episodes count 0; strict: "
             "left out)",
+            upstream="body_scene.collision_step_fraction",
         ),
         *_group_fields(),
-        MetricField("floor_height_m", "number", "the episode floor, world y", unit="m"),
+        MetricField(
+            "floor_height_m",
+            "number",
+            "the episode floor, world y",
+            unit="m",
+            upstream="body_scene.episode_floor_y",
+        ),
         MetricField(
             "floor_source",
             "str",
@@ -365,6 +395,8 @@ COLLISION_SPEC = MetricSpec(
             choices=FLOOR_SOURCES,
             since=2,
             legacy="spawn_raycast",
+            upstream="body_scene.episode_floor_source",
+            upstream_labels=_REFERENCE_FLOORS,
         ),
         MetricField(
             "initial_penetration_m",
@@ -373,12 +405,14 @@ COLLISION_SPEC = MetricSpec(
             unit="m",
             minimum=0.0,
             after="generated_frames",
+            upstream="body_scene.initial_penetration_depth_m",
         ),
         MetricField(
             "initial_penetration_flag",
             "bool",
             "initial penetration above 0.01 m (diagnostic only)",
             aggregate="counted",
+            upstream="body_scene.initial_penetration_detected",
         ),
     ),
     columns=(

@@ -157,6 +157,7 @@ DISTURBANCE_SPEC = MetricSpec(
             "movable objects set in motion (directly or through other objects)",
             minimum=0,
             aggregate="#Dtb/ep: mean over all episodes",
+            upstream="body_scene.affected_dynamic_object_count",
         ),
         MetricField(
             "direct_affected_object_count",
@@ -164,19 +165,18 @@ DISTURBANCE_SPEC = MetricSpec(
             "movable objects the humanoid touched itself",
             minimum=0,
             at_most="affected_object_count",
+            upstream="body_scene.direct_dynamic_object_count",
         ),
         MetricField(
             "affected_object_first_frame",
             "object",
             "first affected frame per object id",
-            imported=False,
         ),
         MetricField(
             "affected_object_path_length_m",
             "object",
             "path length after being affected per object id (null: never measured)",
             unit="m",
-            imported=False,
         ),
         MetricField(
             "affected_objects_with_path",
@@ -185,6 +185,7 @@ DISTURBANCE_SPEC = MetricSpec(
             minimum=0,
             at_most="affected_object_count",
             aggregate="dDtb denominator (summed)",
+            upstream="body_scene.mapped_affected_dynamic_object_count",
         ),
         MetricField(
             "affected_path_length_sum_m",
@@ -193,6 +194,7 @@ DISTURBANCE_SPEC = MetricSpec(
             unit="m",
             minimum=0.0,
             aggregate="dDtb: summed over episodes / summed affected_objects_with_path",
+            upstream="body_scene.affected_object_path_length_sum_m",
         ),
     ),
     columns=(

@@ -540,7 +540,7 @@ def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
     imported = metrics.get("imported_from") is not None
     for spec in METRIC_SPECS:
         for item in spec.fields:
-            unrecorded = (imported and not item.imported) or (
+            unrecorded = (imported and not item.in_reference_layout) or (
                 item.since > version and item.legacy is None
             )
             problem = check_field(item, metrics, allow_null=unrecorded)

@@ -16,6 +16,7 @@ Field names are paths into the JSON object: ``"tokens.input_tokens"`` is
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,8 @@ REDUCE_KINDS: tuple[str, ...] = (
 #: Tables of the summary a column can belong to.
 TABLES: tuple[str, ...] = ("main", "variants", "extra")
 
+_UPSTREAM_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
+
 
 @dataclass(frozen=True)
 class MetricField:
@@ -73,8 +76,20 @@ class MetricField:
         choices: allowed values of a string field.
         at_most: name of another numeric field this one may not exceed.
         aggregate: how the field enters the summary, one line for the docs.
-        imported: ``False`` when the reference release's layout does not record the field;
-            such fields are ``null`` in rows read from that layout.
+        upstream: where the reference release's layout (``humanclaw_paper_metrics_v1``)
+            keeps the field: a dotted key path (``"success.find_sr"``), or None when it has
+            no such key (a file we write keeps the value in its extra ``"humanclaw_gym"``
+            object; a row read from a reference file of someone else has it ``null``).
+            :mod:`~humanclaw_gym.metrics.formats` reads and writes that layout from these
+            declarations alone.
+        upstream_labels: ``(ours, reference)`` pairs renaming the values of a string field
+            (``("provider", "provider_exact")``) or the keys of a map field
+            (``("arm/hand", "hand_arm")``) in the reference layout; a reference value not
+            listed is refused. Empty: the values are the same.
+        imported: whether rows read from the reference layout have the field: None
+            (default) exactly when it declares ``upstream``; ``True`` for a field the reader
+            derives without a key of its own (``ended_by`` from ``active_stop``), ``False``
+            for one it never has. A field those rows lack may be ``null`` in them.
         since: the first ``humanclaw_metrics_v<N>`` layout that has the field. A file of
             an older layout is read with ``legacy`` in its place, so adding a field never
             makes older files fail validation; the layout written is the highest ``since``
@@ -98,16 +113,44 @@ class MetricField:
     choices: tuple[str, ...] | None = None
     at_most: str | None = None
     aggregate: str = "not aggregated"
-    imported: bool = True
+    imported: bool | None = None
     since: int = 1
     legacy: Any = None
     after: str | None = None
+    upstream: str | None = None
+    upstream_labels: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in FIELD_KINDS:
             raise ValueError(f"MetricField {self.name!r}: kind must be one of {FIELD_KINDS}")
         if isinstance(self.since, bool) or not isinstance(self.since, int) or self.since < 1:
             raise ValueError(f"MetricField {self.name!r}: since must be an int >= 1")
+        if self.upstream is not None and not _UPSTREAM_KEY.fullmatch(self.upstream):
+            raise ValueError(
+                f"MetricField {self.name!r}: upstream={self.upstream!r} must be a dotted key "
+                "path of the reference layout, 'section.key' (e.g. 'success.find_sr')"
+            )
+        labels = self.upstream_labels
+        if labels and (
+            self.upstream is None
+            or self.kind not in ("str", "number_map", "int_map")
+            or any(len(pair) != 2 or not all(isinstance(v, str) for v in pair) for pair in labels)
+            or len({a for a, _ in labels}) != len(labels)
+            or len({b for _, b in labels}) != len(labels)
+        ):
+            raise ValueError(
+                f"MetricField {self.name!r}: upstream_labels must be distinct (ours, reference) "
+                "string pairs, on a str or map field with an upstream key"
+            )
+        if self.imported is False and self.upstream is not None:
+            raise ValueError(
+                f"MetricField {self.name!r}: imported=False contradicts upstream={self.upstream!r}"
+            )
+
+    @property
+    def in_reference_layout(self) -> bool:
+        """Whether rows read from the reference layout have the field (see ``imported``)."""
+        return self.upstream is not None if self.imported is None else self.imported
 
 
 @dataclass(frozen=True)

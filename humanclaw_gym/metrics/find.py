@@ -299,12 +299,14 @@ FIND_SPEC = MetricSpec(
             "bool",
             "FindSR: some decision saw the target and its visible_state affirmed it",
             aggregate="FindSR: share of all episodes",
+            upstream="success.find_sr",
         ),
         MetricField(
             "geo_find_success",
             "bool",
             "GeoFindSR: some decision's view had >= find_pixel_threshold target pixels",
             aggregate="GeoFindSR: share of all episodes",
+            upstream="success.geo_find_sr",
         ),
         MetricField(
             "first_find_step",
@@ -313,7 +315,6 @@ FIND_SPEC = MetricSpec(
             unit="step",
             minimum=0,
             nullable=True,
-            imported=False,
         ),
         MetricField(
             "first_geo_find_step",
@@ -322,7 +323,6 @@ FIND_SPEC = MetricSpec(
             unit="step",
             minimum=0,
             nullable=True,
-            imported=False,
         ),
         MetricField(
             "max_target_pixels",
@@ -330,6 +330,7 @@ FIND_SPEC = MetricSpec(
             "largest target pixel count of any decision's view",
             unit="px",
             minimum=0,
+            upstream="success.max_target_pixel_count",
         ),
         MetricField(
             "find_pixel_threshold",
@@ -337,6 +338,7 @@ FIND_SPEC = MetricSpec(
             "pixel count at which the target counts as seen",
             unit="px",
             minimum=1,
+            upstream="success.find_pixel_threshold",
         ),
     ),
     columns=(

@@ -1,57 +1,31 @@
-"""The two metrics.json layouts: ours (``humanclaw_metrics_v2``, flat) and the reference
+"""The two metrics.json layouts: ours (``humanclaw_metrics_v<N>``, flat) and the reference
 release's (``humanclaw_paper_metrics_v1``, nested), read and written.
 
+Both directions are derived from the declared fields (:mod:`humanclaw_gym.metrics.fields`):
+a :class:`~humanclaw_gym.metrics.fields.MetricField` names its reference key
+(``upstream="success.find_sr"``) and, where the reference spells values or map keys
+differently, the renaming (``upstream_labels``); a field without one has no place in the
+reference layout. Nothing here lists our fields, so a tracker added with fields of its own
+never breaks either direction.
+
 Reading: :func:`read_metrics_record` turns a parsed file of either layout into one validated
-row of our layout. A reference file is scored by the ``paper`` rules by definition; the
-fields it does not record (difficulty, target ids, first Find steps, per-group collision
-step counts, ...) are ``null`` in the row, which carries ``"imported_from":
+row of our layout. A reference file is scored by the ``paper`` rules by definition; each
+declared reference key is read (a missing one is an error naming it, unless the field may
+be ``null``), ``ended_by`` is ``stop`` or ``truncated`` after ``active_stop``, a flag that
+exists only when another is true (``null_unless``) is ``null`` otherwise, and every field
+without a reference key is ``null`` (difficulty, target ids, first Find steps, per-group
+collision step counts, a new tracker's fields, ...); the row carries ``"imported_from":
 "humanclaw_paper_metrics_v1"``. Its episode id is the reference's per-scene number; a
-purely numeric id is read as ``"<scene_id>_<n>"``, the id under which our episode
-importer knows the same episode, so that one episode has one id whichever layout it came
-in. Field mapping (reference -> ours):
+purely numeric id is read as ``"<scene_id>_<n>"``, the id under which our episode importer
+knows the same episode, so that one episode has one id whichever layout it came in.
 
-=======================================================  =================================
-``episode.episode_id`` / ``scene_id`` / ``rollout_index``  ``episode_id`` / ``scene_id`` /
-                                                           ``rollout_index``
-``episode.object_category``                                ``category``
-``success.find_sr`` / ``geo_find_sr``                      ``find_success`` /
-                                                           ``geo_find_success``
-``success.max_target_pixel_count``                         ``max_target_pixels``
-``success.nav_sr_20cm`` / ``geo_nav_sr_20cm`` /            ``nav_success_20cm`` /
-``nav_sr_1m``                                              ``geo_nav_success_20cm`` /
-                                                           ``nav_success_1m``
-``success.final_body_target_aabb_distance_m``              ``final_distance_m``
-``success.is_interact_episode``                            ``interact``
-``success.interact_sr`` / ``geo_interact_sr`` / ``n_sit``  ``interact_success`` /
-                                                           ``geo_interact_success`` /
-                                                           ``sit_chunks`` (null flags
-                                                           outside interact episodes)
-``success.active_stop``                                    ``active_stop``; ``ended_by`` is
-                                                           ``stop`` or ``truncated``
-``body_scene.collision_step_fraction``                     ``collision_rate``
-``body_scene.by_body_group_step_fraction``                 ``collision_rate_by_group``
-                                                           (hand_arm, torso, leg, head ->
-                                                           arm/hand, torso, leg/foot, head)
-``body_scene.episode_floor_y`` / ``episode_floor_source``  ``floor_height_m`` /
-                                                           ``floor_source``
-``body_scene.affected_dynamic_object_count`` /             ``affected_object_count`` /
-``direct_dynamic_object_count`` /                          ``direct_affected_object_count``
-``mapped_affected_dynamic_object_count`` /                 / ``affected_objects_with_path``
-``affected_object_path_length_sum_m``                      / ``affected_path_length_sum_m``
-``body_scene.initial_penetration_depth_m`` / ``_detected``  ``initial_penetration_m`` /
-                                                           ``initial_penetration_flag``
-``action_quality.motion_jerk_m_s3``                        ``motion_jerk_m_s3``
-``cost.decision_steps`` / ``vlm_calls``                    ``steps`` / ``tokens.calls``
-``cost.input_tokens`` / ``visible_output_tokens`` /        ``tokens.input_tokens`` /
-``reasoning_tokens``                                       ``output_tokens`` /
-                                                           ``reasoning_tokens``
-``cost.token_source``                                      ``tokens.source``
-=======================================================  =================================
-
-Writing: :func:`to_reference_layout` writes one row in the reference layout, with the
-fields that layout has no place for kept in an extra ``"humanclaw_gym"`` object (the
-reference's own aggregation ignores unknown keys), so that reading the file back gives the
-same row. Only rows scored by the ``paper`` rules can be written in the reference layout.
+Writing: :func:`to_reference_layout` writes one row in the reference layout, in the
+reference's own key order (:data:`REFERENCE_LAYOUT`; a declared key it does not list comes
+after those of its section), with the entries the reference computes from others (the
+indirect object count, tokens per step, constants) and with every field that layout has no
+place for kept in an extra ``"humanclaw_gym"`` object (the reference's own aggregation
+ignores unknown keys), so that reading the file back gives the same row. Only rows scored
+by the ``paper`` rules can be written in the reference layout.
 :func:`summary_to_reference_layout` gives a summary in the reference's summary layout
 (``humanclaw_paper_metrics_summary_v1``).
 """
@@ -60,7 +34,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from humanclaw_gym.metrics.episode import (
@@ -69,8 +43,11 @@ from humanclaw_gym.metrics.episode import (
     MetricsFileError,
     validate_metrics,
 )
+from humanclaw_gym.metrics.fields import MetricField
+from humanclaw_gym.metrics.trackers import LAYOUT, METRIC_SPECS
 
 __all__ = [
+    "REFERENCE_LAYOUT",
     "REFERENCE_SCHEMA",
     "REFERENCE_SUMMARY_SCHEMA",
     "read_metrics_record",
@@ -86,45 +63,129 @@ REFERENCE_SCHEMA = "humanclaw_paper_metrics_v1"
 REFERENCE_SUMMARY_SCHEMA = "humanclaw_paper_metrics_summary_v1"
 _EXTRA_KEY = "humanclaw_gym"
 
-# body groups: reference key -> ours
-_GROUPS = {"hand_arm": "arm/hand", "torso": "torso", "leg": "leg/foot", "head": "head"}
-_GROUPS_BACK = {v: k for k, v in _GROUPS.items()}
-# token source labels: reference -> ours
-_SOURCES = {
-    "provider_exact": "provider",
-    "estimated_chars_div_4": "estimated_chars_div_4",
-    "mixed_exact_and_estimated": "mixed",
-    "unavailable_no_calls": "none",
+#: The reference layout's sections and their keys, in the order the reference release
+#: writes them: where each key goes when a row is written. Which of our fields a key holds
+#: is declared by the field (``MetricField.upstream``); the keys of :data:`_COMPUTED` are
+#: computed from the row. A field's reference key missing here is written after the listed
+#: keys of its section (a new section after the listed ones).
+REFERENCE_LAYOUT: Mapping[str, tuple[str, ...]] = {
+    "episode": ("episode_id", "scene_id", "object_category", "rollout_index"),
+    "success": (
+        "find_sr",
+        "geo_find_sr",
+        "max_target_pixel_count",
+        "find_pixel_threshold",
+        "nav_sr_20cm",
+        "geo_nav_sr_20cm",
+        "nav_sr_1m",
+        "final_body_target_aabb_distance_m",
+        "active_stop",
+        "is_interact_episode",
+        "interact_sr",
+        "geo_interact_sr",
+        "n_sit",
+    ),
+    "body_scene": (
+        "physical_metrics_eligible",
+        "initial_penetration_depth_m",
+        "initial_penetration_detected",
+        "initial_penetration_excluded",
+        "episode_floor_y",
+        "episode_floor_source",
+        "collision_contact_source",
+        "collision_step_fraction",
+        "collision_steps",
+        "motion_steps",
+        "by_body_group_step_fraction",
+        "affected_dynamic_object_count",
+        "direct_dynamic_object_count",
+        "indirect_dynamic_object_count",
+        "mapped_affected_dynamic_object_count",
+        "affected_object_path_length_sum_m",
+    ),
+    "action_quality": ("motion_jerk_m_s3",),
+    "cost": (
+        "decision_steps",
+        "vlm_calls",
+        "token_source",
+        "input_tokens",
+        "visible_output_tokens",
+        "reasoning_tokens",
+        "input_tokens_per_step",
+        "visible_output_tokens_per_step",
+    ),
 }
-_SOURCES_BACK = {v: k for k, v in _SOURCES.items()}
-_FLOORS = {"spawn_raycast": "spawn_raycast", "agent_min_y_fallback": "body_lowest_point_fallback"}
-_FLOORS_BACK = {v: k for k, v in _FLOORS.items()}
+
+#: Reference entries that are none of our fields: computed from a row when it is written
+#: (constants of our runs, and sums and ratios of other entries).
+_COMPUTED: Mapping[str, Callable[[Mapping[str, Any]], Any]] = {
+    "body_scene.physical_metrics_eligible": lambda row: True,
+    "body_scene.initial_penetration_excluded": lambda row: False,
+    "body_scene.collision_contact_source": lambda row: "post_physics_30hz",
+    "body_scene.indirect_dynamic_object_count": lambda row: (
+        row["affected_object_count"] - row["direct_affected_object_count"]
+    ),
+    "cost.input_tokens_per_step": lambda row: (
+        row["tokens"]["input_tokens"] / max(1, int(row["steps"]))
+    ),
+    "cost.visible_output_tokens_per_step": lambda row: (
+        row["tokens"]["output_tokens"] / max(1, int(row["steps"]))
+    ),
+}
+#: Fields of the layouts themselves, never kept in the extra object: the schema tag and the
+#: rules (a reference file is scored by the paper rules).
+_LAYOUT_FIELDS = ("schema", "rules")
 _NUMERIC_ID = re.compile(r"\d+")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
-# Our fields the reference layout has no place for (kept in the "humanclaw_gym" object).
-_OURS_ONLY = (
-    "difficulty",
-    "target_ids",
-    "ended_by",
-    "first_find_step",
-    "first_geo_find_step",
-    "sit_chunks_with_target_contact",
-    "last_chunk_pelvis_target_contact",
-    "collision_steps_by_group",
-    "affected_object_first_frame",
-    "affected_object_path_length_m",
-    "generated_frames",
-    "motion_anomaly",
-    "max_joint_tracking_error_deg",
-    "thresholds",
-)
-_OURS_ONLY_TOKENS = (
-    "failed_calls",
-    "calls_by_source",
-    "input_tokens_per_step",
-    "output_tokens_per_step",
-)
+
+def _fields() -> list[MetricField]:
+    return [item for spec in METRIC_SPECS for item in spec.fields]
+
+
+def _mapped() -> list[MetricField]:
+    """The declared fields with a reference key."""
+    return [item for item in _fields() if item.upstream is not None]
+
+
+def _unmapped_top() -> list[str]:
+    """Top-level fields the reference layout has no place for, in declaration order: kept
+    whole in the extra object."""
+    mapped_tops = {item.name for item in _mapped() if "." not in item.name}
+    containers = _containers()
+    return [
+        item.name
+        for item in _fields()
+        if "." not in item.name
+        and item.name not in _LAYOUT_FIELDS
+        and item.name not in mapped_tops
+        and item.name not in containers
+    ]
+
+
+def _containers() -> dict[str, set[str]]:
+    """Object fields some of whose keys are mapped (``tokens``): name -> mapped keys. The
+    other keys of such an object are kept in the extra object under its name."""
+    out: dict[str, set[str]] = {}
+    for item in _mapped():
+        parent, _, leaf = item.name.rpartition(".")
+        if parent:
+            out.setdefault(parent, set()).add(leaf)
+    return out
+
+
+def _labels(name: str) -> dict[str, str]:
+    """Our value -> the reference's, as the field ``name`` declares them."""
+    (item,) = [f for f in _fields() if f.name == name]
+    return dict(item.upstream_labels)
+
+
+def _set(row: dict[str, Any], name: str, value: Any) -> None:
+    parent, _, leaf = name.rpartition(".")
+    if parent:
+        row[parent][leaf] = value
+    else:
+        row[name] = value
 
 
 def reference_episode_id(episode_id: str, scene_id: str) -> str:
@@ -161,130 +222,79 @@ def _section(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]
     return value
 
 
-def _get(section: Mapping[str, Any], name: str, key: str, where: str) -> Any:
-    if key not in section:
-        raise MetricsFileError(f"{where}: {name}.{key} is missing")
-    return section[key]
+def _read_field(item: MetricField, data: Mapping[str, Any], where: str) -> Any:
+    """The value of a mapped field in a reference file, in our spelling."""
+    assert item.upstream is not None
+    *parents, leaf = item.upstream.split(".")
+    holder: Any = data
+    for part in parents:
+        if not isinstance(holder.get(part), Mapping) and item.nullable:
+            return None  # a section older files lack: a field that may be null
+        holder = _section(holder, part, where)
+    if leaf not in holder:
+        if item.nullable:
+            return None
+        raise MetricsFileError(f"{where}: {item.upstream} is missing")
+    value = holder[leaf]
+    if not item.upstream_labels:
+        return value
+    ours = {ref: our for our, ref in item.upstream_labels}
+    if item.kind == "str":
+        if value not in ours:
+            raise MetricsFileError(
+                f"{where}: {item.upstream} must be one of {tuple(ours)}, got {value!r}"
+            )
+        return ours[value]
+    if not isinstance(value, Mapping) or set(value) != set(ours):
+        raise MetricsFileError(
+            f"{where}: {item.upstream} must map exactly {tuple(ours)}, got {value!r}"
+        )
+    return {ours[k]: v for k, v in value.items()}
 
 
 def _from_reference(data: Mapping[str, Any], where: str) -> dict[str, Any]:
-    episode = _section(data, "episode", where)
-    success = _section(data, "success", where)
-    body = _section(data, "body_scene", where)
-    quality = _section(data, "action_quality", where)
-    cost = _section(data, "cost", where)
-
-    def ep(key: str) -> Any:
-        return _get(episode, "episode", key, where)
-
-    def su(key: str) -> Any:
-        return _get(success, "success", key, where)
-
-    def bs(key: str) -> Any:
-        return _get(body, "body_scene", key, where)
-
-    def co(key: str) -> Any:
-        return _get(cost, "cost", key, where)
-
-    if body.get("physical_metrics_eligible", True) is not True:
+    for section in REFERENCE_LAYOUT:
+        _section(data, section, where)
+    if _section(data, "body_scene", where).get("physical_metrics_eligible", True) is not True:
         raise MetricsFileError(
             f"{where}: body_scene.physical_metrics_eligible is not true; episodes excluded "
             "from the physical metrics are not supported"
         )
-    scene_id, raw_id = ep("scene_id"), ep("episode_id")
+    values = {item.name: _read_field(item, data, where) for item in _mapped()}
+    scene_id, raw_id = values.get("scene_id"), values.get("episode_id")
     if not isinstance(scene_id, str) or not isinstance(raw_id, str):
         raise MetricsFileError(
             f"{where}: episode.scene_id and episode.episode_id must be strings, "
             f"got {scene_id!r} and {raw_id!r}"
         )
-    interact = su("is_interact_episode")
-    active = su("active_stop")
-    groups = bs("by_body_group_step_fraction")
-    if not isinstance(groups, Mapping) or set(groups) != set(_GROUPS):
-        raise MetricsFileError(
-            f"{where}: body_scene.by_body_group_step_fraction must map exactly "
-            f"{tuple(_GROUPS)}, got {groups!r}"
-        )
-    source = co("token_source")
-    if source not in _SOURCES:
-        raise MetricsFileError(
-            f"{where}: cost.token_source must be one of {tuple(_SOURCES)}, got {source!r}"
-        )
-    floor_source = bs("episode_floor_source")
-    if floor_source not in _FLOORS:
-        raise MetricsFileError(
-            f"{where}: body_scene.episode_floor_source must be one of {tuple(_FLOORS)}, "
-            f"got {floor_source!r}"
-        )
-    row: dict[str, Any] = {
-        "schema": METRICS_SCHEMA,
-        "imported_from": REFERENCE_SCHEMA,
-        "rules": "paper",
-        "episode_id": _our_episode_id(raw_id, scene_id),
-        "scene_id": scene_id,
-        "rollout_index": ep("rollout_index"),
-        "category": ep("object_category"),
-        "difficulty": None,
-        "interact": interact,
-        "target_ids": None,
-        "ended_by": "stop" if active is True else "truncated",
-        "active_stop": active,
-        "steps": co("decision_steps"),
-        "find_success": su("find_sr"),
-        "geo_find_success": su("geo_find_sr"),
-        "first_find_step": None,
-        "first_geo_find_step": None,
-        "max_target_pixels": su("max_target_pixel_count"),
-        "find_pixel_threshold": su("find_pixel_threshold"),
-        "final_distance_m": su("final_body_target_aabb_distance_m"),
-        "nav_success_20cm": su("nav_sr_20cm"),
-        "geo_nav_success_20cm": su("geo_nav_sr_20cm"),
-        "nav_success_1m": su("nav_sr_1m"),
-        "interact_success": su("interact_sr") if interact is True else None,
-        "geo_interact_success": su("geo_interact_sr") if interact is True else None,
-        "sit_chunks": su("n_sit"),
-        "sit_chunks_with_target_contact": None,
-        "last_chunk_pelvis_target_contact": None,
-        "motion_steps": bs("motion_steps"),
-        "collision_steps": bs("collision_steps"),
-        "collision_rate": bs("collision_step_fraction"),
-        "collision_steps_by_group": None,
-        "collision_rate_by_group": {_GROUPS[k]: v for k, v in groups.items()},
-        "floor_height_m": bs("episode_floor_y"),
-        "floor_source": _FLOORS[floor_source],
-        "affected_object_count": bs("affected_dynamic_object_count"),
-        "direct_affected_object_count": bs("direct_dynamic_object_count"),
-        "affected_object_first_frame": None,
-        "affected_object_path_length_m": None,
-        "affected_objects_with_path": bs("mapped_affected_dynamic_object_count"),
-        "affected_path_length_sum_m": bs("affected_object_path_length_sum_m"),
-        "motion_jerk_m_s3": _get(quality, "action_quality", "motion_jerk_m_s3", where),
-        "generated_frames": None,
-        "motion_anomaly": None,
-        "max_joint_tracking_error_deg": None,
-        "initial_penetration_m": bs("initial_penetration_depth_m"),
-        "initial_penetration_flag": bs("initial_penetration_detected"),
-        "tokens": {
-            "input_tokens": co("input_tokens"),
-            "output_tokens": co("visible_output_tokens"),
-            "reasoning_tokens": co("reasoning_tokens"),
-            "calls": co("vlm_calls"),
-            "failed_calls": None,
-            "source": _SOURCES[source],
-        },
-        "thresholds": None,
-    }
+    values["episode_id"] = _our_episode_id(raw_id, scene_id)
+    values["rules"] = "paper"
+    values["ended_by"] = "stop" if values.get("active_stop") is True else "truncated"
+    row: dict[str, Any] = {"schema": METRICS_SCHEMA, "imported_from": REFERENCE_SCHEMA}
+    containers = _containers()
+    for name in LAYOUT:
+        if name != "schema":
+            row[name] = {} if name in containers else values.get(name)
+    for item in _fields():  # the keys of a partly mapped object, in declaration order
+        parent, _, leaf = item.name.rpartition(".")
+        if parent in containers:
+            row[parent][leaf] = values.get(item.name)
+    for item in _fields():  # a flag of an episode kind it is not: null
+        if item.null_unless is not None and row.get(item.null_unless) is not True:
+            _set(row, item.name, None)
     extra = data.get(_EXTRA_KEY)
     if extra is not None:
         if not isinstance(extra, Mapping):
             raise MetricsFileError(f"{where}: {_EXTRA_KEY} must be an object, got {extra!r}")
-        for key in _OURS_ONLY:
+        for key in _unmapped_top():
             if key in extra:
                 row[key] = copy.deepcopy(extra[key])
-        tokens = extra.get("tokens", {})
-        for key in _OURS_ONLY_TOKENS:
-            if isinstance(tokens, Mapping) and key in tokens:
-                row["tokens"][key] = copy.deepcopy(tokens[key])
+        for key in containers:
+            kept = extra.get(key, {})
+            if isinstance(kept, Mapping):
+                for leaf, value in kept.items():
+                    if leaf not in containers[key]:
+                        row[key][leaf] = copy.deepcopy(value)
         # a row we wrote carries every field: it is only "imported" if it was so before
         row.pop("imported_from")
         if extra.get("imported_from") is not None:
@@ -309,6 +319,24 @@ def read_metrics_record(data: Any, where: str = "metrics") -> dict[str, Any]:
     return validate_metrics(data, where)
 
 
+def _written(item: MetricField, row: Mapping[str, Any]) -> Any:
+    """The reference value of a mapped field of a row."""
+    if item.name == "episode_id":
+        return reference_episode_id(row["episode_id"], row["scene_id"])
+    parent, _, leaf = item.name.rpartition(".")
+    value = row[parent][leaf] if parent else row[item.name]
+    if item.null_unless is not None and not row[item.null_unless]:
+        return False if item.kind == "bool" else None  # the reference writes no null flag
+    if item.null_unless is not None and item.kind == "bool":
+        return bool(value)
+    if not item.upstream_labels or value is None:
+        return value
+    theirs = dict(item.upstream_labels)
+    if item.kind == "str":
+        return theirs[value]
+    return {theirs[k]: v for k, v in value.items()}
+
+
 def to_reference_layout(row: Mapping[str, Any], profile: str = "humanclaw_gym") -> dict[str, Any]:
     """One row of our layout (validated, ``paper`` rules) in the reference release's layout.
 
@@ -321,70 +349,29 @@ def to_reference_layout(row: Mapping[str, Any], profile: str = "humanclaw_gym") 
             f"episode {row['episode_id']!r} was scored by {row['rules']!r} metric rules; the "
             "reference layout holds paper-rules scores only"
         )
-    tokens = row["tokens"]
-    steps = int(row["steps"])
-    interact = bool(row["interact"])
-    extra: dict[str, Any] = {key: copy.deepcopy(row[key]) for key in _OURS_ONLY}
-    extra["tokens"] = {k: copy.deepcopy(tokens[k]) for k in _OURS_ONLY_TOKENS if k in tokens}
+    by_key = {item.upstream: item for item in _mapped()}
+    sections: dict[str, list[str]] = {name: list(keys) for name, keys in REFERENCE_LAYOUT.items()}
+    for path in by_key:
+        section, _, key = path.partition(".")
+        keys = sections.setdefault(section, [])
+        if key not in keys:
+            keys.append(key)
+    out: dict[str, Any] = {"schema": REFERENCE_SCHEMA, "profile": profile}
+    for section, keys in sections.items():
+        values: dict[str, Any] = {}
+        for key in keys:
+            path = f"{section}.{key}"
+            if path in _COMPUTED:
+                values[key] = _COMPUTED[path](row)
+            elif path in by_key:
+                values[key] = _written(by_key[path], row)
+        out[section] = values
+    extra: dict[str, Any] = {key: copy.deepcopy(row[key]) for key in _unmapped_top()}
+    for key, mapped in _containers().items():
+        extra[key] = {k: copy.deepcopy(v) for k, v in row[key].items() if k not in mapped}
     extra["imported_from"] = row.get("imported_from")
-    return {
-        "schema": REFERENCE_SCHEMA,
-        "profile": profile,
-        "episode": {
-            "episode_id": reference_episode_id(row["episode_id"], row["scene_id"]),
-            "scene_id": row["scene_id"],
-            "object_category": row["category"],
-            "rollout_index": row["rollout_index"],
-        },
-        "success": {
-            "find_sr": row["find_success"],
-            "geo_find_sr": row["geo_find_success"],
-            "max_target_pixel_count": row["max_target_pixels"],
-            "find_pixel_threshold": row["find_pixel_threshold"],
-            "nav_sr_20cm": row["nav_success_20cm"],
-            "geo_nav_sr_20cm": row["geo_nav_success_20cm"],
-            "nav_sr_1m": row["nav_success_1m"],
-            "final_body_target_aabb_distance_m": row["final_distance_m"],
-            "active_stop": row["active_stop"],
-            "is_interact_episode": interact,
-            "interact_sr": bool(row["interact_success"]) if interact else False,
-            "geo_interact_sr": bool(row["geo_interact_success"]) if interact else False,
-            "n_sit": row["sit_chunks"],
-        },
-        "body_scene": {
-            "physical_metrics_eligible": True,
-            "initial_penetration_depth_m": row["initial_penetration_m"],
-            "initial_penetration_detected": row["initial_penetration_flag"],
-            "initial_penetration_excluded": False,
-            "episode_floor_y": row["floor_height_m"],
-            "episode_floor_source": _FLOORS_BACK[row["floor_source"]],
-            "collision_contact_source": "post_physics_30hz",
-            "collision_step_fraction": row["collision_rate"],
-            "collision_steps": row["collision_steps"],
-            "motion_steps": row["motion_steps"],
-            "by_body_group_step_fraction": {
-                _GROUPS_BACK[g]: v for g, v in row["collision_rate_by_group"].items()
-            },
-            "affected_dynamic_object_count": row["affected_object_count"],
-            "direct_dynamic_object_count": row["direct_affected_object_count"],
-            "indirect_dynamic_object_count": row["affected_object_count"]
-            - row["direct_affected_object_count"],
-            "mapped_affected_dynamic_object_count": row["affected_objects_with_path"],
-            "affected_object_path_length_sum_m": row["affected_path_length_sum_m"],
-        },
-        "action_quality": {"motion_jerk_m_s3": row["motion_jerk_m_s3"]},
-        "cost": {
-            "decision_steps": steps,
-            "vlm_calls": tokens["calls"],
-            "token_source": _SOURCES_BACK[tokens["source"]],
-            "input_tokens": tokens["input_tokens"],
-            "visible_output_tokens": tokens["output_tokens"],
-            "reasoning_tokens": tokens["reasoning_tokens"],
-            "input_tokens_per_step": tokens["input_tokens"] / max(1, steps),
-            "visible_output_tokens_per_step": tokens["output_tokens"] / max(1, steps),
-        },
-        _EXTRA_KEY: extra,
-    }
+    out[_EXTRA_KEY] = extra
+    return out
 
 
 def summary_to_reference_layout(summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -396,6 +383,8 @@ def summary_to_reference_layout(summary: Mapping[str, Any]) -> dict[str, Any]:
             f"{summary.get('rules')!r}"
         )
     main, variants, counts = summary["main"], summary["variants"], summary["counts"]
+    groups = _labels("collision_rate_by_group")
+    token_sources = _labels("tokens.source")
     sources = summary["tokens"]["episodes_by_source"]
     return {
         "schema": REFERENCE_SUMMARY_SCHEMA,
@@ -417,7 +406,7 @@ def summary_to_reference_layout(summary: Mapping[str, Any]) -> dict[str, Any]:
         "body_scene": {
             "collision_step_percent": main["collision_pct"],
             "collision_by_body_group_percent": {
-                _GROUPS_BACK[g]: v for g, v in summary["collision_by_group_pct"].items()
+                groups[g]: v for g, v in summary["collision_by_group_pct"].items()
             },
             "disturbed_objects_per_episode": main["disturbed_objects_per_episode"],
             "disturbed_object_path_length_mean_m": main["disturbed_path_m"],
@@ -427,6 +416,6 @@ def summary_to_reference_layout(summary: Mapping[str, Any]) -> dict[str, Any]:
             "average_steps": main["avg_steps"],
             "input_tokens_per_step": main["input_tokens_per_step"],
             "visible_output_tokens_per_step": main["output_tokens_per_step"],
-            "token_sources": sorted(_SOURCES_BACK[s] for s in sources),
+            "token_sources": sorted(token_sources[s] for s in sources),
         },
     }

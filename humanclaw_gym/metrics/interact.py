@@ -181,6 +181,7 @@ INTERACT_SPEC = MetricSpec(
             "InteractSR: a Sit ran, active Stop, pelvis on the target at the last chunk's end",
             null_unless="interact",
             aggregate="InteractSR: share of the interact episodes",
+            upstream="success.interact_sr",
         ),
         MetricField(
             "geo_interact_success",
@@ -188,21 +189,22 @@ INTERACT_SPEC = MetricSpec(
             "GeoInteractSR: some Sit chunk ended with the pelvis on the target",
             null_unless="interact",
             aggregate="GeoInteractSR: share of the interact episodes",
+            upstream="success.geo_interact_sr",
         ),
-        MetricField("sit_chunks", "int", "Sit chunks executed", minimum=0),
+        MetricField(
+            "sit_chunks", "int", "Sit chunks executed", minimum=0, upstream="success.n_sit"
+        ),
         MetricField(
             "sit_chunks_with_target_contact",
             "int",
             "Sit chunks whose last frame had pelvis-target contact",
             minimum=0,
             at_most="sit_chunks",
-            imported=False,
         ),
         MetricField(
             "last_chunk_pelvis_target_contact",
             "bool",
             "the last motion chunk ended with pelvis-target contact",
-            imported=False,
         ),
     ),
     columns=(

@@ -159,6 +159,7 @@ JERK_SPEC = MetricSpec(
             minimum=0.0,
             nullable=True,
             aggregate="Motion Jerk: mean over the episodes with a score",
+            upstream="action_quality.motion_jerk_m_s3",
         ),
         MetricField(
             "generated_frames",
@@ -166,7 +167,6 @@ JERK_SPEC = MetricSpec(
             "generated frames scored",
             unit="frames",
             minimum=0,
-            imported=False,
         ),
     ),
     columns=(

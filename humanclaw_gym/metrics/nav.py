@@ -29,24 +29,28 @@ NAV_SPEC = MetricSpec(
             "final body-to-target-box distance",
             unit="m",
             minimum=0.0,
+            upstream="success.final_body_target_aabb_distance_m",
         ),
         MetricField(
             "nav_success_20cm",
             "bool",
             "NavSR@20cm: active stop within 0.2 m",
             aggregate="NavSR@20cm: share of all episodes",
+            upstream="success.nav_sr_20cm",
         ),
         MetricField(
             "geo_nav_success_20cm",
             "bool",
             "GeoNavSR@20cm: within 0.2 m however it ended",
             aggregate="GeoNavSR@20cm: share of all episodes",
+            upstream="success.geo_nav_sr_20cm",
         ),
         MetricField(
             "nav_success_1m",
             "bool",
             "NavSR@1m: active stop closer than 1 m",
             aggregate="NavSR@1m: share of all episodes",
+            upstream="success.nav_sr_1m",
         ),
     ),
     columns=(

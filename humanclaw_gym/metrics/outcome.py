@@ -33,9 +33,10 @@ EPISODE_SPEC = MetricSpec(
             choices=METRIC_RULES,
             since=2,
             legacy="strict",
+            imported=True,  # the reference layout is scored by the paper rules
         ),
-        MetricField("episode_id", "str", "the episode"),
-        MetricField("scene_id", "str", "its scene"),
+        MetricField("episode_id", "str", "the episode", upstream="episode.episode_id"),
+        MetricField("scene_id", "str", "its scene", upstream="episode.scene_id"),
         MetricField(
             "rollout_index",
             "int",
@@ -44,9 +45,15 @@ EPISODE_SPEC = MetricSpec(
             minimum=0,
             since=2,
             legacy=0,
+            upstream="episode.rollout_index",
         ),
         MetricField(
-            "category", "str", "target category", choices=TARGET_CATEGORIES, aggregate="breakdown"
+            "category",
+            "str",
+            "target category",
+            choices=TARGET_CATEGORIES,
+            aggregate="breakdown",
+            upstream="episode.object_category",
         ),
         MetricField(
             "difficulty",
@@ -54,13 +61,23 @@ EPISODE_SPEC = MetricSpec(
             "difficulty label",
             choices=DIFFICULTY_LABELS,
             nullable=True,
-            imported=False,
             aggregate="breakdown (null: unlabelled)",
         ),
-        MetricField("interact", "bool", "the episode ends with sitting on the target"),
-        MetricField("target_ids", "int_list", "object ids of the target instances", imported=False),
-        MetricField("ended_by", "str", "how the episode ended", choices=ENDED_BY),
-        MetricField("active_stop", "bool", "the policy chose Stop (ended_by is stop)"),
+        MetricField(
+            "interact",
+            "bool",
+            "the episode ends with sitting on the target",
+            upstream="success.is_interact_episode",
+        ),
+        MetricField("target_ids", "int_list", "object ids of the target instances"),
+        # the reference layout derives it from active_stop (stop or truncated)
+        MetricField("ended_by", "str", "how the episode ended", choices=ENDED_BY, imported=True),
+        MetricField(
+            "active_stop",
+            "bool",
+            "the policy chose Stop (ended_by is stop)",
+            upstream="success.active_stop",
+        ),
         MetricField(
             "steps",
             "int",
@@ -68,6 +85,7 @@ EPISODE_SPEC = MetricSpec(
             unit="steps",
             minimum=0,
             aggregate="avg steps: mean over episodes; the tokens-per-step denominator",
+            upstream="cost.decision_steps",
         ),
     ),
     columns=(Column("avg steps", "avg_steps", "main", ".1f", Reduce("mean", "steps"), 7),),

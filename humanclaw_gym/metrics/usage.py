@@ -142,6 +142,15 @@ class UsageTracker:
         }
 
 
+#: The reference layout's names of the token sources (ours, reference).
+_REFERENCE_SOURCES = (
+    ("provider", "provider_exact"),
+    ("estimated_chars_div_4", "estimated_chars_div_4"),
+    ("mixed", "mixed_exact_and_estimated"),
+    ("none", "unavailable_no_calls"),
+)
+
+
 def _token_field(name: str, meaning: str, **kwargs: Any) -> MetricField:
     return MetricField(f"tokens.{name}", "int", meaning, unit="tokens", minimum=0, **kwargs)
 
@@ -150,18 +159,35 @@ def _token_field(name: str, meaning: str, **kwargs: Any) -> MetricField:
 USAGE_SPEC = MetricSpec(
     name="usage",
     fields=(
-        MetricField("tokens", "object", "token totals of every real model call"),
-        _token_field("input_tokens", "prompt tokens, retries included", aggregate="summed"),
-        _token_field("output_tokens", "visible completion tokens", aggregate="summed"),
-        _token_field("reasoning_tokens", "hidden reasoning tokens", aggregate="summed"),
-        MetricField("tokens.calls", "int", "real model calls", minimum=0),
+        # the reference layout has the totals (its cost section), not the object
+        MetricField("tokens", "object", "token totals of every real model call", imported=True),
+        _token_field(
+            "input_tokens",
+            "prompt tokens, retries included",
+            aggregate="summed",
+            upstream="cost.input_tokens",
+        ),
+        _token_field(
+            "output_tokens",
+            "visible completion tokens",
+            aggregate="summed",
+            upstream="cost.visible_output_tokens",
+        ),
+        _token_field(
+            "reasoning_tokens",
+            "hidden reasoning tokens",
+            aggregate="summed",
+            upstream="cost.reasoning_tokens",
+        ),
+        MetricField(
+            "tokens.calls", "int", "real model calls", minimum=0, upstream="cost.vlm_calls"
+        ),
         MetricField(
             "tokens.failed_calls",
             "int",
             "calls that raised",
             minimum=0,
             at_most="tokens.calls",
-            imported=False,
             since=2,
             legacy=0,
         ),
@@ -171,6 +197,8 @@ USAGE_SPEC = MetricSpec(
             "where the counts came from",
             choices=TOKEN_SOURCE_LABELS,
             aggregate="combined over episodes, ignoring none",
+            upstream="cost.token_source",
+            upstream_labels=_REFERENCE_SOURCES,
         ),
     ),
     columns=(

@@ -50,6 +50,7 @@ Skill specifics (``d``, ``a``, ``s``, ``h`` from :attr:`SkillCall.condition`):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,7 +82,7 @@ from humanclaw_gym.rotations import (
     yaw_of_matrix,
 )
 from humanclaw_gym.scenes.spec import STAIR_RISE_M, STAIR_RUN_M
-from humanclaw_gym.skills import Skill, SkillCall, skill_specs
+from humanclaw_gym.skills import Skill, SkillCall
 
 __all__ = [
     "SEATED_MAX_HEEL_RAISE_RAD",
@@ -93,10 +94,17 @@ __all__ = [
     "SIT_BACK_MIN_M",
     "SIT_START_TO_EDGE_M",
     "THIGH_SEAT_CLEARANCE_M",
+    "ArmMotion",
+    "Plan",
+    "Planner",
     "ProceduralMotionGenerator",
+    "StartState",
+    "Step",
     "generate_detached",
+    "register_planner",
     "seated_pelvis_height",
     "sit_back_distance",
+    "unregister_planner",
 ]
 
 _J = JOINT_INDEX
@@ -268,6 +276,61 @@ def _largest_back(clearance) -> float:
 # --------------------------------------------------------------------------------------
 # Plan records
 # --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ArmMotion:
+    """One arm over a chunk, for :attr:`Plan.arms` (the same convention for either arm).
+
+    Each value is a number or ``frames_per_chunk + 1`` values (frame 0 = the last history
+    frame), in radians:
+
+    Attributes:
+        lowered_rad: the upper arm's lowering from the T-pose in the body's frontal plane
+            (0: straight out to the side, about 1.3 hanging by the thigh, negative: raised
+            above the shoulder).
+        forward_rad: the shoulder's forward swing about the body's left axis (after the
+            lowering; with the arm straight out to the side it rolls the arm about its own
+            axis, so a bent forearm points up at ``pi / 2``).
+        elbow_rad: the elbow's flexion, the forearm swinging forward from the upper arm.
+        weight: how much of this pose replaces the generator's own carriage, 0..1 (a
+            number or per frame).
+
+    Any jump from the last history frame is blended out over the chunk's first 8 frames
+    (as for every channel), so a plan need not start at the current pose.
+    """
+
+    lowered_rad: Any
+    forward_rad: Any
+    elbow_rad: Any
+    weight: Any = 1.0
+
+    def _apply(
+        self, down: np.ndarray, flex: np.ndarray, bend: np.ndarray, side: int, n1: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The generator's ``(down, flex, bend)`` of arm ``side`` blended with this pose."""
+        sign = 1.0 if side == 0 else -1.0
+        values = []
+        for name in ("lowered_rad", "forward_rad", "elbow_rad", "weight"):
+            arr = np.broadcast_to(np.asarray(getattr(self, name), dtype=np.float64), (n1,))
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"ArmMotion.{name} must be finite, got {getattr(self, name)!r}")
+            values.append(arr)
+        lowered, forward, elbow, w = values
+        if np.any((w < 0.0) | (w > 1.0)):
+            raise ValueError(f"ArmMotion.weight must be in [0, 1], got {self.weight!r}")
+        return (
+            (1.0 - w) * down + w * (-sign * lowered),
+            (1.0 - w) * flex + w * forward,
+            (1.0 - w) * bend + w * elbow,
+        )
+
+
+#: Joints a plan's ``joint_offsets`` may not turn: the pelvis follows the path, the legs
+#: are solved from the steps.
+_LEG_JOINTS = frozenset(
+    n for n in JOINT_INDEX if n == "pelvis" or n.split("_")[-1] in ("hip", "knee", "ankle", "foot")
+)
+
+
 @dataclass
 class _Step:
     side: int  # 0 left, 1 right
@@ -286,6 +349,21 @@ class _Step:
 
 @dataclass
 class _Plan:
+    """What a planner returns for one chunk (public as :data:`Plan`); every array has
+    ``frames_per_chunk + 1`` values, frame 0 being the last history frame, in the canonical
+    frame (pelvis above the origin, floor at ``y = 0``, facing ``+Z``, ``+X`` the left).
+
+    Whole-body channels: the pelvis path (``x``, ``z`` metres, ``yaw`` rad, the nominal
+    pelvis height ``y_nominal`` m, fitted to the legs afterwards, ``pitch`` rad forward),
+    the spine's forward ``spine_lean`` (rad, the spine takes it over three joints), the legs
+    (``steps``: which foot lifts and lands where; planted feet stay put), the arms
+    (``arms``: per side an :class:`ArmMotion` replacing the generator's own carriage, or
+    None for that carriage: swing with the steps, hands to the thighs when seated) and any
+    other upper-body joint (``joint_offsets``: joint name -> rotation vector(s), rad, an
+    extra rotation after the joint's own; not the pelvis and legs, which the path and the
+    steps pose). Start from :meth:`ProceduralMotionGenerator.base_plan` and change parts.
+    """
+
     x: np.ndarray
     z: np.ndarray
     yaw: np.ndarray
@@ -299,6 +377,8 @@ class _Plan:
     heel_raise: tuple[tuple[float, float, float] | None, ...] = (None, None)
     ground_change_m: float = 0.0
     hold: bool = False
+    arms: tuple[ArmMotion | None, ArmMotion | None] = (None, None)
+    joint_offsets: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -345,7 +425,7 @@ class ProceduralMotionGenerator:
     step height); distances, angles and heights never depend on it.
     """
 
-    capabilities: MotionCapabilities  # set below the class, from the planner table
+    capabilities: MotionCapabilities  # set below the class, from the planner table (_PLANNERS)
     #: Style range of the shoulder's lowering from the T-pose (degrees); a subclass may
     #: keep another carriage (the flow model's training data do, see motion.flow.dataset).
     arm_down_range_deg: tuple[float, float] = _ARM_DOWN_DEG
@@ -426,10 +506,11 @@ class ProceduralMotionGenerator:
         if self._history is None:
             raise RuntimeError("ProceduralMotionGenerator.generate called before reset()")
         call = SkillCall.coerce(call)
-        if call.skill is Skill.STOP:
+        if call.skill.spec.terminal:
+            moving = ", ".join(s.text_name for s in Skill if not s.spec.terminal)
             raise ValueError(
-                "SkillCall.skill=Stop/Stand produces no motion chunk: allowed the motion skills "
-                "Walk, Turn, Climb upstairs, Sit down, Step back, Side step, Walk downstairs"
+                f"SkillCall.skill={call.skill.text_name} produces no motion chunk: allowed the "
+                f"motion skills {moving}"
             )
         staged, self._staged = self._staged, None
         if staged is not None and staged[1] == self._state_version and staged[0] == call:
@@ -541,9 +622,27 @@ class ProceduralMotionGenerator:
                 return _Plan(zeros, zeros, zeros, zeros, zeros, zeros, hold=True)
             return self._plan_stand_up(start)
         planner = _PLANNERS.get(skill.spec.motion_key or "")
-        if planner is None:  # pragma: no cover - the capability check refuses it earlier
-            raise ValueError(f"SkillCall.skill={skill!r} is not supported")
-        return planner(self, start, cond)
+        if planner is None:  # the env refuses such a call before it gets here
+            self.capabilities.check_call(call)
+        plan = planner(self, start, cond)
+        if not isinstance(plan, _Plan):
+            raise TypeError(
+                f"the planner of motion_key {skill.spec.motion_key!r} returned "
+                f"{type(plan).__name__}, not a Plan (start from generator.base_plan(start))"
+            )
+        return plan
+
+    # ---- the planner interface (see register_planner) ---------------------------------
+    def base_plan(self, start: _StartState) -> _Plan:
+        """A plan that keeps the body standing where it is (the pelvis coasting on its
+        momentum and settling at the standing height, feet planted, arms in their
+        carriage): a user planner starts from it and changes the channels it moves."""
+        return self._base_plan(start)
+
+    def chunk_phase(self) -> np.ndarray:
+        """``float64 (frames_per_chunk + 1,)``: each plan frame's place in the chunk, 0 (the
+        last history frame) to 1 (its last frame)."""
+        return self._s()
 
     def _momentum(self, start: _StartState) -> tuple[np.ndarray, float]:
         """Start velocity per chunk (canonical x, y, z) and yaw change per chunk."""
@@ -1128,6 +1227,14 @@ class ProceduralMotionGenerator:
                 hip_flex[t, side] = np.arctan2(thigh[2], -thigh[1])
                 thighs[t, side] = (hip, hip + root_rot[t] @ thigh)
         self._pose_upper_body(local, plan, pelvis, root_rot, ankles, thighs, hip_flex, start)
+        for name, offset in plan.joint_offsets.items():
+            if name not in JOINT_INDEX or name in _LEG_JOINTS:
+                allowed = sorted(set(JOINT_INDEX) - _LEG_JOINTS)
+                raise ValueError(f"plan joint_offsets {name!r} is invalid: allowed {allowed}")
+            rotvec = np.broadcast_to(np.asarray(offset, dtype=np.float64), (n1, 3))
+            if not np.all(np.isfinite(rotvec)):
+                raise ValueError(f"plan joint_offsets {name!r} must be finite rotation vectors")
+            local[:, JOINT_INDEX[name]] = local[:, JOINT_INDEX[name]] @ matrix_from_rotvec(rotvec)
         # blend out any mismatch with the last history frame (joints 1..23)
         w = 1.0 - _mj(np.arange(n1) / (_BLEND_S * self.fps))
         resid = rotvec_from_matrix(start.local_rot[1:] @ np.swapaxes(local[0, 1:], -1, -2))
@@ -1199,6 +1306,8 @@ class ProceduralMotionGenerator:
                 down = (1.0 - seated) * down + seated * rest[0]
                 flex = (1.0 - seated) * flex + seated * rest[1]
                 bend = (1.0 - seated) * bend + seated * rest[2]
+            if plan.arms[side] is not None:
+                down, flex, bend = plan.arms[side]._apply(down, flex, bend, side, n1)
             local[:, shoulder], local[:, elbow] = _arms.arm_rotations(down, flex, bend, side)
 
     def _standing_frame(self) -> np.ndarray:
@@ -1254,8 +1363,62 @@ _PLANNERS: dict[str, Any] = {
     "sit": lambda g, start, c: g._plan_sit(start, c["height_m"]),
 }
 
-ProceduralMotionGenerator.capabilities = MotionCapabilities(
-    name="procedural",
-    skills=frozenset(s.id for s in skill_specs() if s.terminal or s.motion_key in _PLANNERS),
-    batched=False,
-)
+#: The public names of the planner interface's records.
+Plan = _Plan
+StartState = _StartState
+Step = _Step
+
+#: ``planner(generator, start, condition) -> Plan``: the plan of one chunk from the body's
+#: state at its start and the call's :attr:`SkillCall.condition` (SI units).
+Planner = Callable[[ProceduralMotionGenerator, _StartState, Mapping[str, float]], _Plan]
+
+
+def _declare_capabilities() -> None:
+    ProceduralMotionGenerator.capabilities = MotionCapabilities(
+        name="procedural", motion_keys=frozenset(_PLANNERS), batched=False
+    )
+
+
+def register_planner(motion_key: str, planner: Planner | None = None, *, replace: bool = False):
+    """Add a motion planner for the skills whose ``motion_key`` is ``motion_key``.
+
+    ``register_planner("wave", plan_wave)``, or ``@register_planner("wave")`` above the
+    function. The generator's capability record is derived from the planner table, so the
+    env executes the skill with ``motion="procedural"`` from then on. Register in every
+    process that generates (the module defining the skill, imported by each worker).
+
+    Args:
+        motion_key: the skill table's ``motion_key`` (an identifier-like string).
+        planner: ``planner(generator, start, condition) -> Plan`` (see :data:`Planner`):
+            ``start`` is the body's state (:data:`StartState`: pelvis position and
+            velocity, feet, whether seated), ``condition`` the call's condition.
+        replace: replace an existing planner of that key (the built-ins included).
+
+    Raises:
+        ValueError: an invalid key, or a key taken without ``replace``.
+        TypeError: ``planner`` is not callable.
+    """
+    if not isinstance(motion_key, str) or not motion_key.isidentifier():
+        raise ValueError(f"motion_key={motion_key!r} is invalid: allowed an identifier string")
+
+    def add(fn: Planner) -> Planner:
+        if not callable(fn):
+            raise TypeError(f"planner for {motion_key!r} must be callable, got {fn!r}")
+        if motion_key in _PLANNERS and not replace and _PLANNERS[motion_key] is not fn:
+            raise ValueError(
+                f"motion_key={motion_key!r} already has a planner; pass replace=True to replace it"
+            )
+        _PLANNERS[motion_key] = fn
+        _declare_capabilities()
+        return fn
+
+    return add if planner is None else add(planner)
+
+
+def unregister_planner(motion_key: str) -> None:
+    """Remove a planner (tests, undoing a registration); an unknown key is ignored."""
+    _PLANNERS.pop(motion_key, None)
+    _declare_capabilities()
+
+
+_declare_capabilities()

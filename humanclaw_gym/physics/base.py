@@ -6,8 +6,13 @@ bookkeeping once:
 
 * the body the backend builds, as data (:class:`~humanclaw_gym.body.model.BodyModel`: links,
   joint tree, shapes and masses); the backends build their humanoid from ``self.body``;
-* the drive tuning every backend's constructor shares (checked by
-  :func:`~.contract.check_drive_tuning`) and each joint's torque cap;
+* the constructor keywords, declared once (:attr:`HalfPhysicsBase.options`, a tuple of
+  :class:`PhysicsOption`): the ten every backend shares (:data:`BASE_OPTIONS`) and any a
+  backend adds (:func:`physics_options`). The base takes them, checks them (the drive
+  tuning by :func:`~.contract.check_drive_tuning`), keeps each as the public attribute of its
+  name, and reads the same declaration for the env's ``physics_options`` check, the
+  :meth:`~HalfPhysicsBase.contract` record and forward replay; a backend's constructor
+  takes ``**options`` and passes them on, and each joint's torque cap follows;
 * the lifecycle: the episode counter, the "built" / "episode started" guards, the checks of
   frames, ray arguments and snapshots before anything changes;
 * the readouts that only read the realized state (:meth:`realized_frame`,
@@ -43,10 +48,12 @@ relative to its parent). No simulator is imported here.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -78,13 +85,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.scenes.spec import SceneSpec
 
 __all__ = [
+    "BASE_OPTIONS",
     "CYLINDER_Z_TO_Y",
     "IDENTITY_QUAT",
     "PARK_POSITION",
     "ROOT_GRAVITY_MODES",
     "HalfPhysicsBase",
+    "PhysicsOption",
     "PhysicsSnapshot",
     "part_volume",
+    "physics_options",
 ]
 
 #: The reference release's root-only gravity modes (``root_gravity_mode``).
@@ -135,6 +145,91 @@ def _torque_caps(body: BodyModel) -> list[float]:
 
 
 @dataclass(frozen=True)
+class PhysicsOption:
+    """One constructor keyword of a physics backend, declared once.
+
+    Attributes:
+        name: the keyword (and the attribute the backend keeps its value in, and its key in
+            ``contract()`` and ``BackendConfig.physics_options``).
+        default: its value when not given.
+        meaning: one line for the docs.
+        check: turns a given value into the kept one, raising ``TypeError`` / ``ValueError``
+            naming the option (None: kept as given). The base checks its own options
+            itself.
+        recorded: ``contract()`` records it under its name (forward replay rebuilds the
+            backend from the recorded options).
+    """
+
+    name: str
+    default: Any
+    meaning: str
+    check: Callable[[Any], Any] | None = None
+    recorded: bool = True
+
+
+#: The keywords every half-physics backend takes (its defaults may differ, see
+#: :func:`physics_options`), in the order of their documentation.
+BASE_OPTIONS: tuple[PhysicsOption, ...] = (
+    PhysicsOption("solver_iterations", 10, "constraint-solver iterations per substep, [1, 1000]"),
+    PhysicsOption(
+        "root_correction_gain",
+        1.0,
+        "weight of the realized-to-generated correction in the root angular drive, [0, 1]",
+    ),
+    PhysicsOption("pjsc_gains", None, "per-link PJSC gain overrides by link name, each in [0, 1]"),
+    PhysicsOption("motor_torque_scale", 1.0, "factor on every joint's torque cap, > 0"),
+    PhysicsOption("body_asset", None, "a body folder in the reference release's format"),
+    PhysicsOption("human_friction", HUMAN_FRICTION, "lateral friction of the humanoid, > 0"),
+    PhysicsOption("root_friction", None, "lateral friction of the root link (None: human's)"),
+    PhysicsOption("root_gravity_mode", None, "None or the release's root-only gravity mode"),
+    PhysicsOption("root_gravity_scale", 1.0, "factor on gravity in the root-only modes, >= 0"),
+    PhysicsOption(
+        "inherit_downward_root_y_velocity",
+        True,
+        "root-only modes: carry the realized downward root velocity into the next frame",
+    ),
+)
+_BASE_NAMES = frozenset(o.name for o in BASE_OPTIONS)
+
+
+def physics_options(*added: PhysicsOption, **defaults: Any) -> tuple[PhysicsOption, ...]:
+    """A backend's keyword declaration: :data:`BASE_OPTIONS` with some defaults changed,
+    then the options it adds, e.g.
+    ``physics_options(PhysicsOption("target_ramp", True, "...", check=...), solver_iterations=20)``.
+
+    Raises:
+        ValueError: a default for an option the base does not have, or an added option
+            whose name is taken.
+    """
+    unknown = sorted(set(defaults) - _BASE_NAMES)
+    if unknown:
+        raise ValueError(
+            f"physics_options: defaults {unknown} name no shared option: allowed "
+            f"{[o.name for o in BASE_OPTIONS]}"
+        )
+    names = [o.name for o in BASE_OPTIONS]
+    for option in added:
+        if not isinstance(option, PhysicsOption) or option.name in names:
+            raise ValueError(f"physics_options: {option!r} is no new PhysicsOption")
+        names.append(option.name)
+    base = tuple(
+        replace(o, default=defaults[o.name]) if o.name in defaults else o for o in BASE_OPTIONS
+    )
+    return base + tuple(added)
+
+
+def _signature(options: tuple[PhysicsOption, ...]) -> inspect.Signature:
+    """The signature of calling a backend class with a declaration: keyword-only
+    parameters, one per option."""
+    return inspect.Signature(
+        [
+            inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default)
+            for o in options
+        ]
+    )
+
+
+@dataclass(frozen=True)
 class PhysicsSnapshot:
     """What every backend's :meth:`HalfPhysicsBase.get_state` snapshot holds besides its
     engine state: the backend it belongs to (``id``) and the episode it was taken in. Opaque
@@ -146,6 +241,10 @@ class PhysicsSnapshot:
 
 class HalfPhysicsBase(ABC):
     """Shared bookkeeping of a half-physics backend (see the module docstring).
+
+    The constructor takes the keywords of :attr:`options` (a backend class declares them
+    once, e.g. ``options = physics_options(solver_iterations=20)``; its signature is made
+    from the declaration) plus ``body``; the shared ones:
 
     Args:
         solver_iterations: the engine's constraint-solver iterations per substep, [1, 1000].
@@ -178,29 +277,52 @@ class HalfPhysicsBase(ABC):
             downward root velocity into the next frame's vertical command.
 
     Raises:
-        TypeError / ValueError: an option out of range, or a body of other links.
+        TypeError / ValueError: an option out of range or unknown, or a body of other links.
         BodyAssetError: ``body_asset`` cannot be read (one line naming the file).
     """
 
     capabilities: ClassVar[PhysicsCapabilities]
-    #: Constructor options beyond the shared drive tuning, recorded by :meth:`contract`
-    #: under their names (forward replay rebuilds the backend from them).
-    _contract_options: ClassVar[tuple[str, ...]] = ()
+    #: The constructor keywords (see :func:`physics_options`): checked here, kept as the
+    #: attributes of their names, recorded by :meth:`contract` (the options a backend adds,
+    #: after the shared ones) and read by the env's option check and forward replay.
+    options: ClassVar[tuple[PhysicsOption, ...]] = BASE_OPTIONS
 
-    def __init__(
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "options" in cls.__dict__:  # the declaration is the constructor's signature
+            cls.__signature__ = _signature(cls.options)  # type: ignore[attr-defined]
+        elif "__init__" in cls.__dict__:  # a constructor of its own: its own signature
+            cls.__signature__ = None  # type: ignore[attr-defined]
+
+    def __init__(self, *, body: BodyModel | None = None, **options: Any) -> None:
+        declared = {o.name: o for o in type(self).options}
+        unknown = sorted(set(options) - set(declared))
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__} got unexpected keyword arguments {unknown}: allowed "
+                f"{list(declared)}"
+            )
+        values = {name: options.get(name, o.default) for name, o in declared.items()}
+        self._init_shared(body, **{k: v for k, v in values.items() if k in _BASE_NAMES})
+        for name, option in declared.items():
+            if name not in _BASE_NAMES:
+                value = values[name]
+                setattr(self, name, value if option.check is None else option.check(value))
+
+    def _init_shared(
         self,
+        body: BodyModel | None,
+        *,
         solver_iterations: int,
         root_correction_gain: float,
         pjsc_gains: dict[str, float] | None,
         motor_torque_scale: float,
-        body: BodyModel | None = None,
-        *,
-        body_asset: str | None = None,
-        human_friction: float = HUMAN_FRICTION,
-        root_friction: float | None = None,
-        root_gravity_mode: str | None = None,
-        root_gravity_scale: float = 1.0,
-        inherit_downward_root_y_velocity: bool = True,
+        body_asset: str | None,
+        human_friction: float,
+        root_friction: float | None,
+        root_gravity_mode: str | None,
+        root_gravity_scale: float,
+        inherit_downward_root_y_velocity: bool,
     ) -> None:
         self.human_friction = _positive(human_friction, "human_friction")
         self.root_friction = (
@@ -231,9 +353,9 @@ class HalfPhysicsBase(ABC):
                 raise ValueError("give body or body_asset, not both")
             if not isinstance(body_asset, (str, os.PathLike)):
                 raise TypeError(f"body_asset must be a path, got {body_asset!r}")
-            from humanclaw_gym.body.asset import load_body_asset
+            from humanclaw_gym.body.asset_cache import cached_body_asset
 
-            asset = load_body_asset(body_asset)
+            asset = cached_body_asset(body_asset)
             body = asset.body_model()
             self.body_asset = os.fspath(body_asset)
             self._body_identity = asset.identity()
@@ -394,8 +516,9 @@ class HalfPhysicsBase(ABC):
         out["body_asset"] = self.body_asset
         if self._body_identity is not None:
             out["body"] = dict(self._body_identity)
-        for option in self._contract_options:
-            out[option] = getattr(self, option)
+        for option in type(self).options:  # those a backend adds
+            if option.recorded and option.name not in _BASE_NAMES:
+                out[option.name] = getattr(self, option.name)
         return out
 
     # ================================================================== episode

@@ -43,13 +43,14 @@ from humanclaw_gym.physics.base import (
     CYLINDER_Z_TO_Y,
     PARK_POSITION,
     HalfPhysicsBase,
+    PhysicsOption,
     PhysicsSnapshot,
     part_volume,
+    physics_options,
 )
 from humanclaw_gym.physics.contract import (
     FRAME_RATE_HZ,
     GRAVITY_M_S2,
-    HUMAN_FRICTION,
     MAX_DRIVE_PER_FRAME_RAD,
     ROOT_VELOCITY_SUBSTEPS,
     SCENE_FRICTION,
@@ -95,6 +96,12 @@ _ARMATURE = 2e-3
 _HUMAN_GROUP = 1  # geom group of the humanoid (rays see only group 0)
 # root_gravity_mode -> the code the compiled drive takes
 _GRAVITY_MODE_CODES = {None: 0, "pre": 1, "substep": 2, "midpoint": 3}
+
+
+def _check_target_ramp(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"target_ramp must be a bool, got {value!r}")
+    return value
 
 
 def _fmt(values: Any) -> str:
@@ -325,41 +332,21 @@ class MujocoHalfPhysics(HalfPhysicsBase):
     capabilities = PhysicsCapabilities(
         name="mujoco", part_shapes=frozenset({"box", "cylinder", "sphere"})
     )
-    _contract_options = ("target_ramp",)
+    options = physics_options(
+        PhysicsOption(
+            "target_ramp",
+            True,
+            "move each actuator target along the frame's path substep by substep (or hold it)",
+            check=_check_target_ramp,
+        ),
+        solver_iterations=20,
+    )
     #: Run frames through the compiled, GIL-free runner where it is available (tests
     #: switch it off to compare with the frame-by-frame path through the bindings).
     _compiled_frames = True
 
-    def __init__(
-        self,
-        solver_iterations: int = 20,
-        *,
-        root_correction_gain: float = 1.0,
-        pjsc_gains: dict[str, float] | None = None,
-        motor_torque_scale: float = 1.0,
-        target_ramp: bool = True,
-        body_asset: str | None = None,
-        human_friction: float = HUMAN_FRICTION,
-        root_friction: float | None = None,
-        root_gravity_mode: str | None = None,
-        root_gravity_scale: float = 1.0,
-        inherit_downward_root_y_velocity: bool = True,
-    ) -> None:
-        super().__init__(
-            solver_iterations,
-            root_correction_gain,
-            pjsc_gains,
-            motor_torque_scale,
-            body_asset=body_asset,
-            human_friction=human_friction,
-            root_friction=root_friction,
-            root_gravity_mode=root_gravity_mode,
-            root_gravity_scale=root_gravity_scale,
-            inherit_downward_root_y_velocity=inherit_downward_root_y_velocity,
-        )
-        if not isinstance(target_ramp, bool):
-            raise TypeError(f"target_ramp must be a bool, got {target_ramp!r}")
-        self.target_ramp = target_ramp
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         links = self.body.num_links
 
         self._mj: Any = None

@@ -39,6 +39,7 @@ from humanclaw_gym.physics.base import (
     HalfPhysicsBase,
     PhysicsSnapshot,
     part_volume,
+    physics_options,
 )
 from humanclaw_gym.physics.contract import (
     FRAME_RATE_HZ,
@@ -160,33 +161,10 @@ class PybulletHalfPhysics(HalfPhysicsBase):
     capabilities = PhysicsCapabilities(
         name="pybullet", part_shapes=frozenset({"box", "cylinder", "sphere", "mesh"})
     )
+    options = physics_options(solver_iterations=10)  # the shared keywords (see the base)
 
-    def __init__(
-        self,
-        solver_iterations: int = 10,
-        *,
-        root_correction_gain: float = 1.0,
-        pjsc_gains: dict[str, float] | None = None,
-        motor_torque_scale: float = 1.0,
-        body_asset: str | None = None,
-        human_friction: float = HUMAN_FRICTION,
-        root_friction: float | None = None,
-        root_gravity_mode: str | None = None,
-        root_gravity_scale: float = 1.0,
-        inherit_downward_root_y_velocity: bool = True,
-    ) -> None:
-        super().__init__(
-            solver_iterations,
-            root_correction_gain,
-            pjsc_gains,
-            motor_torque_scale,
-            body_asset=body_asset,
-            human_friction=human_friction,
-            root_friction=root_friction,
-            root_gravity_mode=root_gravity_mode,
-            root_gravity_scale=root_gravity_scale,
-            inherit_downward_root_y_velocity=inherit_downward_root_y_velocity,
-        )
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         num_joints = self.body.num_links - 1
         self._pjsc_col = self.pjsc_gains[:, None]
         self._links = list(range(num_joints))  # pybullet link i = body link i + 1

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from humanclaw_gym.image_sizes import EGO_SIZE_PX
-from humanclaw_gym.skills import describe_skills
+from humanclaw_gym.skills import NUM_SKILLS, Skill, describe_skills
 
 __all__ = [
     "BENCHMARK_PROTOCOL",
@@ -37,6 +37,7 @@ __all__ = [
     "WIRE_PROTOCOL",
     "RpcError",
     "action_spec",
+    "benchmark_protocol",
     "jsonable",
     "observation_spec",
 ]
@@ -44,8 +45,9 @@ __all__ = [
 WIRE_PROTOCOL = "humanclaw.sim-server/v1"
 """Transport identity: JSON-RPC 2.0 over HTTP POST ``/rpc``, bearer token, sessions."""
 
-BENCHMARK_PROTOCOL = "humanclaw.find-nav-interact/ego-rgb448-skillcall8/v1"
-"""Robot-capability identity: ego RGB 448x448 + declared text fields; one SkillCall per step."""
+BENCHMARK_PROTOCOL = f"humanclaw.find-nav-interact/ego-rgb448-skillcall{NUM_SKILLS}/v1"
+"""Robot-capability identity: ego RGB 448x448 + declared text fields; one SkillCall (of the
+built-in skill table) per step. :func:`benchmark_protocol` gives the id in force."""
 
 JSONRPC_VERSION = "2.0"
 
@@ -152,6 +154,17 @@ def jsonable(value: Any) -> Any:
 # --------------------------------------------------------------------------------------
 # specs for describe
 # --------------------------------------------------------------------------------------
+
+
+def benchmark_protocol() -> str:
+    """The :data:`BENCHMARK_PROTOCOL` id in force: the constant while the skill table holds
+    the built-in skills only; with skills registered on top (an action contract of its
+    own), the id names them, e.g. ``...-skillcall8+wave/v1``."""
+    added = [s.spec.key for s in Skill if int(s) >= NUM_SKILLS]
+    if not added:
+        return BENCHMARK_PROTOCOL
+    head, _, version = BENCHMARK_PROTOCOL.rpartition("/")
+    return f"{head}+{'+'.join(added)}/{version}"
 
 
 def action_spec() -> dict[str, Any]:

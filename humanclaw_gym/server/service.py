@@ -23,7 +23,6 @@ from humanclaw_gym.backends.config import BackendConfig
 from humanclaw_gym.server.artifacts import ArtifactPathError, check_relative_path, read_regular_file
 from humanclaw_gym.server.plan import EpisodePlan, PlanEntry
 from humanclaw_gym.server.protocol import (
-    BENCHMARK_PROTOCOL,
     ERROR_CODES,
     FRAME_RATE_HZ,
     FRAMES_PER_ACTION,
@@ -37,6 +36,7 @@ from humanclaw_gym.server.protocol import (
     WIRE_PROTOCOL,
     RpcError,
     action_spec,
+    benchmark_protocol,
     jsonable,
     observation_spec,
 )
@@ -304,7 +304,7 @@ class BenchService:
         return {
             "jsonrpc": JSONRPC_VERSION,
             "wire_protocol": WIRE_PROTOCOL,
-            "benchmark_protocol": BENCHMARK_PROTOCOL,
+            "benchmark_protocol": benchmark_protocol(),
             "server": {"name": "humanclaw-gym", "version": __version__},
             "methods": list(METHODS),
             "call_order": "describe -> open -> reset (sequence 0, once) -> step (sequence 1, 2, "

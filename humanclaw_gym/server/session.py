@@ -30,11 +30,11 @@ from humanclaw_gym.policy import Decision, Usage
 from humanclaw_gym.server.artifacts import list_artifacts
 from humanclaw_gym.server.plan import PlanEntry
 from humanclaw_gym.server.protocol import (
-    BENCHMARK_PROTOCOL,
     MAX_ACTION_TEXT_CHARS,
     OBSERVATION_FIELDS,
     WIRE_PROTOCOL,
     RpcError,
+    benchmark_protocol,
     jsonable,
 )
 from humanclaw_gym.skills import SkillCall, SkillCallError
@@ -326,9 +326,9 @@ class EpisodeSession:
                         f"at most {MAX_ACTION_TEXT_CHARS} characters",
                         reason="is too long",
                     )
-                return SkillCall.parse(action)
+                return self._executable(SkillCall.parse(action))
             if isinstance(action, Mapping):
-                return SkillCall.from_dict(action)
+                return self._executable(SkillCall.from_dict(action))
             raise SkillCallError(
                 "action",
                 type(action).__name__,
@@ -358,6 +358,12 @@ class EpisodeSession:
                 allowed=getattr(exc, "allowed", None),
                 expected_sequence=sequence,
             ) from None
+
+    def _executable(self, call: SkillCall) -> SkillCall:
+        """``call``, or ``SkillNotExecutableError`` (a rejected action) when the env's motion
+        generator cannot execute its skill (a skill registered on top of the built-ins)."""
+        self._wrapped.unwrapped.simulation.check_executable(call)
+        return call
 
     def _fail(self, where: str, exc: BaseException) -> None:
         self.state = "ended"
@@ -415,7 +421,7 @@ class EpisodeSession:
         record = {
             "schema": RECORD_SCHEMA,
             "wire_protocol": WIRE_PROTOCOL,
-            "benchmark_protocol": BENCHMARK_PROTOCOL,
+            "benchmark_protocol": benchmark_protocol(),
             "plan_index": self.entry.index,
             "split": self.entry.split,
             "episode_id": self.entry.episode_id,

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from humanclaw_gym.skills.call import SkillCall, action_space
 from humanclaw_gym.skills.catalog import (
+    BUILTIN_MOTION_KEYS,
     CLIMB_SPEEDS,
     DIRECTIONS,
     NUM_SKILLS,
@@ -66,10 +67,16 @@ from humanclaw_gym.skills.catalog import (
     unregister_skill,
 )
 from humanclaw_gym.skills.describe import describe_skills, skill_table_rows
-from humanclaw_gym.skills.errors import SkillCallError, SkillCallParseError, SkillCallTypeError
+from humanclaw_gym.skills.errors import (
+    SkillCallError,
+    SkillCallParseError,
+    SkillCallTypeError,
+    SkillNotExecutableError,
+)
 from humanclaw_gym.skills.spec import ActionField, Choice, Range, SkillSpec
 
 __all__ = [
+    "BUILTIN_MOTION_KEYS",
     "CLIMB_SPEEDS",
     "DIRECTIONS",
     "NUM_SKILLS",
@@ -88,6 +95,7 @@ __all__ = [
     "SkillCallError",
     "SkillCallParseError",
     "SkillCallTypeError",
+    "SkillNotExecutableError",
     "SkillSpec",
     "action_fields",
     "action_space",

@@ -4,8 +4,10 @@
 This is the one place where a skill is defined. To add a skill to the library, add its
 ``SkillSpec`` to ``_BUILTIN_SPECS`` here (and a motion planner for its ``motion_key``); a
 package of your own can instead call :func:`register_skill` at import time. Everything else
-(text grammar, action space, server spec, prompt table, viewer controls, motion dispatch)
-reads this table.
+(text grammar, action space, server spec, prompt tables, viewer controls, the random agent,
+motion dispatch, the skill counts) reads this table. Every skill is also an entry of kind
+``"skill"`` of :mod:`humanclaw_gym.registry` (named by its key), so ``humanclaw doctor``
+lists it.
 
 :class:`Skill` behaves like an ``IntEnum`` of the registered skills (``Skill.TURN == 2``,
 ``Skill(2) is Skill.TURN``, ``list(Skill)``, ``len(Skill)``, pickling by id), and it can
@@ -16,6 +18,7 @@ action space is built from the table at construction) and in every process that 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -23,10 +26,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from humanclaw_gym import registry
 from humanclaw_gym.skills.errors import SkillCallError
 from humanclaw_gym.skills.spec import PARAM_FIELDS, WALK_WORD, ActionField, Choice, Range, SkillSpec
 
 __all__ = [
+    "BUILTIN_MOTION_KEYS",
     "CLIMB_SPEEDS",
     "DIRECTIONS",
     "NUM_SKILLS",
@@ -47,10 +52,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 # Public constants of the built-in skills (the motion generator and agents read these)
 # --------------------------------------------------------------------------------------
-
-NUM_SKILLS = 8
-"""Number of built-in skills (the benchmark's action ids 0..7); ``len(Skill)`` counts
-registered custom skills too."""
 
 SPEEDS: tuple[str, ...] = ("slow", "normal", "fast")
 """Speed words, in action-space index order (0 slow, 1 normal, 2 fast)."""
@@ -371,6 +372,17 @@ _BUILTIN_SPECS: tuple[SkillSpec, ...] = (
 )
 
 
+NUM_SKILLS = len(_BUILTIN_SPECS)
+"""Number of built-in skills (the benchmark's action ids ``0 .. NUM_SKILLS - 1``), counted
+from the table; ``len(Skill)`` counts registered custom skills too."""
+
+BUILTIN_MOTION_KEYS: frozenset[str] = frozenset(
+    s.motion_key for s in _BUILTIN_SPECS if s.motion_key is not None
+)
+"""The motion keys of the built-in skills: what a motion generator executes unless it
+declares otherwise (:class:`~humanclaw_gym.backends.protocols.MotionCapabilities`)."""
+
+
 # --------------------------------------------------------------------------------------
 # Registration and derived tables
 # --------------------------------------------------------------------------------------
@@ -392,8 +404,11 @@ def _names_of(spec: SkillSpec) -> tuple[str, ...]:
 def _check_spec(spec: SkillSpec, new_fields: tuple[ActionField, ...]) -> None:
     """Raise ValueError when ``spec`` cannot join the table (nothing is changed)."""
     where = f"SkillSpec {spec.name!r}"
-    if spec.id != len(Skill._members):
-        raise ValueError(f"{where}: id={spec.id} is invalid: allowed {len(Skill._members)} (next)")
+    if spec.id is not None and spec.id != len(Skill._members):
+        raise ValueError(
+            f"{where}: id={spec.id} is invalid: allowed {len(Skill._members)} (the next id) "
+            "or None (given by register_skill)"
+        )
     if not re.fullmatch(r"[A-Z][A-Z0-9_]*", spec.name) or spec.name in Skill.__dict__:
         raise ValueError(f"{where}: name must be a new UPPER_CASE identifier")
     unknown = [p for p in spec.params if p not in PARAM_FIELDS]
@@ -433,8 +448,9 @@ def register_skill(spec: SkillSpec, action_fields: tuple[ActionField, ...] = ())
     """Add a skill to the table and return its new :class:`Skill` member.
 
     Args:
-        spec: the skill; its ``id`` must be the next free id (``len(Skill)``), its names and
-            aliases new, its parameters SkillCall fields.
+        spec: the skill; its ``id`` is given here (the next free one, ``len(Skill)``; a spec
+            that names one must name that), its names and aliases must be new, its
+            parameters SkillCall fields.
         action_fields: new action-space entries the skill reads (appended after the
             existing ones). Entries may be shared with other skills when the ranges match.
 
@@ -449,6 +465,7 @@ def register_skill(spec: SkillSpec, action_fields: tuple[ActionField, ...] = ())
     if len(set(new_keys)) != len(new_keys) or taken & set(new_keys):
         raise ValueError(f"action_fields {new_keys} repeat an existing entry {sorted(taken)}")
     _check_spec(spec, tuple(action_fields))
+    spec = dataclasses.replace(spec, id=len(Skill._members))
     member = int.__new__(Skill, spec.id)
     Skill._members.append(member)
     Skill._specs.append(spec)
@@ -457,6 +474,7 @@ def register_skill(spec: SkillSpec, action_fields: tuple[ActionField, ...] = ())
     _FIELDS_ADDED.append(len(action_fields))
     for raw in _names_of(spec):
         _ALIASES[normalize_name(raw)] = member
+    registry.register_skill_entry(spec.key, member, description=spec.meaning, replace=True)
     return member
 
 
@@ -476,6 +494,7 @@ def unregister_skill(skill: Skill) -> None:
     delattr(Skill, spec.name)
     for raw in _names_of(spec):
         _ALIASES.pop(normalize_name(raw), None)
+    registry.unregister("skill", spec.key)
 
 
 def _alias_table() -> dict[str, Skill]:

@@ -1,5 +1,5 @@
-"""Errors of the action schema: :class:`SkillCallError`, :class:`SkillCallParseError` and
-:class:`SkillCallTypeError`."""
+"""Errors of the action schema: :class:`SkillCallError`, :class:`SkillCallParseError`,
+:class:`SkillCallTypeError` and :class:`SkillNotExecutableError`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ __all__ = [
     "SkillCallError",
     "SkillCallParseError",
     "SkillCallTypeError",
+    "SkillNotExecutableError",
     "clip",
     "shown",
 ]
@@ -130,6 +131,46 @@ class SkillCallTypeError(SkillCallError, TypeError):
     action) and a ``TypeError`` (the usual Python signal for a wrong type). ``field`` is
     ``"action"``; ``value`` the object given.
     """
+
+
+class SkillNotExecutableError(SkillCallError):
+    """A valid SkillCall that the env's motion generator cannot execute (a skill registered
+    with :func:`~humanclaw_gym.skills.register_skill` whose motion the generator does not
+    declare, e.g. a new skill with the learned ``flow`` generator).
+
+    Raised by the step that asks for it, before anything changes (the episode goes on);
+    ``field`` is ``"skill"``, ``value`` the call's text form, ``allowed`` the skills the
+    generator executes and :attr:`generator` its registry name.
+    """
+
+    def __init__(
+        self,
+        call: Any,
+        generator: str,
+        allowed: str,
+        *,
+        skill: Any = None,
+        message: str | None = None,
+    ) -> None:
+        self.generator = generator
+        if message is None:
+            message = (
+                f"SkillCall.skill={shown(str(call))} cannot be executed by motion generator "
+                f"{generator!r}: allowed {allowed}"
+            )
+        super().__init__("skill", str(call), allowed, skill=skill, message=message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild_not_executable,
+            (self.value, self.generator, self.allowed, self.skill, str(self)),
+        )
+
+
+def _rebuild_not_executable(
+    call: str, generator: str, allowed: str, skill: Any, message: str
+) -> SkillNotExecutableError:
+    return SkillNotExecutableError(call, generator, allowed, skill=skill, message=message)
 
 
 def _rebuild_error(

@@ -96,8 +96,6 @@ class SkillSpec:
     """Everything the library knows about one skill.
 
     Attributes:
-        id: the action id (the ``skill`` entry of the action space); built-in ids are the
-            upstream ones, 0..7.
         name: the constant name, e.g. ``"SIDE_STEP"`` (``Skill.SIDE_STEP``).
         display_name: the benchmark table's name, e.g. ``"Side step"``.
         text_name: the name in the text form, e.g. ``"Side step"`` in ``Side step<left><0.25>``.
@@ -116,9 +114,12 @@ class SkillSpec:
         condition: SkillCall parameters -> numeric conditioning for the motion generator in
             SI units (see ``SkillCall.condition``).
         terminal: the skill ends the episode (the active stop) instead of moving.
+        id: the action id (the ``skill`` entry of the action space); built-in ids are the
+            upstream ones, ``0 .. NUM_SKILLS - 1``. Leave it out (None) and
+            :func:`~humanclaw_gym.skills.register_skill` gives the next free id; a spec
+            read back from the table always has its id.
     """
 
-    id: int
     name: str
     display_name: str
     text_name: str
@@ -133,6 +134,7 @@ class SkillSpec:
     )
     aliases: tuple[str, ...] = ()
     terminal: bool = False
+    id: int | None = None
 
     @property
     def key(self) -> str:

@@ -134,6 +134,15 @@ class _Staged:
     rng_state: Any
 
 
+def _has_branch(skill: Skill) -> bool:
+    """Whether the flow model has a control branch for ``skill``."""
+    try:
+        branch_of(skill)
+    except ValueError:
+        return False
+    return True
+
+
 class FlowMotionGenerator:
     """Learned flow-matching motion for the eight HumanClaw skills (see the module docstring).
 
@@ -152,7 +161,13 @@ class FlowMotionGenerator:
         ImportError: PyTorch is not installed.
     """
 
-    capabilities = MotionCapabilities(name="flow", skills=frozenset(range(8)), batched=True)
+    #: It executes the skills it has a control branch for (``dataset.branch_of``): the
+    #: built-in motion skills; a new skill needs a new branch and retraining.
+    capabilities = MotionCapabilities(
+        name="flow",
+        motion_keys=frozenset(s.spec.motion_key for s in Skill if _has_branch(s)),
+        batched=True,
+    )
 
     def __init__(
         self,

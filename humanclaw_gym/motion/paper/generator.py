@@ -47,6 +47,7 @@ from humanclaw_gym.backends.protocols import MotionCapabilities
 from humanclaw_gym.body.skeleton import FRAME_DIM
 from humanclaw_gym.motion.paper.conditioning import release_condition
 from humanclaw_gym.motion.paper.manifest import (
+    BRANCHES,
     PaperWeightsError,
     read_manifest,
     resolve_sources,
@@ -201,7 +202,15 @@ class PaperMotion:
         ImportError: PyTorch is not installed.
     """
 
-    capabilities = MotionCapabilities(name="paper", skills=frozenset(range(8)), batched=True)
+    #: It executes the release's skill branches (``manifest.BRANCHES``; Stop/Stand's stand
+    #: branch is never asked for): the eight built-in skills only.
+    capabilities = MotionCapabilities(
+        name="paper",
+        motion_keys=frozenset(
+            b.skill.spec.motion_key for b in BRANCHES.values() if b.skill.spec.motion_key
+        ),
+        batched=True,
+    )
 
     def __init__(
         self,
