@@ -20,7 +20,10 @@ explicit privileged mode only (``gym.make(..., privileged=True)``; the episode l
    instance's box and closes in with slow walks until a body point is within 0.17 m of a
    target box, then stops;
 4. for beds, couches and toilets, reaches the approach point, turns its back to the seat,
-   corrects its position with side steps / step backs, sits at the seat height, and stops.
+   corrects its position with side steps / step backs, sits at the seat height, and stops;
+5. for a point goal (an episode with a ``goal_position``, e.g. image-goal navigation),
+   follows the path to the goal cell until the pelvis is within 0.35 m of the goal, turns
+   to the goal's heading (so that it sees what the goal image shows) and stops.
 
 The oracle never reads anything a policy could not be given in privileged mode, and the
 server refuses privileged mode, so it cannot be evaluated through the benchmark server.
@@ -52,6 +55,12 @@ _TURN_ROOM_M = 0.33
 _MAX_ROOM_STEPS = 2
 # A fast stride swings the arms widest: only with this much room on both sides.
 _FAST_WALK_ROOM_M = 0.38
+# Point goals: stop this close to the goal position (well inside a 1 m success radius),
+# after turning to the goal heading within this tolerance; give up closing in after
+# this many decisions within the success radius.
+_POINT_REACHED_M = 0.35
+_POINT_ALIGN_DEG = 15.0
+_MAX_POINT_STEPS = 12
 
 
 def _wrap(a: float) -> float:
@@ -61,6 +70,15 @@ def _wrap(a: float) -> float:
 def _turn_towards(error_rad: float) -> SkillCall:
     deg = min(max(abs(math.degrees(error_rad)), 10.0), 120.0)
     return SkillCall.turn("left" if error_rad > 0 else "right", round(deg, 1))
+
+
+def _point_goal(episode: Any) -> tuple[float, float, float] | None:
+    """``(x, z, yaw)`` of an episode's goal pose when it has one (a point goal, e.g. an
+    image-goal episode), else None."""
+    position = getattr(episode, "goal_position", None)
+    if position is None:
+        return None
+    return float(position[0]), float(position[2]), float(getattr(episode, "goal_yaw_rad", 0.0))
 
 
 def _aabb_distance(points: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
@@ -105,6 +123,7 @@ class OraclePolicy:
         self._settle = True
         self._recover: list[SkillCall] = []
         self._room_steps = 0
+        self._point_steps = 0
 
     # -- policy protocol -----------------------------------------------------------------
     def attach_env(self, env: Any) -> None:
@@ -120,7 +139,9 @@ class OraclePolicy:
         st = self._env.privileged_state()
         grid = self._grid(st)
         ep = st.episode
-        if ep.interact:
+        if _point_goal(ep) is not None:
+            self._goal = None
+        elif ep.interact:
             best = None
             for goal in self._floor_goals(ep):
                 pose = goal.approach_pose
@@ -234,6 +255,8 @@ class OraclePolicy:
 
     def _visible_state(self) -> str:
         ep = self._env.privileged_state().episode
+        if _point_goal(ep) is not None:
+            return "The goal place is part of this home; I know where it is."
         name = ep.object_category.replace("_", " ")
         return f"The {name} I am looking for is part of this home; I know where it is."
 
@@ -263,6 +286,8 @@ class OraclePolicy:
             side = "left" if self._stuck % 2 else "right"
             self._recover = [SkillCall.side_step(side, 0.3)]
             return SkillCall.step_back(0.25), "blocked: back off"
+        if _point_goal(ep) is not None:
+            return self._point(st, grid)
         if ep.interact:
             return self._interact(st, grid)
         return self._find(st, grid)
@@ -295,6 +320,26 @@ class OraclePolicy:
         if remaining_m >= 0.5 and room >= _TURN_ROOM_M:
             return SkillCall.walk("normal"), "walk"
         return SkillCall.walk("slow"), "walk"
+
+    # point goals: walk to the goal position, face the goal heading, stop
+    def _point(self, st: Any, grid: Any) -> tuple[SkillCall, str]:
+        gx, gz, goal_yaw = _point_goal(st.episode)
+        pos = st.root_xz
+        dist = float(np.hypot(gx - pos[0], gz - pos[1]))
+        radius = float(getattr(st.episode, "success_distance_m", 1.0))
+        if dist <= radius:
+            self._point_steps += 1
+            if self._point_steps > _MAX_POINT_STEPS:
+                return SkillCall.stop(), "point budget used"
+        if self._phase == "navigate" and dist > _POINT_REACHED_M:
+            mask = self._point_mask(grid, gx, gz)
+            remaining = grid.geodesic_distance(pos, mask)
+            return self._follow_path(st, grid, mask, remaining)
+        self._phase = "face_goal"
+        err = _wrap(goal_yaw - st.yaw_rad)
+        if abs(math.degrees(err)) > _POINT_ALIGN_DEG and self._point_steps <= _MAX_POINT_STEPS:
+            return self._turn(st, grid, err, "face the goal heading")
+        return SkillCall.stop(), f"at the goal ({dist:.2f} m)"
 
     # non-interact targets: reach the approach points, then close in on that target's box
     def _find(self, st: Any, grid: Any) -> tuple[SkillCall, str]:

@@ -59,6 +59,10 @@ from humanclaw_agents.prompts import (
     render_planner_prompt_v2,
     resolve_prompt_version,
 )
+from humanclaw_agents.prompts_imagegoal import (
+    DEFAULT_IMAGEGOAL_PROMPT,
+    render_imagegoal_prompt,
+)
 from humanclaw_agents.psv_v1 import FALLBACK_ACTION, PSVAgentV1
 from humanclaw_agents.replies import DEFAULT_MAX_REPLY_CHARS, READERS, read_reply_json
 from humanclaw_agents.stages import (
@@ -118,6 +122,10 @@ _VERIFIER_STAGE = "verifier"
 _PLAN_HORIZON_STEPS = 6
 _FINISHED_GOAL = "Stop/Stand"
 _V2_PROMPTS = frozenset({"v2"})
+# Verifier routes that judge the lane on the current picture alone, whatever the task: an
+# image-goal decision is verified on these only (the Stop and sitting routes ask about an
+# object target).
+_IMAGEGOAL_ROUTES = frozenset({"walk", "climb_up"})
 
 
 class PSVAgent:
@@ -271,7 +279,8 @@ class PSVAgent:
             attempt counts, ``retries`` by cause, ``reply_recoveries`` and, when a call
             raised, ``failed_calls``.
         """
-        image = check_image(observation)
+        goal_image = _goal_image(observation)  # image-goal navigation: Dict(rgb, goal_rgb)
+        image = check_image(observation if goal_image is None else observation["rgb"])
         info = info if isinstance(info, Mapping) else {}
         instruction = info.get("instruction") or self._instruction
         if not isinstance(instruction, str) or not instruction.strip():
@@ -284,10 +293,17 @@ class PSVAgent:
         self._step_counter = step + 1
         tell_step(self.model, step)
 
-        prompt = render_planner_prompt_v2(
-            instruction, step, tuple(self._rows), version=self.prompt_version
-        )
-        planner = self._runner.run(_PLANNER_STAGE, prompt, image, self._parse_plan)
+        if goal_image is None:
+            prompt_version = self.prompt_version
+            prompt = render_planner_prompt_v2(
+                instruction, step, tuple(self._rows), version=self.prompt_version
+            )
+            planner_images: Any = image
+        else:
+            prompt_version = DEFAULT_IMAGEGOAL_PROMPT
+            prompt = render_imagegoal_prompt(instruction, step, tuple(self._rows))
+            planner_images = _both_images(self.model, image, goal_image)
+        planner = self._runner.run(_PLANNER_STAGE, prompt, planner_images, self._parse_plan)
         if planner.failed:
             plan = self._fallback_plan()
             proposal, notes = FALLBACK_ACTION, []
@@ -309,7 +325,7 @@ class PSVAgent:
             gate = "verify_first_turn"
 
         planner_record: dict[str, Any] = {
-            "prompt_version": self.prompt_version,
+            "prompt_version": prompt_version,
             "prompt": prompt,
             "response": planner.final_text if planner.failed else planner.data,
             "attempts": planner.attempts,
@@ -329,6 +345,8 @@ class PSVAgent:
         self._write(PLANNER_FILE, step, "percept_mid_low", planner_record)
 
         route = None if planner.failed else select_route_v2(proposal, additional_info)
+        if goal_image is not None and route not in _IMAGEGOAL_ROUTES:
+            route = None  # the other routes judge an object target
         final = proposal
         verdict = "skipped" if planner.failed else "accept"
         reply_verdict = ""
@@ -495,6 +513,31 @@ def visible_state_text(plan: Mapping[str, Any]) -> str | None:
     truthy JSON value (a list or object is read as its Python text, as the reference
     does), ``None`` when the field is absent or falsy."""
     return str(plan.get("visible_state") or "") or None
+
+
+def _goal_image(observation: Any) -> np.ndarray | None:
+    """The goal picture of an image-goal observation (a mapping with ``"goal_rgb"``), else
+    None."""
+    if isinstance(observation, Mapping) and "goal_rgb" in observation:
+        if "rgb" not in observation:
+            raise ValueError(
+                "PSVAgent: an image-goal observation needs 'rgb' beside 'goal_rgb', got keys "
+                f"{sorted(observation)}"
+            )
+        return check_image(observation["goal_rgb"])
+    return None
+
+
+def _both_images(model: Any, image: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The current and the goal picture for one call, refused at once (not retried) when
+    the transport sends one picture per call."""
+    if not getattr(model, "multi_image", False):
+        raise ValueError(
+            f"PSVAgent: image-goal navigation sends two pictures per call, but the model "
+            f"transport {type(model).__name__} sends one (multi_image is not set); use an "
+            "OpenAI-compatible endpoint"
+        )
+    return (image, goal)
 
 
 def _check_int(name: str, value: Any, low: int) -> None:

@@ -142,7 +142,9 @@ class ChatModel(Protocol):
 
         Args:
             prompt: the full prompt text.
-            image_rgb: ``uint8 (H, W, 3)`` image, or ``None`` for a text-only call.
+            image_rgb: ``uint8 (H, W, 3)`` image, or ``None`` for a text-only call; a
+                transport whose class sets ``multi_image = True`` also takes a tuple of
+                images, sent in order (image-goal navigation: current view, goal picture).
             stage: logical stage name (``"planner"``, ``"verifier"``), for usage and logs.
 
         Raises:
@@ -228,6 +230,10 @@ class OpenAICompatibleModel:
             environment.
     """
 
+    #: ``respond`` also takes a tuple of images, sent as image parts in order (image-goal
+    #: navigation sends the current view and the goal picture).
+    multi_image = True
+
     def __init__(
         self,
         config: OpenAICompatibleConfig | AzureOpenAIConfig,
@@ -310,11 +316,14 @@ class OpenAICompatibleModel:
         """Close the underlying HTTP client."""
         self._client.close()
 
-    def build_messages(self, prompt: str, image_rgb: np.ndarray | None) -> list[dict[str, Any]]:
-        """The chat messages of one call: a single user turn with text and optional image."""
+    def build_messages(self, prompt: str, image_rgb: Any) -> list[dict[str, Any]]:
+        """The chat messages of one call: a single user turn with text and the optional image
+        (or a tuple of images, in order: see :attr:`multi_image`)."""
         content: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
-        if image_rgb is not None:
-            content.append({"type": "image_url", "image_url": {"url": png_data_url(image_rgb)}})
+        images = image_rgb if isinstance(image_rgb, (tuple, list)) else (image_rgb,)
+        for image in images:
+            if image is not None:
+                content.append({"type": "image_url", "image_url": {"url": png_data_url(image)}})
         return [{"role": "user", "content": content}]
 
     def request_fields(self) -> dict[str, Any]:

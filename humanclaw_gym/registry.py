@@ -170,6 +170,24 @@ _REGISTRY: dict[str, dict[str, Registration]] = {kind: {} for kind in KINDS}
 _LOADED: dict[tuple[str, str, str], Any] = {}
 _ENTRY_POINTS_READ: set[str] = set()
 
+#: The package's modules that register the built-in entries of a kind where they are
+#: defined; each is imported (by name: this module imports nothing of the package) before
+#: the kind is first read, so listings hold the built-ins whatever was imported before.
+_BUILTIN_MODULES: Mapping[str, tuple[str, ...]] = {
+    "task": ("humanclaw_gym.tasks",),
+    "sensor": ("humanclaw_gym.sensors",),
+    "tracker": ("humanclaw_gym.metrics.trackers",),
+}
+_BUILTINS_READ: set[str] = set()
+
+
+def _read_builtins(kind: str) -> None:
+    if kind in _BUILTINS_READ:
+        return
+    _BUILTINS_READ.add(kind)
+    for module in _BUILTIN_MODULES.get(kind, ()):
+        importlib.import_module(module)
+
 
 def _check_kind(kind: str) -> None:
     if kind not in _REGISTRY:
@@ -249,6 +267,7 @@ def unregister(kind: str, name: str) -> None:
 
 
 def _read_entry_points(kind: str) -> None:
+    _read_builtins(kind)
     if kind in _ENTRY_POINTS_READ:
         return
     _ENTRY_POINTS_READ.add(kind)

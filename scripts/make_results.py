@@ -1,6 +1,7 @@
 """The documented figures: regenerate them, and keep the docs equal to them.
 
-``docs/results/val100_<name>_metrics_summary.json`` are the single source of every
+``docs/results/val100_<name>_metrics_summary.json`` (and, for the image-goal task,
+``docs/results/imagegoal_<name>_metrics_summary.json``) are the single source of every
 benchmark figure quoted in the README and ``docs/``. This script
 
 * ``run``: reruns the baselines below (``humanclaw run ... --metrics``) and copies each
@@ -63,12 +64,34 @@ class Baseline:
     """One documented run: its label in tables and the ``humanclaw run`` arguments.
 
     ``release``: ``(option, path inside the release checkout)`` pairs appended to the
-    arguments as ``option RELEASE/path`` (the baseline runs only with ``--release``)."""
+    arguments as ``option RELEASE/path`` (the baseline runs only with ``--release``).
+    ``task`` is the ``--task`` of the run (None: the benchmark's, no flag), ``episodes``
+    its ``--episodes``.
+    """
 
     name: str
     label: str
     args: tuple[str, ...]
     release: tuple[tuple[str, str], ...] = ()
+    episodes: str = "val100"
+    task: str | None = None
+
+    @property
+    def command(self) -> str:
+        """The documented command (a release path shown as ``RELEASE/...``)."""
+        task = () if self.task is None else ("--task", self.task)
+        shown = [
+            *self.args,
+            *(a for option, rel in self.release for a in (option, f"RELEASE/{rel}")),
+        ]
+        return " ".join(("humanclaw run", *task, "--episodes", self.episodes, *shown))
+
+    @property
+    def summary_file(self) -> str:
+        """The summary's file name under ``docs/results``."""
+        if self.task is None:
+            return f"{self.episodes}_{self.name}_metrics_summary.json"
+        return f"{self.name}_metrics_summary.json"
 
 
 #: The reference release's default body, inside its checkout.
@@ -109,6 +132,35 @@ BASELINES: tuple[Baseline, ...] = (
         ("--agent", "oracle", "--physics", "mujoco"),
         (("--body-asset", _RELEASE_BODY),),
     ),
+    # image-goal navigation (docs/tasks.md)
+    Baseline(
+        "imagegoal_oracle",
+        "oracle (privileged)",
+        ("--agent", "oracle"),
+        episodes="imagegoal_val100",
+        task="image_goal",
+    ),
+    Baseline(
+        "imagegoal_oracle_mujoco",
+        "oracle, MuJoCo physics (`--physics mujoco`)",
+        ("--agent", "oracle", "--physics", "mujoco"),
+        episodes="imagegoal_val100",
+        task="image_goal",
+    ),
+    Baseline(
+        "imagegoal_random",
+        "random (seed 0)",
+        ("--agent", "random", "--seed", "0"),
+        episodes="imagegoal_val100",
+        task="image_goal",
+    ),
+    Baseline(
+        "imagegoal_random_mujoco",
+        "random (seed 0), MuJoCo physics",
+        ("--agent", "random", "--seed", "0", "--physics", "mujoco"),
+        episodes="imagegoal_val100",
+        task="image_goal",
+    ),
 )
 #: The oracle runs whose motion ``benchmarks/motion_fidelity.py`` measures
 #: (``docs/results/motion_fidelity_<name>.json``, the tables of docs/motion.md).
@@ -125,9 +177,15 @@ FIDELITY: tuple[str, ...] = (
 def summary_path(name: str) -> Path:
     """``docs/results/<name>.json`` when it exists (other measurements, e.g.
     ``paper_differences`` from ``benchmarks/paper_differences.py``), else the baseline's
-    ``val100_<name>_metrics_summary.json``."""
+    summary (``val100_<name>_metrics_summary.json`` for the benchmark's, ``<name>_metrics_
+    summary.json`` for another task's)."""
     direct = RESULTS / f"{name}.json"
-    return direct if direct.is_file() else RESULTS / f"val100_{name}_metrics_summary.json"
+    if direct.is_file():
+        return direct
+    baseline = next((b for b in BASELINES if b.name == name), None)
+    if baseline is not None:
+        return RESULTS / baseline.summary_file
+    return RESULTS / f"val100_{name}_metrics_summary.json"
 
 
 def fidelity_path(name: str) -> Path:
@@ -191,11 +249,22 @@ def _documented(baselines: tuple[Baseline, ...]) -> list[Baseline]:
     return [b for b in baselines if not b.release or summary_path(b.name).is_file()]
 
 
-def _table(columns: tuple[tuple[str, str, str], ...]) -> str:
+_IMAGEGOAL_COLUMNS = (
+    ("SR", "main.sr_pct", ".1f"),
+    ("SPL", "main.spl_pct", ".1f"),
+    ("dist. to goal (m)", "main.distance_to_goal_m", ".2f"),
+    ("Coll. %", "main.collision_pct", ".1f"),
+    ("Motion Jerk (m/s^3)", "main.motion_jerk_m_s3", ".2f"),
+    ("avg steps", "main.avg_steps", ".1f"),
+)
+
+
+def _table(columns: tuple[tuple[str, str, str], ...], task: str | None = None) -> str:
+    """One row per baseline of ``task`` (None: the benchmark's)."""
     head = "| policy | " + " | ".join(c[0] for c in columns) + " |"
     rule = "|---|" + "---|" * len(columns)
     rows = []
-    for b in _documented(BASELINES):
+    for b in (b for b in _documented(BASELINES) if b.task == task):
         s = load_summary(b.name)
         cells = [fmt(lookup(s, path), spec) for _, path, spec in columns]
         rows.append(f"| {b.label} | " + " | ".join(cells) + " |")
@@ -261,6 +330,7 @@ def _sits_table() -> str:
 TABLES = {
     "baselines-main": lambda: _table(_MAIN_COLUMNS),
     "baselines-variants": lambda: _table(_VARIANT_COLUMNS),
+    "imagegoal-main": lambda: _table(_IMAGEGOAL_COLUMNS, "image_goal"),
     "motion-fidelity": _fidelity_table,
     "motion-fidelity-sits": _sits_table,
 }
@@ -350,17 +420,18 @@ def run(args: RunArgs) -> int:
         out = args.keep / b.name
         if out.exists():
             shutil.rmtree(out)
+        task = () if b.task is None else ("--task", b.task)
         cmd = [
-            sys.executable, "-m", "humanclaw_gym", "run", "--episodes", "val100", *b.args,
-            *extra, "--metrics", "--workers", str(args.workers), "--output", str(out), "--quiet",
+            sys.executable, "-m", "humanclaw_gym", "run", *task, "--episodes", b.episodes,
+            *b.args, *extra, "--metrics", "--workers", str(args.workers), "--output", str(out),
+            "--quiet",
         ]  # fmt: skip
         print("$", " ".join(cmd[2:]), flush=True)
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         RESULTS.mkdir(parents=True, exist_ok=True)
         summary = json.loads((out / "metrics_summary.json").read_text())
-        shown = [*b.args, *(a for option, rel in b.release for a in (option, f"RELEASE/{rel}"))]
-        summary["source"] = {"command": "humanclaw run --episodes val100 " + " ".join(shown)}
+        summary["source"] = {"command": b.command}
         write_json_atomic(summary_path(b.name), summary, sort_keys=True)
         print(f"  {b.name}: {time.perf_counter() - t0:.0f} s -> {summary_path(b.name)}")
         if b.name in FIDELITY:

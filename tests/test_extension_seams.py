@@ -104,7 +104,9 @@ def test_one_sensor_gives_its_array_and_bad_sensors_are_refused():
     with pytest.raises(ValueError, match=r"sensors\[0\].size=8 is out of range"):
         gym.make(ENV_ID, split="val100", sensors=[EgoGraySensor(size=8)])
     with pytest.raises(ValueError, match="is not a Sensor"):
-        gym.make(ENV_ID, split="val100", sensors=["rgb"])
+        gym.make(ENV_ID, split="val100", sensors=[42])
+    with pytest.raises(ValueError, match="unknown sensor 'nope'; registered: rgb, depth"):
+        gym.make(ENV_ID, split="val100", sensors=["nope"])
 
 
 # a sensor that needs the scene: object classes per pixel (the worked example)
@@ -510,7 +512,7 @@ def test_every_backend_config_field_is_a_shorthand_of_env_and_run_config():
     from dataclasses import fields
 
     from humanclaw_gym.backends.config import BACKEND_FIELDS, BackendConfig
-    from humanclaw_gym.envs.find_nav_interact import _backend_config
+    from humanclaw_gym.envs.env import _backend_config
     from humanclaw_gym.evaluation.batch import RunConfig
 
     assert BACKEND_FIELDS == tuple(f.name for f in fields(BackendConfig))

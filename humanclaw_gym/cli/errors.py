@@ -27,6 +27,7 @@ USER_ERRORS: tuple[str, ...] = (
     "humanclaw_gym.skills.errors:SkillCallError",
     "humanclaw_gym.backends.registry:BackendCapabilityError",
     "humanclaw_gym.evaluation.policies:PolicySpecError",
+    "humanclaw_gym.tasks:UnknownTaskError",
     "humanclaw_gym.evaluation.fingerprint:RunFingerprintError",
     "humanclaw_gym.evaluation.batch:OutputInUseError",
     "humanclaw_gym.evaluation.batch:PolicyPreflightError",

@@ -1,6 +1,8 @@
 """``humanclaw metrics DIR``: print the paper tables of every metrics.json under DIR.
 
-Reads our layout and the reference release's (mixed directories too). Read-only by default;
+Reads our layout and the reference release's (mixed directories too), and the layout of
+any registered task (``--task module:Class`` imports a task that is neither built in nor
+an installed entry point, so that its layout is known). Read-only by default;
 ``--write-json`` also writes ``DIR/metrics_summary.json`` and ``--export OUT`` writes every
 episode's metrics.json into ``OUT`` in the layout chosen by ``--format``. Loads no
 simulator, renderer or policy.
@@ -101,6 +103,7 @@ def run_metrics(
     export: Path | None = None,
     plot: Path | None = None,
     compare: Path | None = None,
+    task: str | None = None,
 ) -> int:
     """Aggregate every metrics.json under DIR (any depth, our or the reference layout).
 
@@ -121,7 +124,16 @@ def run_metrics(
         compare: a metrics_summary.json (a published run's, e.g. docs/results/...): print
             the figures side by side and, when they differ, the CPU records of both runs
             (node.json of DIR's episodes, the summary's environment).
+        task: a task whose metrics layout is not known otherwise (module:Class of a task
+            that is neither built in nor an installed entry point; imported first).
     """
+    if task is not None:
+        from humanclaw_gym.tasks import UnknownTaskError, resolve_task
+
+        try:
+            resolve_task(task)
+        except UnknownTaskError as exc:
+            return _refuse(f"--task: {exc}")
     if plot is not None and (problem := _plot_problem(plot)) is not None:
         return _refuse(problem)
     reference = None
@@ -135,6 +147,13 @@ def run_metrics(
         rows, names = read_metric_files(directory)
         summary = aggregate(rows, rules=rules, names=names)
         summary["source"] = {"root": str(directory), "files": len(names)}
+        if "task" in summary and (
+            format == "upstream" or export is not None or plot is not None or compare is not None
+        ):
+            return _refuse(
+                f"the metrics are of task {summary['task']!r}: --format upstream, --export, "
+                "--plot and --compare are for the benchmark's find_nav_interact metrics only"
+            )
         shown = summary_to_reference_layout(summary) if format == "upstream" else summary
     except FileNotFoundError as exc:
         return _refuse(str(exc))

@@ -16,17 +16,20 @@ from humanclaw_gym.cli.backend_args import BackendArgs, Flattened, parse_options
 class RunArgs:
     """Evaluate a policy on one episode, val100, the full val split or a custom list.
 
-    Each episode runs in a worker process (``--workers``) through the one episode loop and
-    writes its artifacts to ``OUTPUT/<scene>_ep<id>_<category>/rollout_00/``. ``--resume``
-    skips episodes whose requested artifacts are complete and verified; a run whose
-    settings (agent, model config, seed, max steps, episodes, backends, metric rules,
-    instruction template, version) differ from those recorded in ``OUTPUT/run_fingerprint.json`` is refused,
-    naming the differing fields. With ``--metrics`` the paper table is printed at the end
-    and ``metrics_summary.json`` is written.
+    Each episode of the task (``--task``, default the benchmark's find_nav_interact) runs
+    in a worker process (``--workers``) through the one episode loop and writes its
+    artifacts to ``OUTPUT/<scene>_ep<id>_<label>/rollout_00/``. ``--resume`` skips episodes
+    whose requested artifacts are complete and verified; a run whose settings (task, agent,
+    model config, seed, max steps, episodes, backends, metric rules, instruction template,
+    version) differ from those recorded in ``OUTPUT/run_fingerprint.json`` is refused,
+    naming the differing fields. With ``--metrics`` the task's metric table is printed at
+    the end and ``metrics_summary.json`` is written.
     """
 
-    episodes: str = "val100"
-    """one | val100 | val | a split directory | a .json.gz shard or split header | a .json list of episode ids or subset file (with --profile paper: val100 or val, the release's)"""
+    task: str = "find_nav_interact"
+    """the task: a registered name (find_nav_interact, ...), module:Class (looked up in the current directory first) or an entry point of the group humanclaw_gym.tasks"""
+    episodes: str | None = None
+    """default: the task's split (val100). For find_nav_interact: one | val100 | val | a split directory | a .json.gz shard or split header | a .json list of episode ids or subset file (with --profile paper: val100 or val, the release's)"""
     agent: str | None = None
     """psv | psv:v1 | oracle | random | module:Class | checkpoint:PATH (default: oracle; psv with --profile paper)"""
     profile: Literal["paper"] | None = None
@@ -77,10 +80,12 @@ class RunArgs:
 class RolloutArgs:
     """Run one episode in this process (smoke tests, debugging) and write its artifacts."""
 
+    task: str = "find_nav_interact"
+    """the task: a registered name, module:Class or an entry point of humanclaw_gym.tasks"""
     episode_id: str | None = None
     """episode id (default: the first episode of the split)"""
-    split: str = "val100"
-    """split the episode comes from"""
+    split: str | None = None
+    """split the episode comes from (default: the task's, val100)"""
     agent: str = "oracle"
     """psv | psv:v1 | oracle | random | module:Class | checkpoint:PATH"""
     model_config: Path | None = None
@@ -128,6 +133,7 @@ def _config(args: RunArgs | RolloutArgs, profile=None):
             instruction_template=args.instruction_template,
             backend=profile.backend,
             profile=profile,
+            task=args.task,
         )
     return RunConfig(
         agent=args.agent or "oracle",
@@ -141,6 +147,7 @@ def _config(args: RunArgs | RolloutArgs, profile=None):
         via_server=getattr(args, "via_server", None),
         instruction_template=args.instruction_template,
         backend=args.backend.to_config(),
+        task=args.task,
     )
 
 
@@ -193,10 +200,18 @@ def _profile(args: RunArgs):
             "(--physics, --renderer, --motion-weights, --scene-dataset and --episodes "
             "val100|val may be given)"
         )
+    if args.task != "find_nav_interact":
+        from humanclaw_gym.tasks import DEFAULT_TASK, resolve_task
+
+        if resolve_task(args.task).spec.id != DEFAULT_TASK:
+            raise ValueError(
+                f"--profile {args.profile} runs the benchmark's task {DEFAULT_TASK}, not "
+                f"--task {args.task}"
+            )
     return resolve_profile(
         args.profile,
         b.release,
-        episodes=args.episodes,
+        episodes=args.episodes or "val100",
         motion_weights=b.motion_weights,
         scene_dataset=b.scene_dataset,
         physics=b.physics,
@@ -217,8 +232,10 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
         run_batch,
     )
     from humanclaw_gym.evaluation.fingerprint import RunFingerprintError, episodes_record
+    from humanclaw_gym.tasks import resolve_task
 
     workers = args.workers
+    task_cls = resolve_task(args.task)  # an unknown task: one line, exit 2, nothing written
     profile = None
     if args.profile is None and not args.release_arithmetic:
         print(
@@ -252,10 +269,9 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
             )
         workers = 1
     else:
-        specs = list_episode_specs(args.episodes)
-        episodes = episodes_record(
-            args.episodes, ((s.split, s.scene_id, s.episode_id) for s in specs)
-        )
+        selection = args.episodes or task_cls.spec.default_split
+        specs = list_episode_specs(selection, task_cls)
+        episodes = episodes_record(selection, ((s.split, s.scene_id, s.episode_id) for s in specs))
     config = _checked_config(args, "humanclaw run", profile)
     if config is None:
         return 2
@@ -273,8 +289,8 @@ def run(args: RunArgs, argv: list[str] | None = None) -> int:
         print(f"humanclaw run: error: {exc}", file=sys.stderr)
         return 2
     print(
-        f"humanclaw run: {len(specs)} episode(s), agent={config.agent}, output={args.output}"
-        + ("" if profile is None else f", profile={profile.name}"),
+        f"humanclaw run: {len(specs)} episode(s), task={task_cls.spec.id}, agent={config.agent}, "
+        f"output={args.output}" + ("" if profile is None else f", profile={profile.name}"),
         flush=True,
     )
     from humanclaw_gym.metrics import MetricsFileError
@@ -367,7 +383,6 @@ def _mixed_cpu_warning(groups: list[dict]) -> str:
 
 
 def rollout(args: RolloutArgs) -> int:
-    from humanclaw_gym.episodes import load_split
     from humanclaw_gym.evaluation.batch import (
         EpisodeSpec,
         check_episode_scenes,
@@ -375,20 +390,23 @@ def rollout(args: RolloutArgs) -> int:
         rollout_dir,
         run_one_episode,
     )
+    from humanclaw_gym.tasks import resolve_task
 
-    episodes = load_split(args.split)
+    task_cls = resolve_task(args.task)  # an unknown task: one line, exit 2, nothing written
+    split = args.split or task_cls.spec.default_split
+    episodes = task_cls.load_episodes(split)
     if args.episode_id is None:
         ep = episodes[0]
     else:
         matches = [e for e in episodes if e.episode_id == args.episode_id]
         if not matches:
             print(
-                f"humanclaw rollout: episode {args.episode_id!r} is not in split {args.split!r}",
+                f"humanclaw rollout: episode {args.episode_id!r} is not in split {split!r}",
                 file=sys.stderr,
             )
             return 2
         ep = matches[0]
-    spec = EpisodeSpec(args.split, ep.scene_id, ep.episode_id, ep.object_category)
+    spec = EpisodeSpec(split, ep.scene_id, ep.episode_id, task_cls.episode_label(ep))
     config = _checked_config(args, "humanclaw rollout")
     if config is None:
         return 2
@@ -396,15 +414,14 @@ def rollout(args: RolloutArgs) -> int:
     # nothing written
     check_policy(config, preflight=args.preflight)
     check_episode_scenes([spec], config)
-    from humanclaw_gym.episodes.instructions import (
-        apply_instruction_template,
-        resolve_instruction_template,
+    (ep,) = task_cls.load_episodes(
+        split, [ep], instruction_template=_template(config.instruction_template)
     )
-
-    (ep,) = apply_instruction_template(
-        [ep], resolve_instruction_template(config.instruction_template)
+    instruction = getattr(ep, "instruction", None)
+    print(
+        f"episode {ep.episode_id} in {ep.scene_id}" + (f": {instruction}" if instruction else ""),
+        flush=True,
     )
-    print(f"episode {ep.episode_id} in {ep.scene_id}: {ep.instruction}", flush=True)
     res = run_one_episode(spec, config)
     out = rollout_dir(args.output, spec)
     print(
@@ -417,15 +434,29 @@ def rollout(args: RolloutArgs) -> int:
         print(f"final ego frame: {out / 'final_ego.png'}")
     m = res.get("metrics")
     if m:
-        keys = (
-            "nav_success_20cm",
-            "final_distance_m",
-            "interact_success",
-            "collision_rate",
-            "motion_jerk_m_s3",
-        )
-        print("metrics: " + ", ".join(f"{k}={_metric_text(m.get(k))}" for k in keys if k in m))
+        keys = [
+            k
+            for k in (
+                "nav_success_20cm",
+                "final_distance_m",
+                "interact_success",
+                "collision_rate",
+                "motion_jerk_m_s3",
+            )
+            if k in m
+        ] or [  # another task's metrics: its flags and numbers
+            k
+            for k, v in m.items()
+            if isinstance(v, (bool, float)) and k not in ("active_stop", "initial_penetration_m")
+        ]
+        print("metrics: " + ", ".join(f"{k}={_metric_text(m.get(k))}" for k in keys))
     return 0 if res.get("status") == "completed" else 1
+
+
+def _template(name: str | None):
+    from humanclaw_gym.episodes.instructions import resolve_instruction_template
+
+    return resolve_instruction_template(name)
 
 
 def _metric_text(value: object) -> str:

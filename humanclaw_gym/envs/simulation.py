@@ -69,6 +69,8 @@ class Snapshot:
         object_poses: ``float64 (M, 7)`` world poses of the dynamic objects.
         link_origins: ``float64 (P, 3)`` pelvis, articulated root and link origins (the
             final-distance metric's point set).
+        link_poses: ``float64 (L, 7)`` world poses ``[x, y, z, qx, qy, qz, qw]`` of the
+            body's links (what state sensors read).
         contacts: the contact rows of this state (``CONTACT_DTYPE``); the objects' part
             indices only when the simulation's :attr:`~Simulation.contact_parts` is set.
     """
@@ -102,6 +104,10 @@ class Snapshot:
     @cached_property
     def link_origins(self) -> np.ndarray:
         return _frozen(self._physics("link_origins").link_origins())
+
+    @cached_property
+    def link_poses(self) -> np.ndarray:
+        return _frozen(np.array(self._physics("link_poses").link_poses(), dtype=np.float64))
 
     @cached_property
     def contacts(self) -> np.ndarray:
@@ -164,6 +170,7 @@ class Simulation:
         self._cache: dict[tuple[str, int], tuple[frozenset[str], RenderResult]] = {}
         self._cache_version = -1
         self._snapshot: Snapshot | None = None
+        self._reset_pose: tuple[np.ndarray, float, np.ndarray] | None = None
         self._closed = False
         #: The frame the physics was last reset to (the seed history's last frame, lifted
         #: for a body asset, or the release's spawn); None before the first reset.
@@ -393,6 +400,7 @@ class Simulation:
         self.physics.reset(frame)
         self.reset_frame = frame
         self._version += 1
+        self._reset_pose = (start, float(start_yaw_rad), history[-1].copy())
         return history
 
     @property
@@ -516,6 +524,67 @@ class Simulation:
         result = self.renderer.render(camera, wanted)
         self._cache[(view, size)] = (wanted, result)
         return result
+
+    def render_at(
+        self,
+        position: np.ndarray,
+        yaw_rad: float,
+        view: str = "ego",
+        size: int = EGO_SIZE_PX,
+        modes: Iterable[str] = ("rgb",),
+    ) -> RenderResult:
+        """Render a camera of the body standing at another pose, e.g. the view a person
+        at a goal pose would see (a task's goal image, rendered at reset).
+
+        The body is drawn in the standing pose of the last :meth:`reset`, moved rigidly
+        to ``position`` (``[x, floor y, z]`` in metres, like a start position) and turned
+        to ``yaw_rad``; the cameras are placed on it as on the real body; the objects are
+        where they are now. Nothing simulated changes (physics, motion, snapshots); the
+        next ordinary render draws the real body again.
+
+        Raises:
+            RuntimeError: before a reset.
+            ValueError: a body asset or body model is configured (only the built-in body
+                can be drawn at another pose), or a non-finite pose.
+        """
+        from humanclaw_gym.body.skeleton import forward_kinematics
+        from humanclaw_gym.render.cameras import ego_camera, exo_camera
+        from humanclaw_gym.rotations import (
+            matrix_from_rotvec,
+            matrix_to_quat_xyzw,
+            rot_y,
+            rotvec_from_matrix,
+        )
+
+        if self._reset_pose is None or self.physics is None:
+            raise RuntimeError("render_at() needs an episode: call it after reset()")
+        if self.body_asset is not None or self.body_model is not None:
+            raise ValueError(
+                "render_at() draws the built-in body only (body_asset / body_model_dir are "
+                "set): their meshes are posed by physics"
+            )
+        target = np.array(position, dtype=np.float64)
+        if target.shape != (3,) or not np.all(np.isfinite(target)) or not np.isfinite(yaw_rad):
+            raise ValueError(
+                f"render_at(position={position!r}, yaw_rad={yaw_rad!r}) is invalid: allowed "
+                "3 finite numbers (x, floor y, z) in metres and a finite angle"
+            )
+        start, start_yaw, standing = self._reset_pose
+        target[1] += self.surface_skin_m()
+        turn = rot_y(float(yaw_rad) - start_yaw)
+        frame = standing.copy()
+        frame[:3] = target + turn @ (standing[:3] - start)
+        frame[3:6] = rotvec_from_matrix(turn @ matrix_from_rotvec(standing[3:6]))
+        positions, rotations = forward_kinematics(frame)
+        link_poses = np.concatenate([positions, matrix_to_quat_xyzw(rotations)], axis=-1)
+        self._sync_renderer()  # the objects as they are now
+        self.renderer.set_body_pose(link_poses)
+        self._synced_version = -1  # the next ordinary render draws the real body again
+        if view == "ego":
+            camera = ego_camera(link_poses, width=size, height=size)
+        else:
+            camera = exo_camera(link_poses, width=size, height=size, scene=self.scene)
+        return self.renderer.render(camera, frozenset(modes) | {"rgb"})
 
     def _sync_renderer(self) -> np.ndarray:
         """Copy the current body and object poses to the renderer, once per physics state

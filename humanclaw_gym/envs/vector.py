@@ -1,4 +1,5 @@
-"""The vector entry point: ``gym.make_vec("HumanClawFindNavInteract-v0", num_envs=N)``.
+"""The vector entry point: ``gym.make_vec("HumanClawFindNavInteract-v0", num_envs=N)`` and
+``gym.make_vec("HumanClaw-v0", num_envs=N, task=NAME)``.
 
 Builds a Gymnasium :class:`~gymnasium.vector.SyncVectorEnv` (``mode="sync"``, default),
 :class:`~gymnasium.vector.AsyncVectorEnv` (``mode="async"``, one process per sub-env,
@@ -107,9 +108,14 @@ def _batch_service_for(motion: Any) -> Any:
 def _make_sub_env(
     index: int, num_envs: int, wrappers: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> gym.Env:
-    from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
+    if "task" in kwargs:
+        from humanclaw_gym.envs.env import HumanClawEnv
 
-    env: gym.Env = FindNavInteractEnv(num_shards=num_envs, shard_index=index, **kwargs)
+        env: gym.Env = HumanClawEnv(num_shards=num_envs, shard_index=index, **kwargs)
+    else:
+        from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
+
+        env = FindNavInteractEnv(num_shards=num_envs, shard_index=index, **kwargs)
     for wrapper in wrappers:
         env = wrapper(env)
     return env
@@ -132,8 +138,10 @@ def make_vector_env(
         wrappers: callables applied to each sub-env (e.g. a metrics wrapper factory).
         max_episode_steps: ignored (the env truncates at its own ``max_steps``); accepted
             because Gymnasium passes the spec's value.
-        **kwargs: forwarded to :class:`~humanclaw_gym.envs.FindNavInteractEnv`, except
-            ``max_concurrent`` and ``motion_workers`` (``mode="batched"`` only: sub-envs
+        **kwargs: forwarded to :class:`~humanclaw_gym.envs.FindNavInteractEnv` (with
+            ``task=``: to :class:`~humanclaw_gym.envs.HumanClawEnv`, the task resolved here
+            first, so an unknown task fails before any sub-env is made, and handed to the
+            sub-envs in a form their processes resolve too), except ``max_concurrent`` and ``motion_workers`` (``mode="batched"`` only: sub-envs
             running at once, default twice the number of CPUs; worker processes for procedural
             motion, default the number of CPUs, 0 on one CPU).
     """
@@ -153,6 +161,10 @@ def make_vector_env(
         )
     if max_episode_steps is not None and "max_steps" not in kwargs:
         kwargs["max_steps"] = int(max_episode_steps)
+    if "task" in kwargs:
+        from humanclaw_gym.tasks import portable_task
+
+        kwargs["task"] = portable_task(kwargs["task"])
     fns = [
         functools.partial(_make_sub_env, i, num_envs, tuple(wrappers), dict(kwargs))
         for i in range(num_envs)

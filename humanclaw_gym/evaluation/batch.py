@@ -15,13 +15,18 @@ directory per episode::
         metrics.json              (--metrics)
         ego.mp4, exo.mp4          (--video)
         final_ego.png             (the last ego image)
+        goal_rgb.png              (image-goal tasks: the goal picture)
         node.json                 (the CPU record of the node that ran it)
         episode_result.json       (written last)
 
+The episodes are those of the run's task (``RunConfig.task``: a registered task name,
+``"module:Class"`` or a task class; default the benchmark's ``find_nav_interact``): its
+episode selection, its env (``HumanClaw-v0`` composed from it) and its metric trackers.
+
 ``--resume`` skips an episode only when every artifact the current flags require exists
 and verifies (replay hashes, metrics schema); anything else is run again from scratch.
-``<output>/run_fingerprint.json`` records what defines the results (agent, model config
-without secrets, seed, max steps, episodes, backends, metric rules, package version; see
+``<output>/run_fingerprint.json`` records what defines the results (task, agent, model
+config without secrets, seed, max steps, episodes, backends, metric rules, package version; see
 :mod:`humanclaw_gym.evaluation.fingerprint`): a run whose settings differ from the
 recorded ones is refused before any episode runs, naming the differing fields.
 
@@ -88,7 +93,9 @@ class RunConfig:
     which override ``backend``'s. They are not stored: read ``config.backend.motion``.
     ``profile`` is a resolved :class:`~humanclaw_gym.profiles.RunProfile` (``--profile
     paper``): the workers' envs are made from it (its record goes into every replay
-    manifest and the run fingerprint); ``backend`` is then the profile's.
+    manifest and the run fingerprint); ``backend`` is then the profile's. ``task`` names the
+    task (a registered name, ``"module:Class"`` or a task class, see
+    :func:`humanclaw_gym.tasks.resolve_task`).
     """
 
     agent: str = "oracle"
@@ -103,6 +110,7 @@ class RunConfig:
     instruction_template: str | None = None
     backend: BackendConfig = field(default_factory=BackendConfig)
     profile: Any = None
+    task: Any = "find_nav_interact"
     physics: InitVar[str | None] = None
     physics_options: InitVar[Any] = None
     renderer: InitVar[str | None] = None
@@ -182,16 +190,24 @@ class BatchInterrupted(KeyboardInterrupt):
 # --------------------------------------------------------------------------------------
 # episode selection and output layout
 # --------------------------------------------------------------------------------------
-def list_episode_specs(selection: str) -> list[EpisodeSpec]:
-    """Episodes of ``"one"`` (the first val100 episode), ``"val100"``, ``"val"``, a split
-    directory, or a JSON file listing episode ids (``["id", ...]`` or
-    ``[{"episode_id": ..., "scene_id": ...}, ...]``, resolved against ``val``); see
-    :func:`humanclaw_gym.episodes.selection.select_episodes`."""
-    from humanclaw_gym.episodes.selection import select_episodes
+def list_episode_specs(selection: str | None, task: Any = "find_nav_interact") -> list[EpisodeSpec]:
+    """The episodes a selection names for ``task`` (its ``select_episodes``; None: the
+    task's default split). For the benchmark's task: ``"one"`` (the first val100 episode),
+    ``"val100"``, ``"val"``, a split directory, or a JSON file listing episode ids
+    (``["id", ...]`` or ``[{"episode_id": ..., "scene_id": ...}, ...]``, resolved against
+    ``val``); see :func:`humanclaw_gym.episodes.selection.select_episodes`.
 
+    Raises:
+        UnknownTaskError: an unknown task; ValueError: an unknown selection.
+    """
+    from humanclaw_gym.tasks import resolve_task
+
+    cls = resolve_task(task)
+    if selection is None:
+        selection = cls.spec.default_split
     return [
-        EpisodeSpec(split, ep.scene_id, ep.episode_id, ep.object_category)
-        for split, ep in select_episodes(selection)
+        EpisodeSpec(split, ep.scene_id, ep.episode_id, cls.episode_label(ep))
+        for split, ep in cls.select_episodes(selection)
     ]
 
 
@@ -250,8 +266,9 @@ def rollout_complete(directory: Path, config: RunConfig) -> bool:
             metrics = json.loads((directory / "metrics.json").read_text())
         except (OSError, ValueError, RecursionError):
             return False
-        if not isinstance(metrics, dict) or not str(metrics.get("schema", "")).startswith(
-            "humanclaw_metrics_"
+        if (
+            not isinstance(metrics, dict)
+            or metrics.get("schema") not in _task_suite(config).schemas
         ):
             return False
     if config.video:
@@ -265,22 +282,38 @@ def rollout_complete(directory: Path, config: RunConfig) -> bool:
 # --------------------------------------------------------------------------------------
 # the per-episode function (local workers and Ray tasks)
 # --------------------------------------------------------------------------------------
+def _task_suite(config: RunConfig) -> Any:
+    """The metric suite of the run's task."""
+    from humanclaw_gym.metrics.trackers import suite_for_spec
+    from humanclaw_gym.tasks import resolve_task
+
+    return suite_for_spec(resolve_task(config.task).spec)
+
+
 _WORKER_ENVS: dict[tuple[Any, ...], Any] = {}
 
 
 def _base_env(config: RunConfig, split: str, privileged: bool) -> Any:
     """One env per (process, config): scenes are reused across episodes of the same scene."""
-    key = (split, config.backend.key(), config.max_steps, privileged, config.instruction_template)
+    key = (
+        split,
+        config.backend.key(),
+        config.max_steps,
+        privileged,
+        config.instruction_template,
+        config.task,
+    )
     env = _WORKER_ENVS.get(key)
     if env is None:
-        from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
+        from humanclaw_gym.envs.env import HumanClawEnv
 
         source: dict[str, Any] = (
             {"backend": config.backend}
             if config.profile is None
             else {"profile": replace(config.profile, backend=config.backend)}
         )
-        env = FindNavInteractEnv(
+        env = HumanClawEnv(
+            config.task,
             split=split,
             **source,
             privileged=privileged,
@@ -334,7 +367,7 @@ def run_one_episode(spec: EpisodeSpec, config: RunConfig) -> dict[str, Any]:
                     policy,
                     episode_id=spec.episode_id,
                     output_dir=out,
-                    on_end=lambda r: _write_final_png(out, r),
+                    on_end=lambda r: _write_final_png(out, r, env),
                     raise_errors=False,
                 )
             finally:
@@ -361,6 +394,7 @@ def run_one_episode(spec: EpisodeSpec, config: RunConfig) -> dict[str, Any]:
                 "ended_by": "error",
                 "error": summary["error"],
                 "steps": 0,
+                "task": _task_record(config),
             },
         )
     summary["wall_time_s"] = time.perf_counter() - t0
@@ -383,9 +417,33 @@ def _wrap(env: Any, out: Path, config: RunConfig) -> tuple[Any, list[Any]]:
     return wrapped, wrappers
 
 
-def _write_final_png(out: Path, result: Any) -> None:
-    if result.final_observation is not None:
-        _write_png(out / "final_ego.png", result.final_observation)
+def _task_record(config: RunConfig) -> dict[str, Any] | None:
+    """The run's task as results record it (None when it cannot be resolved)."""
+    from humanclaw_gym.tasks import UnknownTaskError, resolve_task
+
+    try:
+        return resolve_task(config.task).spec.record()
+    except UnknownTaskError:
+        return None
+
+
+def _write_final_png(out: Path, result: Any, env: Any = None) -> None:
+    """The last ego image: the observation itself, or its ``"rgb"`` entry; for an
+    observation without an ego RGB image, the ego camera of the final state (``env``).
+    An observation with a goal picture (``"goal_rgb"``) also gives ``goal_rgb.png``."""
+    obs = result.final_observation
+    if isinstance(obs, dict):
+        goal = obs.get("goal_rgb")
+        if getattr(goal, "ndim", 0) == 3 and getattr(goal, "dtype", None) == "uint8":
+            _write_png(out / "goal_rgb.png", goal)
+        obs = obs.get("rgb")
+    if obs is None or getattr(obs, "ndim", 0) != 3 or getattr(obs, "dtype", None) != "uint8":
+        if env is None or getattr(env.unwrapped, "simulation", None) is None:
+            return
+        from humanclaw_gym.image_sizes import EGO_SIZE_PX
+
+        obs = env.unwrapped.simulation.render("ego", EGO_SIZE_PX).rgb
+    _write_png(out / "final_ego.png", obs)
 
 
 def _write_png(path: Path, image: Any) -> None:
@@ -400,6 +458,7 @@ def _write_png(path: Path, image: Any) -> None:
 
 _KNOWN_OUTPUTS = (
     "final_ego.png",
+    "goal_rgb.png",
     "report.html",
     "trajectory_before.npz",
     "trajectory_after.npz",
@@ -631,12 +690,23 @@ def check_run_config(config: RunConfig) -> None:
     """Refuse a config that would fail in every episode, before any worker starts.
 
     Raises:
-        ValueError: an agent that cannot be imported (``PolicySpecError``), an unknown
-            backend, an option it does not accept, a missing body model, an instruction
-            template that cannot be read (``InstructionTemplateError``).
+        ValueError: an unknown task (``UnknownTaskError``, listing the registered ones) or
+            one whose trackers are not registered, an agent that cannot be imported
+            (``PolicySpecError``), an unknown backend, an option it does not accept, a
+            missing body model, an instruction template that cannot be read
+            (``InstructionTemplateError``).
     """
     from humanclaw_gym.evaluation.policies import check_policy_spec
+    from humanclaw_gym.tasks import DEFAULT_TASK, resolve_task
 
+    spec = resolve_task(config.task).spec  # UnknownTaskError (a ValueError) names the task
+    if spec.id != DEFAULT_TASK and (config.profile is not None or config.via_server):
+        raise ValueError(
+            f"task {spec.id!r}: --profile and --via-server run the benchmark's task "
+            f"{DEFAULT_TASK!r} only"
+        )
+    if config.metrics:
+        _task_suite(config)  # a tracker the task names but nobody registered
     check_policy_spec(config.agent)
     if config.instruction_template is not None:
         from humanclaw_gym.episodes.instructions import resolve_instruction_template
@@ -901,6 +971,9 @@ def _run_locked(
         bar = tqdm(total=len(todo), desc="episodes", unit="ep", dynamic_ncols=True)
         status = _BarStatus(bar)
     successes = 0
+    # the running success rate: the benchmark's NavSR@20cm, another task's "success"
+    benchmark = _task_suite(config).task == "find_nav_interact"
+    headline = ("NavSR@20cm", "nav_success_20cm") if benchmark else ("SR", "success")
     finished: set[tuple[str, str]] = set()
 
     def on_result(res: dict[str, Any]) -> None:
@@ -913,13 +986,13 @@ def _run_locked(
         else:
             summary.failed += 1
         m = res.get("metrics") or {}
-        if m.get("nav_success_20cm"):
+        if m.get(headline[1]):
             successes += 1
         if bar is not None:
             done = summary.completed + summary.failed
             postfix = {"fail": summary.failed}
             if config.metrics:
-                postfix["NavSR@20cm"] = f"{100.0 * successes / max(done, 1):.0f}%"
+                postfix[headline[0]] = f"{100.0 * successes / max(done, 1):.0f}%"
             status.show(postfix)
             bar.update(1)
 

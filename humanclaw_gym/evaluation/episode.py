@@ -54,17 +54,23 @@ class StepRecord:
 
 @dataclass
 class EpisodeResult:
-    """Outcome of one episode run by :func:`run_episode`."""
+    """Outcome of one episode run by :func:`run_episode`.
+
+    ``target_category`` is the ``info`` entry of the benchmark's task (None for a task
+    without one); ``task`` is the task's record (``{"id", "version"}``; None for an env
+    without a task).
+    """
 
     episode_id: str
     scene_id: str
-    target_category: str
+    target_category: str | None
     steps: int
     ended_by: str  # "stop" | "truncated" | "error"
     wall_time_s: float
     actions: list[StepRecord] = field(default_factory=list)
     metrics: dict[str, Any] | None = None
     error: str | None = None
+    task: dict[str, Any] | None = None
     final_observation: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -115,7 +121,7 @@ def run_episode(
     """Run one episode of ``policy`` in ``env`` (a single, possibly wrapped, env).
 
     Args:
-        env: a ``HumanClawFindNavInteract-v0`` env (wrappers allowed).
+        env: a ``HumanClaw-v0`` / ``HumanClawFindNavInteract-v0`` env (wrappers allowed).
         policy: any object with ``reset(episode_info)`` and ``act(obs, info)``.
         episode_id: which episode to play (``None``: the env's next one).
         seed: passed to ``env.reset``.
@@ -143,13 +149,16 @@ def run_episode(
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         episode_info["output_dir"] = str(out_dir)
+    category = info.get("target_category")
+    spec = getattr(getattr(env.unwrapped, "task", None), "spec", None)
     result = EpisodeResult(
         episode_id=str(info["episode_id"]),
         scene_id=str(info["scene_id"]),
-        target_category=str(info["target_category"]),
+        target_category=None if category is None else str(category),
         steps=0,
         ended_by="error",
         wall_time_s=0.0,
+        task=spec.record() if callable(getattr(spec, "record", None)) else None,
     )
     result.final_observation = obs
     try:

@@ -4,6 +4,8 @@ Every ``humanclaw run`` output directory holds ``run_fingerprint.json`` (schema
 ``humanclaw_run_fingerprint_v1``), written atomically before any episode runs. Its
 ``settings`` are everything that decides what an episode's results are:
 
+* ``task``: the task's record (``{"id", "version"}`` of its spec; the name it was given
+  by, a registered name or ``module:Class``, is not part of it);
 * ``agent`` (the ``--agent`` string) and ``agent_checkpoint_sha256`` (the content of a
   ``checkpoint:PATH`` file);
 * ``model_config``: the ``--model-config`` JSON **without secrets** (see
@@ -71,6 +73,7 @@ DEFAULT_METRIC_RULES = "paper"
 
 # Settings a fingerprint written before the field existed is taken to have had.
 _DEFAULTS: dict[str, Any] = {
+    "task": {"id": "find_nav_interact", "version": 1},
     "metric_rules": DEFAULT_METRIC_RULES,
     "instruction_template": None,
     "body_asset": None,
@@ -239,11 +242,13 @@ def run_fingerprint(config: Any, episodes: Mapping[str, Any]) -> dict[str, Any]:
     """
     from humanclaw_gym import __version__
     from humanclaw_gym.episodes.instructions import instruction_template_record
+    from humanclaw_gym.tasks import DEFAULT_TASK, resolve_task
 
     agent = str(config.agent)
     checkpoint = agent[len("checkpoint:") :] if agent.startswith("checkpoint:") else None
     backend = config.backend
     settings = {
+        "task": resolve_task(getattr(config, "task", DEFAULT_TASK)).spec.record(),
         "agent": agent,
         "agent_checkpoint_sha256": _file_sha256_or_none(checkpoint),
         "model_config": model_config_record(config.model_config),

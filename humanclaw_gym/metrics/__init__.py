@@ -71,6 +71,7 @@ from humanclaw_gym.metrics.interact import (
     scene_object_handles,
 )
 from humanclaw_gym.metrics.jerk import motion_jerk, moving_average, root_rigid_joint_positions
+from humanclaw_gym.metrics.outcome import OutcomeMetric
 from humanclaw_gym.metrics.plot import plot_success_breakdown
 from humanclaw_gym.metrics.rules import (
     DEFAULT_METRIC_RULES,
@@ -96,11 +97,20 @@ from humanclaw_gym.metrics.tracker import (
     TRACKER_NEEDS,
     DecisionRecord,
     EpisodeEnd,
+    EpisodeFacts,
     EpisodeStart,
     FrameRecord,
     Tracker,
 )
-from humanclaw_gym.metrics.trackers import METRIC_NEEDS, THRESHOLDS, TRACKERS
+from humanclaw_gym.metrics.trackers import (
+    BENCHMARK_SUITE,
+    METRIC_NEEDS,
+    THRESHOLDS,
+    TRACKERS,
+    MetricSuite,
+    suite_for_schema,
+    suite_for_spec,
+)
 from humanclaw_gym.metrics.tracking import (
     MotionAnomalyTracker,
     head_roll_rad,
@@ -114,7 +124,13 @@ __all__ = [
     "TRACKER_NEEDS",
     "METRIC_NEEDS",
     "THRESHOLDS",
+    "BENCHMARK_SUITE",
+    "MetricSuite",
+    "OutcomeMetric",
+    "suite_for_schema",
+    "suite_for_spec",
     "Tracker",
+    "EpisodeFacts",
     "EpisodeStart",
     "DecisionRecord",
     "FrameRecord",

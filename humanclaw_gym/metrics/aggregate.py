@@ -22,6 +22,11 @@ Every episode in one summary must have been scored by the same metric rules, and
 episode (``episode_id`` with ``rollout_index``) may appear only once: a run directory
 copied twice is refused instead of counted twice. Files of the reference release's layout
 are read as well as ours (see :mod:`humanclaw_gym.metrics.formats`).
+
+Files of another task (a layout of its own, :class:`~humanclaw_gym.metrics.trackers.
+MetricSuite`) are summed up by their trackers' declared columns alone (``main``,
+``variants``, ``extra``) with the episode count and the task in the summary; one summary
+holds the episodes of one task.
 """
 
 from __future__ import annotations
@@ -32,10 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from humanclaw_gym.body.skeleton import BODY_GROUPS
-from humanclaw_gym.metrics.episode import METRIC_SPECS, MetricsFileError
+from humanclaw_gym.metrics.episode import METRIC_SPECS, MetricsFileError, validate_metrics
 from humanclaw_gym.metrics.fields import Column, Reduce
 from humanclaw_gym.metrics.formats import read_metrics_record
-from humanclaw_gym.metrics.rules import check_rules
+from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
+from humanclaw_gym.metrics.trackers import BENCHMARK_SUITE, MetricSuite, suite_for_schema
 from humanclaw_gym.metrics.usage import combine_token_sources
 
 __all__ = [
@@ -54,6 +60,8 @@ __all__ = [
     "format_tables",
     "read_metric_files",
     "summary_cpu_groups",
+    "read_row",
+    "summary_suite",
 ]
 
 #: Schema tag of metrics_summary.json.
@@ -192,7 +200,10 @@ def aggregate(
     names = [f"metrics[{i}]" for i in range(len(metrics))] if names is None else list(names)
     if len(names) != len(metrics):
         raise ValueError(f"names must have {len(metrics)} entries, got {len(names)}")
-    rows = [read_metrics_record(dict(row), name) for row, name in zip(metrics, names, strict=True)]
+    rows = [read_row(dict(row), name) for row, name in zip(metrics, names, strict=True)]
+    suite = _one_suite(rows, names)
+    if suite is not BENCHMARK_SUITE:
+        return _aggregate_suite(rows, names, suite, rules)
     rules = _common_rules(rows, names, rules)
     _check_unique(rows, names)
     n = len(rows)
@@ -253,6 +264,72 @@ def aggregate(
     }
 
 
+def read_row(data: Any, where: str = "metrics") -> dict[str, Any]:
+    """One validated row from a parsed metrics.json: the benchmark's layout or the
+    reference release's (:func:`~humanclaw_gym.metrics.formats.read_metrics_record`), or a
+    registered task's own layout (:func:`~humanclaw_gym.metrics.episode.validate_metrics`).
+
+    Raises:
+        MetricsFileError: naming ``where`` and the offending field or schema.
+    """
+    if isinstance(data, Mapping):
+        suite = suite_for_schema(data.get("schema"))
+        if suite is not None and suite is not BENCHMARK_SUITE:
+            return validate_metrics(data, where)
+    return read_metrics_record(data, where)
+
+
+def _one_suite(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> MetricSuite:
+    """The one metric suite (task) of every row."""
+    suites: dict[str, tuple[MetricSuite, str]] = {}
+    for row, name in zip(rows, names, strict=True):
+        suite = suite_for_schema(row.get("schema")) or BENCHMARK_SUITE
+        suites.setdefault(suite.task, (suite, name))
+    if len(suites) > 1:
+        detail = "; ".join(f"{task}: e.g. {name}" for task, (_, name) in sorted(suites.items()))
+        raise MetricsFileError(
+            f"metrics of different tasks cannot be summed up together ({detail})"
+        )
+    return next(iter(suites.values()))[0]
+
+
+def _aggregate_suite(
+    rows: Sequence[Mapping[str, Any]],
+    names: Sequence[str],
+    suite: MetricSuite,
+    rules: str | None,
+) -> dict[str, Any]:
+    """The summary of another task's episodes: its declared columns and counts."""
+    if all("rules" in row for row in rows):
+        rules = _common_rules(rows, names, rules)
+    else:
+        rules = check_rules(rules or DEFAULT_METRIC_RULES)
+    if all("episode_id" in row and "rollout_index" in row for row in rows):
+        _check_unique(rows, names)
+    counts: dict[str, Any] = {"episodes": len(rows)}
+    if all("active_stop" in row for row in rows):
+        counts["active_stops"] = sum(bool(row["active_stop"]) for row in rows)
+    if all(isinstance(row.get("steps"), int) for row in rows):
+        counts["total_steps"] = sum(row["steps"] for row in rows)
+    return {
+        "schema": SUMMARY_SCHEMA,
+        "task": suite.task,
+        "metrics_schema": suite.schema,
+        "rules": rules,
+        **{
+            table: {c.key: c.reduce.apply(rows, rules) for c in suite.columns(table)}
+            for table in ("main", "variants", "extra")
+        },
+        "counts": counts,
+    }
+
+
+def summary_suite(summary: Mapping[str, Any]) -> MetricSuite:
+    """The metric suite a summary was made with (the benchmark's unless it names another
+    task's layout)."""
+    return suite_for_schema(summary.get("metrics_schema")) or BENCHMARK_SUITE
+
+
 def find_metric_files(root: str | Path) -> list[Path]:
     """Every ``metrics.json`` under ``root`` at any depth, sorted."""
     root = Path(root)
@@ -280,7 +357,7 @@ def read_metric_files(root: str | Path) -> tuple[list[dict[str, Any]], list[str]
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError) as exc:
             raise MetricsFileError(f"{path}: cannot read metrics JSON ({exc})") from exc
-        rows.append(read_metrics_record(data, str(path)))
+        rows.append(read_row(data, str(path)))
     return rows, [str(p) for p in paths]
 
 
@@ -349,8 +426,12 @@ def format_tables(summary: Mapping[str, Any]) -> str:
 
     Sections: main table (paper column order), success variants, collision by body group,
     denominators and token source, then the breakdowns by category and by difficulty.
-    ``-`` marks a value without a denominator.
+    ``-`` marks a value without a denominator. Another task's summary: its tables and
+    counts.
     """
+    suite = summary_suite(summary)
+    if suite is not BENCHMARK_SUITE:
+        return _format_suite(summary, suite)
     counts = summary["counts"]
     tokens = summary["tokens"]
     group_columns = tuple((g, g, ".1f") for g in summary["collision_by_group_pct"])
@@ -571,3 +652,18 @@ def format_comparison(comparison: Mapping[str, Any], label: str = "compared") ->
         parts.append("\n".join(lines))
     parts.append("\n".join(f"note: {note}" for note in comparison["notes"]))
     return "\n\n".join(parts) + "\n"
+
+
+def _format_suite(summary: Mapping[str, Any], suite: MetricSuite) -> str:
+    titles = {"main": "Main table", "variants": "Variants", "extra": "Other metrics"}
+    sections = [
+        (
+            f"{titles[table]} (task {summary['task']}, {summary['rules']} metric rules)",
+            _row_table(_triples(suite.columns(table)), summary[table]),
+        )
+        for table in ("main", "variants", "extra")
+        if suite.columns(table)
+    ]
+    counts = summary["counts"]
+    sections.append(("Counts", _row_table(tuple((k, k, "d") for k in counts), counts)))
+    return "\n\n".join(f"{title}\n{body}" for title, body in sections) + "\n"

@@ -51,14 +51,14 @@ from humanclaw_gym.metrics.fields import check_field, field_value
 from humanclaw_gym.metrics.outcome import ENDED_BY
 from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
 from humanclaw_gym.metrics.trackers import (
-    LAYOUT,
+    BENCHMARK_SUITE,
     METRIC_SPECS,
     METRICS_SCHEMA,
     METRICS_SCHEMAS,
     METRICS_VERSION,
-    THRESHOLDS,
-    TRACKERS,
+    MetricSuite,
     schema_version,
+    suite_for_schema,
 )
 from humanclaw_gym.metrics.usage import check_usage
 from humanclaw_gym.physics.types import CONTACT_DTYPE
@@ -108,19 +108,29 @@ class EpisodeMetricRecorder:
     """Collects every metric of one episode from decision, chunk and frame events.
 
     Args:
-        start: the episode as it starts (:class:`~humanclaw_gym.metrics.tracker.
-            EpisodeStart`: ids, category, targets and their boxes, movable objects, floor,
-            initial penetration, rules, rollout index), validated when it was made.
+        start: the episode as it starts: for the benchmark's trackers an
+            :class:`~humanclaw_gym.metrics.tracker.EpisodeStart` (ids, category, targets
+            and their boxes, movable objects, floor, initial penetration, rules, rollout
+            index), validated when it was made; for another task's trackers the record its
+            ``metric_start`` makes (at least ``episode_id`` and ``rollout_index``).
+        suite: the trackers scoring the episode (default: the benchmark's,
+            :data:`~humanclaw_gym.metrics.trackers.BENCHMARK_SUITE`).
 
     Raises:
         ValueError: a tracker refuses the start (e.g. a ``floor_source`` the rules forbid).
     """
 
-    def __init__(self, start: EpisodeStart) -> None:
-        if not isinstance(start, EpisodeStart):
+    def __init__(self, start: Any, suite: MetricSuite = BENCHMARK_SUITE) -> None:
+        if not isinstance(suite, MetricSuite):
+            raise TypeError(f"suite must be a MetricSuite, got {type(suite).__name__}")
+        if suite is BENCHMARK_SUITE and not isinstance(start, EpisodeStart):
             raise TypeError(f"start must be an EpisodeStart, got {type(start).__name__}")
+        for name in ("episode_id", "rollout_index"):
+            if not hasattr(start, name):
+                raise TypeError(f"start ({type(start).__name__}) has no {name!r}")
         self.start = start
-        trackers = [cls() for cls in TRACKERS]
+        self.suite = suite
+        trackers = [cls() for cls in suite.trackers]
         for tracker in trackers:
             tracker.on_reset(start)
         self._trackers = trackers
@@ -350,7 +360,7 @@ class EpisodeMetricRecorder:
 
     def _check_links(self, rows: list[np.ndarray]) -> None:
         """Every humanoid row of the frames' contacts names one of the body's links."""
-        links = self.start.link_names
+        links = getattr(self.start, "link_names", None)
         num_links = NUM_JOINTS if links is None else len(links)
         if len(rows) > 1 and all(r.dtype == CONTACT_DTYPE for r in rows):
             # joined as bytes: np.concatenate is slow for structured dtypes
@@ -419,9 +429,9 @@ class EpisodeMetricRecorder:
                 Only ``"stop"`` is an active stop.
 
         Returns:
-            JSON-ready dict with ``"schema": "humanclaw_metrics_v2"``; its fields are declared
-            by :data:`METRIC_SPECS`, in the order of :data:`~humanclaw_gym.metrics.trackers.
-            LAYOUT`.
+            JSON-ready dict with the suite's ``"schema"`` (``"humanclaw_metrics_v2"`` for the
+            benchmark); its fields are declared by the suite's specs, in the order of its
+            ``layout``.
         """
         self._check_open()
         if ended_by not in ENDED_BY:
@@ -431,14 +441,15 @@ class EpisodeMetricRecorder:
         if ended_by == "truncated" and self._stopped:
             raise ValueError("ended_by='truncated' but the policy chose Stop")
         end = EpisodeEnd(ended_by, self._steps, final_body_points)
-        merged: dict[str, Any] = {"schema": METRICS_SCHEMA}
+        suite = self.suite
+        merged: dict[str, Any] = {"schema": suite.schema}
         for tracker in self._trackers:
             merged.update(tracker.summary(end))
-        merged["thresholds"] = dict(THRESHOLDS)
-        undeclared = set(merged) - set(LAYOUT)
+        merged["thresholds"] = dict(suite.thresholds)
+        undeclared = set(merged) - set(suite.layout)
         if undeclared:
             raise RuntimeError(f"metric trackers returned undeclared fields {sorted(undeclared)}")
-        result = {key: merged[key] for key in LAYOUT}
+        result = {key: merged[key] for key in suite.layout}
         self._result = result
         return result
 
@@ -446,10 +457,34 @@ class EpisodeMetricRecorder:
 # -- the schema check ----------------------------------------------------------------------
 
 
-def _upgrade(metrics: dict[str, Any], version: int) -> dict[str, Any]:
+def _validate_suite(metrics: dict[str, Any], suite: MetricSuite, fail: Any) -> dict[str, Any]:
+    """:func:`validate_metrics` for a file of another task's layout: every declared field
+    (older layouts read with the ``legacy`` values), then each tracker's own cross-field
+    rule (an optional ``check(metrics) -> str | None`` of the tracker class)."""
+    version = suite.schema_version(metrics["schema"]) or suite.version
+    if version < suite.version:
+        metrics = _upgrade(metrics, version, suite.specs)
+    for spec in suite.specs:
+        for item in spec.fields:
+            problem = check_field(
+                item, metrics, allow_null=item.since > version and item.legacy is None
+            )
+            if problem is not None:
+                raise fail(problem)
+    for cls in suite.trackers:
+        check = getattr(cls, "check", None)
+        problem = check(metrics) if callable(check) else None
+        if problem is not None:
+            raise fail(problem)
+    return metrics
+
+
+def _upgrade(
+    metrics: dict[str, Any], version: int, specs: tuple[Any, ...] = METRIC_SPECS
+) -> dict[str, Any]:
     """A file of layout ``version`` with the ``legacy`` value of every field it predates
     (those keys first, as a new dict; nested fields added to a copy of their object)."""
-    newer = [f for spec in METRIC_SPECS for f in spec.fields if f.since > version]
+    newer = [f for spec in specs for f in spec.fields if f.since > version]
     out = {f.name: f.legacy for f in newer if "." not in f.name}
     out.update(metrics)
     for item in newer:
@@ -492,7 +527,13 @@ def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
     if not isinstance(metrics, dict):
         raise fail(f"expected a JSON object, got {type(metrics).__name__}")
     if metrics.get("schema") not in METRICS_SCHEMAS:
-        raise fail(f"schema must be one of {METRICS_SCHEMAS}, got {metrics.get('schema')!r}")
+        suite = suite_for_schema(metrics.get("schema"))
+        if suite is None:
+            raise fail(
+                f"schema must be one of {METRICS_SCHEMAS} or the metrics layout of a "
+                f"registered task, got {metrics.get('schema')!r}"
+            )
+        return _validate_suite(metrics, suite, fail)
     version = schema_version(metrics["schema"]) or METRICS_VERSION
     if version < METRICS_VERSION:
         metrics = _upgrade(metrics, version)

@@ -1,4 +1,11 @@
-"""The episode part of metrics.json: which episode, scored how, and how it ended."""
+"""The episode part of metrics.json: which episode, scored how, and how it ended.
+
+:class:`EpisodeMetric` (``episode``) is the benchmark's: it adds the target category,
+difficulty, interact flag and target ids. :class:`OutcomeMetric` (``outcome``) is the part
+every task can score with: the identity, the rules and how the episode ended, read from
+any start record with ``episode_id``, ``scene_id``, ``rollout_index`` and ``rules`` (the
+metrics wrapper's :class:`~humanclaw_gym.metrics.tracker.EpisodeFacts` has them).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +17,7 @@ from humanclaw_gym.metrics.rules import METRIC_RULES
 from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
 from humanclaw_gym.scenes.spec import TARGET_CATEGORIES
 
-__all__ = ["ENDED_BY", "EPISODE_SPEC", "EpisodeMetric"]
+__all__ = ["ENDED_BY", "EPISODE_SPEC", "OUTCOME_SPEC", "EpisodeMetric", "OutcomeMetric"]
 
 #: How an episode can end: the policy's Stop, the step limit, or an error.
 ENDED_BY: tuple[str, ...] = ("stop", "truncated", "error")
@@ -116,3 +123,56 @@ class EpisodeMetric:
             "active_stop": end.active_stop,
             "steps": end.steps,
         }
+
+
+#: Identity and outcome of an episode of any task (the benchmark's fields without the
+#: target category, difficulty, interact flag and target ids).
+OUTCOME_SPEC = MetricSpec(
+    name="outcome",
+    fields=tuple(
+        f
+        for f in EPISODE_SPEC.fields
+        if f.name not in ("category", "difficulty", "interact", "target_ids")
+    ),
+    columns=EPISODE_SPEC.columns,
+)
+
+
+class OutcomeMetric:
+    """Tracker of an episode's identity, rules and ending (:data:`OUTCOME_SPEC`), for any
+    task."""
+
+    spec: ClassVar[MetricSpec] = OUTCOME_SPEC
+    needs: ClassVar[frozenset[str]] = frozenset()
+    thresholds: ClassVar[dict[str, float | int]] = {}
+
+    def on_reset(self, start: Any) -> None:
+        self._start = start
+
+    def on_decision(self, decision: DecisionRecord) -> None:
+        pass
+
+    def on_frame(self, frame: FrameRecord) -> None:
+        pass
+
+    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
+        start = self._start
+        return {
+            "rules": start.rules,
+            "episode_id": start.episode_id,
+            "scene_id": start.scene_id,
+            "rollout_index": start.rollout_index,
+            "ended_by": end.ended_by,
+            "active_stop": end.active_stop,
+            "steps": end.steps,
+        }
+
+    @staticmethod
+    def check(metrics: Any) -> str | None:
+        """The cross-field rule of a file: ``active_stop`` exactly when ended by Stop."""
+        if metrics["active_stop"] != (metrics["ended_by"] == "stop"):
+            return (
+                f"active_stop ({metrics['active_stop']}) must be true exactly when ended_by is "
+                f"'stop' (ended_by={metrics['ended_by']!r})"
+            )
+        return None

@@ -44,6 +44,7 @@ __all__ = [
     "TRACKER_NEEDS",
     "DecisionRecord",
     "EpisodeEnd",
+    "EpisodeFacts",
     "EpisodeStart",
     "FrameRecord",
     "Tracker",
@@ -53,6 +54,40 @@ __all__ = [
 #: ``"instance"`` (the decision's instance image, for ``target_pixels``) and ``"contacts"``
 #: (the contact rows of every frame and of the reset state, and the spawn floor ray).
 TRACKER_NEEDS = frozenset({"instance", "contacts"})
+
+
+@dataclass(frozen=True, eq=False)
+class EpisodeFacts:
+    """What the metrics wrapper knows of every episode as it starts, whatever the task:
+    the task turns it into the record its trackers start from (``task.metric_start``,
+    e.g. :class:`EpisodeStart` for the benchmark's trackers). The trackers shared by
+    tasks (collision, disturbance, jerk, motion anomaly, usage) read only the fields of
+    this record that :class:`EpisodeStart` has too.
+
+    Attributes:
+        episode_id / scene_id: identifiers.
+        episode: the (resolved) episode record; scene: the loaded scene spec.
+        dynamic_ids: ids of the scene's movable objects.
+        floor_height_m / floor_source: the episode floor (world y, metres) and where it
+            came from (see :func:`~humanclaw_gym.metrics.collision.episode_floor`).
+        initial_penetration_m: deepest humanoid penetration at reset, metres.
+        rules: the metric rules; rollout_index: earlier rollouts of this episode.
+        object_handles: Habitat instance handles of the scene's objects, or None.
+        link_names: the humanoid's link names (a body asset's), or None.
+    """
+
+    episode_id: str
+    scene_id: str
+    episode: Any
+    scene: Any
+    dynamic_ids: tuple[int, ...]
+    floor_height_m: float
+    floor_source: str
+    initial_penetration_m: float
+    rules: str
+    rollout_index: int
+    object_handles: Mapping[int, str] | None = None
+    link_names: Sequence[str] | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -298,6 +298,12 @@ class ReplayBundle:
         return str(self.manifest["scene_content_hash"])
 
     @property
+    def task(self) -> dict[str, Any]:
+        """The task the episode was played on, ``{"id", "version"}`` (a manifest written
+        before tasks were recorded: the benchmark's ``find_nav_interact``, version 1)."""
+        return dict(self.manifest.get("task") or _DEFAULT_TASK)
+
+    @property
     def complete(self) -> bool:
         return bool(self.manifest.get("complete", False))
 
@@ -384,6 +390,10 @@ def _manifest_int(manifest: Mapping[str, Any], key: str, where: str) -> int:
     return value
 
 
+#: The task of a manifest that records none (written before tasks were recorded).
+_DEFAULT_TASK = {"id": "find_nav_interact", "version": 1}
+
+
 def _check_manifest(
     manifest: Mapping[str, Any],
     before: Mapping[str, np.ndarray],
@@ -405,6 +415,18 @@ def _check_manifest(
             )
     if "episode_id" not in episode:
         raise ReplayBundleError(f"{where}: episode.episode_id is missing")
+    task = manifest.get("task")
+    if task is not None and not (
+        isinstance(task, Mapping)
+        and isinstance(task.get("id"), str)
+        and task["id"]
+        and isinstance(task.get("version"), int)
+        and not isinstance(task.get("version"), bool)
+        and task["version"] >= 1
+    ):
+        raise ReplayBundleError(
+            f"{where}: field 'task'={task!r} is invalid: allowed {{'id': str, 'version': int >= 1}}"
+        )
     n_generated = int(before["generated"].shape[0])
     n_realized = int(after["realized"].shape[0])
     n_motion = int(before["step_start_frame"].shape[0])

@@ -1,11 +1,15 @@
-"""MetricsWrapper: the paper metrics of every episode, computed while it runs.
+"""MetricsWrapper: the metrics of every episode, computed while it runs.
 
-Attaching the wrapper asks the env (through the observer API) for what the metric trackers
-declare they need (:data:`~humanclaw_gym.metrics.trackers.METRIC_NEEDS`): the instance-id
-image of each decision's ego view (Find; rendered in the same pass as the observation) and
-the contact rows of every physics frame plus the spawn-floor ray (Collision, Interact,
-Disturbance, initial penetration), read once per frame from the simulation's snapshot.
-Without this wrapper neither is computed.
+The trackers are those the env's task names (``TaskSpec.trackers``, resolved through the
+registry into a :class:`~humanclaw_gym.metrics.trackers.MetricSuite`; for the benchmark's
+task the paper's). Attaching the wrapper asks the env (through the observer API) for what
+they declare they need: for the paper's trackers the instance-id image of each decision's
+ego view (Find; rendered in the same pass as the observation) and the contact rows of
+every physics frame plus the spawn-floor ray (Collision, Interact, Disturbance, initial
+penetration), read once per frame from the simulation's snapshot. Without this wrapper
+neither is computed. The contacts and the spawn floor are always asked for: every task's
+start record is made from the same facts (:class:`~humanclaw_gym.metrics.tracker.
+EpisodeFacts`), whose floor and initial penetration come from them.
 
 Where the policy's text comes from: pass a :class:`~humanclaw_gym.policy.Decision` to
 ``env.step``. Its ``visible_state`` feeds the FindSR sentence rule and its ``usage`` records
@@ -43,7 +47,7 @@ from humanclaw_gym.envs.events import (
     ResetEvent,
 )
 from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
-from humanclaw_gym.metrics.trackers import METRIC_NEEDS
+from humanclaw_gym.metrics.trackers import suite_for_spec
 from humanclaw_gym.replay.layout import EpisodeDirFn, resolve_episode_dir
 
 __all__ = ["MetricsWrapper"]
@@ -72,10 +76,10 @@ class _MetricsObserver:
 
 
 class MetricsWrapper(gym.Wrapper):
-    """Compute HumanClaw's paper metrics per episode (see module docstring).
+    """Compute the task's metrics per episode (see module docstring).
 
     Args:
-        env: a ``HumanClawFindNavInteract-v0`` env (possibly wrapped).
+        env: a ``HumanClaw-v0`` / ``HumanClawFindNavInteract-v0`` env (possibly wrapped).
         output_dir: root of the per-episode ``metrics.json`` files (None: info only).
             Change it between episodes with :meth:`set_output_dir`.
         rules: the metric rules, ``"paper"`` (default) or ``"strict"``.
@@ -83,8 +87,13 @@ class MetricsWrapper(gym.Wrapper):
             :mod:`humanclaw_gym.replay.layout`); default one subdirectory per episode.
 
     Attributes:
+        suite: the trackers of the env's task
+            (:class:`~humanclaw_gym.metrics.trackers.MetricSuite`).
         last_metrics: the metrics of the last finished episode.
         last_metrics_path: where they were written (None without ``output_dir``).
+
+    Raises:
+        ValueError: the task names a tracker that is not registered.
     """
 
     def __init__(
@@ -96,6 +105,7 @@ class MetricsWrapper(gym.Wrapper):
     ) -> None:
         super().__init__(env)
         self.rules = check_rules(rules)
+        self.suite = suite_for_spec(env.unwrapped.task.spec)
         self.episode_dir_fn = episode_dir_fn
         self._episode_index = 0
         self._episode_dir: Path | None = None
@@ -109,7 +119,7 @@ class MetricsWrapper(gym.Wrapper):
         self._frames: list[FrameEvent] = []  # the current chunk's frames, recorded together
         self.last_metrics: dict[str, Any] | None = None
         self._handle: int | None = env.unwrapped.add_observer(
-            _MetricsObserver(self), needs=sorted(METRIC_NEEDS)
+            _MetricsObserver(self), needs=sorted(self.suite.needs | {"contacts"})
         )
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -140,13 +150,11 @@ class MetricsWrapper(gym.Wrapper):
     def _on_reset(self, event: ResetEvent) -> None:
         from humanclaw_gym.metrics import EpisodeMetricRecorder, episode_floor, initial_penetration
         from humanclaw_gym.metrics.interact import scene_object_handles
-        from humanclaw_gym.metrics.tracker import EpisodeStart
+        from humanclaw_gym.metrics.tracker import EpisodeFacts
 
         self._recorder = None  # an abandoned episode's recorder never sees the next one
         self._frames = []
         episode, scene = event.episode, event.scene
-        target_ids = [int(g.object_id) for g in episode.goals]
-        aabbs = np.array([np.stack(scene.object_by_id(i).aabb()) for i in target_ids])
         if event.contacts is None or event.body_lowest_y is None:
             raise RuntimeError("MetricsWrapper did not receive contacts/spawn floor at reset")
         try:
@@ -163,26 +171,24 @@ class MetricsWrapper(gym.Wrapper):
             )
         )
         self._episode_index += 1
-        self._targets = tuple(sorted(set(target_ids)))
         self._object_ids = tuple(event.object_ids)
-        start = EpisodeStart(
+        facts = EpisodeFacts(
             episode_id=episode.episode_id,
             scene_id=episode.scene_id,
-            category=episode.object_category,
-            target_ids=target_ids,
-            target_aabbs=aabbs,
-            interact=bool(episode.interact),
-            dynamic_ids=list(event.object_ids),
+            episode=episode,
+            scene=scene,
+            dynamic_ids=tuple(event.object_ids),
             floor_height_m=float(floor),
-            initial_penetration_m=float(initial_penetration(event.contacts)),
-            difficulty=getattr(getattr(episode, "info", None), "difficulty", None),
-            rules=self.rules,
             floor_source=floor_source,
+            initial_penetration_m=float(initial_penetration(event.contacts)),
+            rules=self.rules,
             rollout_index=self._rollouts.get(episode.episode_id, 0),
             object_handles=scene_object_handles(getattr(scene, "objects", ())),
             link_names=event.body_links,
         )
-        self._recorder = EpisodeMetricRecorder(start)
+        start = self.env.unwrapped.task.metric_start(facts)
+        self._targets = tuple(sorted(set(getattr(start, "target_ids", ()))))
+        self._recorder = EpisodeMetricRecorder(start, self.suite)
 
     def _on_decision(self, event: DecisionEvent) -> None:
         if self._recorder is None:

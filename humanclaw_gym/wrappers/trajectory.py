@@ -8,8 +8,9 @@ directory (see :mod:`humanclaw_gym.replay.layout`):
   boundaries, the seed history, fps and the exact initial humanoid + object state;
 * ``trajectory_after.npz``: realized 75-D pose and every dynamic object pose per physics
   frame;
-* ``replay_manifest.json``: episode record, scene id + content hash, physics contract,
-  backend names, SHA-256 of both NPZ files, counts and how the episode ended.
+* ``replay_manifest.json``: the task (``{"id", "version"}``), episode record, scene id +
+  content hash, physics contract, backend names, SHA-256 of both NPZ files, counts and how
+  the episode ended.
 
 Arrays accumulate as per-step lists and are concatenated once when the episode ends. The
 bundle is written (atomically, manifest last) when the episode ends for any reason: Stop,
@@ -50,6 +51,7 @@ class EpisodeTrajectory:
     reset: ResetEvent
     backend_info: dict[str, Any]
     started_s: float
+    task: dict[str, Any] | None = None
     generated: list[np.ndarray] = field(default_factory=list)
     step_start_frame: list[int] = field(default_factory=list)
     step_index: list[int] = field(default_factory=list)
@@ -110,6 +112,8 @@ class TrajectoryRecorder:
         episode_dir_fn: ``(episode, index) -> dir`` (see :mod:`humanclaw_gym.replay.layout`).
         backend_info: called at each reset; returns ``{"physics", "renderer", "motion", ...}``
             names recorded in the manifest.
+        task_info: called at each reset; returns the task's record (``{"id", "version"}``)
+            recorded in the manifest (None: no ``task`` field).
     """
 
     def __init__(
@@ -117,10 +121,12 @@ class TrajectoryRecorder:
         output_dir: str | os.PathLike[str],
         episode_dir_fn: EpisodeDirFn | None = None,
         backend_info: Any = None,
+        task_info: Any = None,
     ) -> None:
         self.output_dir = Path(output_dir)
         self.episode_dir_fn = episode_dir_fn
         self._backend_info = backend_info
+        self._task_info = task_info
         self.episode_index = 0
         self.current: EpisodeTrajectory | None = None
         self.last_bundle_dir: Path | None = None
@@ -134,7 +140,8 @@ class TrajectoryRecorder:
         )
         self.episode_index += 1
         info = dict(self._backend_info()) if callable(self._backend_info) else {}
-        self.current = EpisodeTrajectory(directory, event, info, time.time())
+        task = dict(self._task_info()) if callable(self._task_info) else None
+        self.current = EpisodeTrajectory(directory, event, info, time.time(), task)
 
     def on_decision(self, event: DecisionEvent) -> None:
         if self.current is not None:
@@ -214,7 +221,9 @@ class TrajectoryRecorder:
         contract = r.physics_contract
         complete = reason in ("stop", "truncated") and n_generated == n_realized
         episode = r.episode
+        task = {} if cur.task is None else {"task": cur.task}
         return {
+            **task,
             "episode_id": str(getattr(episode, "episode_id", "")),
             "scene_id": str(getattr(episode, "scene_id", getattr(r.scene, "scene_id", ""))),
             "scene_content_hash": r.scene.content_hash(),
@@ -320,8 +329,12 @@ class TrajectoryWrapper(gym.Wrapper):
                 "TrajectoryWrapper needs an env with the observer API (add_observer); got"
                 f" {type(base).__name__}"
             )
+        spec = getattr(getattr(base, "task", None), "spec", None)
         self._recorder = TrajectoryRecorder(
-            output_dir, episode_dir_fn, backend_info=lambda: dict(getattr(base, "backend_info", {}))
+            output_dir,
+            episode_dir_fn,
+            backend_info=lambda: dict(getattr(base, "backend_info", {})),
+            task_info=spec.record if callable(getattr(spec, "record", None)) else None,
         )
         self._handle = base.add_observer(self._recorder, needs=())
         self._closed = False
