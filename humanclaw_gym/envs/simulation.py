@@ -377,6 +377,7 @@ class Simulation:
                 self.physics.reset(lifted)
                 self.reset_frame = lifted
         self._version += 1
+        self._reset_pose = (start, float(start_yaw_rad), history[-1].copy())
         return history
 
     def _release_reset(
