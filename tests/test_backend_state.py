@@ -180,11 +180,10 @@ def test_the_worked_and_test_backends_write_none_of_it() -> None:
         assert not writes, f"{name} writes the base's state at (line, attribute) {writes}"
 
 
-def test_the_base_keeps_a_copy_of_what_a_hook_returns(tmp_path: Path) -> None:
+def test_the_base_keeps_a_copy_of_what_a_hook_returns() -> None:
     """The base copies the realized state a hook returns (a backend's reused buffers are
     never shared), and refuses a hook that returns none, naming it."""
     import numpy as np
-
     from test_extension_seams import KinematicPhysics
 
     from humanclaw_gym.scenes.spec import Part, Room, SceneObject, SceneSpec
