@@ -13,8 +13,10 @@ bookkeeping once:
   name, and reads the same declaration for the env's ``physics_options`` check, the
   :meth:`~HalfPhysicsBase.contract` record and forward replay; a backend's constructor
   takes ``**options`` and passes them on, and each joint's torque cap follows;
-* the lifecycle: the episode counter, the "built" / "episode started" guards, the checks of
-  frames, ray arguments and snapshots before anything changes;
+* the lifecycle (``build``, ``close``, ``reset``, ``step_frame(s)``, ``record_frames``,
+  ``get_state`` / ``set_state`` around the engine hooks below): the episode counter, the
+  "built" / "episode started" guards, the checks of frames, ray arguments and snapshots
+  before anything changes;
 * the readouts that only read the realized state (:meth:`realized_frame`,
   :meth:`link_origins`, :attr:`dynamic_object_ids`) and the :meth:`contract` record.
 
