@@ -713,20 +713,22 @@ class OurSide:
         cls = registry.entry("physics", backend).load()
         self.backend = cls(**options)
         self.kind, self.body = backend, body
-        if backend == "mujoco":  # the real model for the indices, the data a stand-in
-            from humanclaw_gym.scenes.spec import Part, Room, SceneObject, SceneSpec
+        from humanclaw_gym.scenes.spec import Part, Room, SceneObject, SceneSpec
 
-            floor = SceneObject(
-                1, "floor", "floor", (0.0, -50.0, 0.0), 0.0, (Part("box", (1, 0.05, 1)),)
-            )
-            self.backend.build(SceneSpec("void", (Room(0, "hallway", (-1, -1), (1, 1)),), (floor,)))
+        floor = SceneObject(
+            1, "floor", "floor", (0.0, -50.0, 0.0), 0.0, (Part("box", (1, 0.05, 1)),)
+        )
+        self.void = SceneSpec("void", (Room(0, "hallway", (-1, -1), (1, 1)),), (floor,))
+        if backend == "mujoco":  # the real model for the indices, the data a stand-in
+            self.backend.build(self.void)
             self.backend._compiled_frames = False
 
     def attach(self, engine: Engine) -> None:
         b = self.backend
-        if self.kind == "pybullet":
+        if self.kind == "pybullet":  # built on the stand-in: the base's scene is the void
             b._p = _FakePybullet(engine, self.body.driven)
             b._client, b._human, b._pristine = 0, 0, True
+            b._scene = self.void
             b._base_com_local = engine.c.copy()
             b._dynamic_bodies, b._dynamic_weight = [], np.zeros(0)
         else:
@@ -751,19 +753,20 @@ class OurSide:
 
     def chunk(self, prev: np.ndarray, frames: np.ndarray) -> None:
         b = self.backend
-        b._frame_index[0] = 0  # the chunk starts
         gen_prev = b._physics_input(prev)
-        b._prev_rot[:] = b.frame_link_rotations(gen_prev)
-        if self.kind == "pybullet":
+        if self.kind == "pybullet":  # the chunk starts: the backend's drive state
+            b._frames_since_reset = 0
             b._prev_gen = gen_prev.copy()
-            b._command = b._prev_rot[1:].copy()
-            b._read_state()
+            b._prev_gen_rot = b.frame_link_rotations(gen_prev)
+            b._pjsc_command = b._prev_gen_rot[1:].copy()
         else:
+            b._frames_since_reset[0] = 0
+            b._prev_gen_rot[:] = b.frame_link_rotations(gen_prev)
             b._prev_xz[:] = gen_prev[[0, 2]]
             b._prev_y[0] = gen_prev[1]
-            b._command[:] = b._prev_rot[1:]
+            b._pjsc_command[:] = b._prev_gen_rot[1:]
             b._mj.sync_out(b._data)
-            b._read_state()
+        b._take_realized(b._read_state(), "_read_state")  # the engine's state, to the base
         for frame in frames:
             b.step_frame(frame)
 

@@ -389,6 +389,7 @@ def resolve_profile(
     limit: int | None = None,
     episode_ids: Sequence[str] | None = None,
     release_arithmetic: bool = True,
+    load_motion: bool = False,
 ) -> RunProfile:
     """Resolve a named profile against a release checkout (see the module docstring).
 
@@ -408,6 +409,11 @@ def resolve_profile(
         episode_ids: only these episodes of the split will run, in the split's order.
         release_arithmetic: the release's arithmetic (default) or this package's
             (:func:`release_arithmetic_options`).
+        load_motion: check the motion weights by loading the models on ``motion_device``
+            (kept for the generator this process builds next, e.g. an env's: each file is
+            then read once); False (default): check them one file at a time and keep no
+            tensor (a run's driver process, whose workers load). Either way each file is
+            hashed and checked once per process per file state.
 
     Returns:
         The :class:`RunProfile`; its scene dataset is checked for the scenes of the
@@ -490,7 +496,7 @@ def resolve_profile(
     if release is not None:
         motion_options["release_dir"] = str(release)
     try:
-        motion_record = _check_motion(weights, release)
+        motion_record = _check_motion(weights, release, motion_device if load_motion else None)
     except _Missing as exc:
         problems.append(("motion weights", str(exc)))
 
@@ -635,8 +641,11 @@ def _check_physics_values(physics: str, body: Any, options: Mapping[str, Any]) -
     return None
 
 
-def _check_motion(weights: Path | None, release: Path | None) -> dict[str, Any]:
-    """The paper motion's weights and files: present and verified; its record."""
+def _check_motion(
+    weights: Path | None, release: Path | None, load_on: str | None = None
+) -> dict[str, Any]:
+    """The paper motion's weights and files: present and verified; its record (with
+    ``load_on``, the models loaded on that device, see :func:`_check_motion_payloads`)."""
     from humanclaw_gym.backends import registry
 
     if "paper" not in registry.entries("motion"):
@@ -667,29 +676,37 @@ def _check_motion(weights: Path | None, release: Path | None) -> dict[str, Any]:
         record = dict(weights_record(weights_dir=weights, release_dir=release))
     except ValueError as exc:
         raise _Missing(f"{exc} (the release's resources/seeds/)") from None
-    _check_motion_payloads(weights, release)
+    _check_motion_payloads(weights, release, load_on)
     return record
 
 
-def _check_motion_payloads(weights: Path, release: Path | None) -> None:
+def _check_motion_payloads(weights: Path, release: Path | None, load_on: str | None) -> None:
     """Beyond the hashes (just checked by :func:`check_weights`): every weight file
     unpickled weights-only and checked against the manifest's architecture (schema, tensor
-    names, shapes, dtypes, finiteness), one at a time, and the seed state read and checked,
-    before any episode runs (torch; no model is built)."""
-    from humanclaw_gym.motion.paper.generator import _load_seed_state
+    names, shapes, dtypes, finiteness) and the seed state read and checked, before any
+    episode runs (torch). Each is worked out once per process per file state
+    (``motion.paper.verified``): the generator built later in this process does not hash or
+    check them again. ``load_on`` None: one file at a time, no model built (a run's driver,
+    whose workers may load); a device: the models are loaded there while checked (an env,
+    whose generator then shares them: each file read once)."""
+    from humanclaw_gym.motion.paper.generator import _device, _load_seed_state
     from humanclaw_gym.motion.paper.manifest import (
         PaperWeightsError,
         read_manifest,
         resolve_sources,
     )
-    from humanclaw_gym.motion.paper.weights import check_payloads
+    from humanclaw_gym.motion.paper.weights import check_payloads, load_models
 
     try:
         sources = resolve_sources(weights, None, None, release)
-        check_payloads(read_manifest(sources.manifest), sources.weights_dir, hashed=True)
+        manifest = read_manifest(sources.manifest)
+        if load_on is None:
+            check_payloads(manifest, sources.weights_dir)
+        else:
+            load_models(manifest, sources.weights_dir, _device(load_on))
         if sources.seed_state is not None:
             _load_seed_state(None, sources.seed_state)
-    except PaperWeightsError as exc:
+    except (PaperWeightsError, ValueError) as exc:
         raise _Missing(
             f"{' '.join(str(exc).split())[:400]} (the weights and the seed state must be the "
             "files the release's manifest describes)"
@@ -789,4 +806,5 @@ def profile_for_env(
         renderer=backend_fields.get("renderer", "auto"),
         episode_ids=episode_ids,
         release_arithmetic=backend_fields.get("release_arithmetic", True),
+        load_motion=True,  # the env builds the generator next, in this process
     )

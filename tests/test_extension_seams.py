@@ -32,6 +32,7 @@ from humanclaw_gym.physics.base import (
     HalfPhysicsBase,
     PhysicsOption,
     PhysicsSnapshot,
+    RealizedState,
     physics_options,
 )
 from humanclaw_gym.physics.types import empty_contacts
@@ -366,6 +367,10 @@ class CountingPhysics:
         self.frames += 1
         self._inner.step_frame(frame_75)
 
+    def step_frames(self, frames: np.ndarray) -> None:  # a chunk at once (the base has it)
+        self.frames += len(frames)
+        self._inner.step_frames(frames)
+
     def contract(self) -> dict:
         return {**self._inner.contract(), "backend": "counting", "label": self.label}
 
@@ -415,26 +420,21 @@ class KinematicPhysics(HalfPhysicsBase):
         super().__init__(**options)
         self._frame: np.ndarray | None = None
 
-    def build(self, scene: Any) -> None:
-        self._scene = scene
-        self._dynamic_ids = tuple(o.object_id for o in scene.dynamic_objects)
+    def _build_engine(self, scene: Any) -> list[int]:
+        return [o.object_id for o in scene.dynamic_objects]  # the rows of object_poses
 
-    def close(self) -> None:
-        self._scene = None
+    def _close_engine(self) -> None:
+        self._frame = None
 
-    def _is_built(self) -> bool:
-        return self._scene is not None
-
-    def _place(self, frame: np.ndarray) -> None:
+    def _place(self, frame: np.ndarray) -> RealizedState:
         self._frame = frame.copy()
-        self._real_pos = frame[0:3].copy()
-        self._real_rot = quat_exp(frame[3:].reshape(-1, 3))
+        return RealizedState(frame[0:3], quat_exp(frame[3:].reshape(-1, 3)))
 
-    def _reset_engine(self, frame: np.ndarray) -> None:
-        self._place(frame)
+    def _reset_engine(self, frame: np.ndarray) -> RealizedState:
+        return self._place(frame)
 
-    def _step_engine(self, frame: np.ndarray) -> None:
-        self._place(self.lag * self._frame + (1.0 - self.lag) * frame)
+    def _step_engine(self, frame: np.ndarray) -> RealizedState:
+        return self._place(self.lag * self._frame + (1.0 - self.lag) * frame)
 
     def _ray_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
         tops = [hi[1] for lo, hi in (o.aabb() for o in self._scene.objects)
@@ -444,8 +444,8 @@ class KinematicPhysics(HalfPhysicsBase):
     def _snapshot(self) -> Any:
         return _KinematicSnapshot(owner=id(self), episode=self._episode, frame=self._frame)
 
-    def _restore(self, state: Any) -> None:
-        self._place(state.frame)
+    def _restore(self, state: Any) -> RealizedState:
+        return self._place(state.frame)
 
     def _contract_engine(self) -> dict:
         return {"collision_margin_m": 0.0, "dynamics": "none: the body follows the frames"}

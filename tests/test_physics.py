@@ -857,8 +857,9 @@ def test_record_frames_stops_at_a_failing_frame(make_backend, physics_name, monk
     def failing(frame):
         if len(ran) == 5:
             raise RuntimeError("simulated divergence")
-        step(frame)
+        state = step(frame)  # the realized state the engine hook returns (pybullet)
         ran.append(frame)
+        return state
 
     monkeypatch.setattr(backend, hook, failing)
     states = backend.record_frames(np.array(_gait_frames(start, 15, 0.5)), contacts=True)

@@ -201,7 +201,8 @@ class BackendConfig:
         Imports the physics and motion factories when options are given (not a simulator,
         GL context or torch). A motion generator with options that describes its weights
         (``weights_record``, the paper motion) finds and parses its manifest and seed state
-        here. The body model directory must exist; a scene dataset must be found and its config
+        here (the paper motion: once per process per file state, records the generator
+        shares: ``motion.paper.verified``). The body model directory must exist; a scene dataset must be found and its config
         parse (its folders are indexed, no mesh is read), and the mesh reader be installed.
 
         Returns:

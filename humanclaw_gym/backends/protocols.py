@@ -78,8 +78,8 @@ class PhysicsBackend(Protocol):
     before anything is built, and :meth:`contract` records them.
 
     Optional: ``step_frames(frames)`` with ``float64 (n, 75)`` frames, equal to
-    ``step_frame`` on each row in order (the MuJoCo backend runs it in one call without the
-    GIL). The simulation uses it for a whole chunk when no observer needs the state after
+    ``step_frame`` on each row in order (:class:`~humanclaw_gym.physics.base.HalfPhysicsBase`
+    implements it; the MuJoCo backend runs it in one call without the GIL). The simulation uses it for a whole chunk when no observer needs the state after
     every frame. ``record_frames(frames, *, contacts, contact_parts)`` returns a
     :class:`~humanclaw_gym.physics.types.FrameStates` with the state after each frame
     (realized pose, object poses, contact rows), the same as those readouts after each

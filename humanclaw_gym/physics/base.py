@@ -13,37 +13,52 @@ bookkeeping once:
   name, and reads the same declaration for the env's ``physics_options`` check, the
   :meth:`~HalfPhysicsBase.contract` record and forward replay; a backend's constructor
   takes ``**options`` and passes them on, and each joint's torque cap follows;
-* the lifecycle: the episode counter, the "built" / "episode started" guards, the checks of
-  frames, ray arguments and snapshots before anything changes;
+* the lifecycle (``build``, ``close``, ``reset``, ``step_frame(s)``, ``record_frames``,
+  ``get_state`` / ``set_state`` around the engine hooks below): the episode counter, the
+  "built" / "episode started" guards, the checks of frames, ray arguments and snapshots
+  before anything changes;
 * the readouts that only read the realized state (:meth:`realized_frame`,
   :meth:`link_origins`, :attr:`dynamic_object_ids`) and the :meth:`contract` record.
 
-A backend subclasses it, declares ``capabilities``, and implements its engine calls:
+A backend subclasses it, declares ``capabilities``, and implements its engine calls. The
+base owns its state (:data:`BASE_STATE`: the body, the options, the scene, the episode
+counter and guard, the dynamic object ids, the realized state): its own methods write it,
+a backend only reads it. Each hook returns what it read instead of storing it:
 
-===========================  ====================================================================
-hook / method                what the backend does
-===========================  ====================================================================
-``build`` / ``close``        create / release the engine's world (``self.body`` and the scene)
-``_is_built()``              whether ``build`` ran (and ``close`` did not)
-``_reset_engine(frame)``     place the humanoid at a checked frame at rest, objects back, drives
-                             cleared, realized state read
-``_step_engine(frame)``      drives and 4 substeps of one checked frame, realized state read
-``_ray_down(x, z, y0, y1)``  the engine's downward ray (checked floats)
-``_snapshot()``              a :class:`PhysicsSnapshot` subclass of the engine and drive state
-``_snapshot_live(state)``    (optional) whether the engine still holds that snapshot
-``_restore(state)``          restore a checked snapshot, realized state read
-``_contract_engine()``       the engine's own contract entries (mechanics and constants)
-``link_poses`` ...           ``object_poses``, ``contacts(parts)``: engine readouts
-``record_frames``            (optional override) a chunk with the state after each frame read
-                             more cheaply than frame by frame (the base steps and reads each)
-``_frame_contacts(parts)``   (optional) the contact query of one recorded frame, in any form
-``_contact_batch(...)``      (optional) those of a chunk as rows, converted together
-===========================  ====================================================================
+==============================  =================================================================
+hook                            what the backend does
+==============================  =================================================================
+``_build_engine(scene)``        create the engine's world (``self.body`` parked at
+                                :data:`PARK_POSITION`, the scene's objects); returns the dynamic
+                                objects' scene ids in scene order (the rows of ``object_poses``)
+``_close_engine()``             release the engine's world; idempotent, safe after a failed
+                                ``_build_engine``
+``_reset_engine(frame)``        place the humanoid at a checked frame at rest, objects back,
+                                drives cleared; returns the realized state
+``_step_engine(frame)``         drives and 4 substeps of one checked frame; returns the
+                                realized state
+``_ray_down(x, z, y0, y1)``     the engine's downward ray (checked floats)
+``_snapshot()``                 a :class:`PhysicsSnapshot` subclass of the engine and drive state
+``_snapshot_live(state)``       (optional) whether the engine still holds that snapshot
+``_restore(state)``             restore a checked snapshot; returns the realized state
+``_contract_engine()``          the engine's own contract entries (mechanics and constants)
+``link_poses`` ...              ``object_poses``, ``contacts(parts)``: engine readouts
+``_step_engine_frames(rows)``   (optional) checked frames in one go, the state after the last
+                                returned (default: ``_step_engine`` row by row)
+``_record_engine(rows, ...)``   (optional) checked frames with the state after each, read more
+                                cheaply than frame by frame (:class:`RecordedFrames`)
+``_frame_contacts(parts)``      (optional) the contact query of one recorded frame, in any form
+``_contact_batch(...)``         (optional) those of a chunk as rows, converted together
+==============================  =================================================================
 
-Realized state: after ``_reset_engine``, ``_step_engine`` and ``_restore`` the backend has set
-``self._real_pos`` (``float64 (3,)``, the root joint, world) and ``self._real_rot``
-(``float64 (L, 4)`` xyzw: row 0 the root's world rotation, rows ``1..`` each joint's rotation
-relative to its parent). No simulator is imported here.
+The realized state a hook returns is a :class:`RealizedState` (or any pair): the root joint's
+world position ``float64 (3,)`` and ``float64 (L, 4)`` xyzw link rotations (row 0 the root's
+world rotation, rows ``1..`` each joint's rotation relative to its parent). The base keeps a
+copy (``self._real_pos`` / ``self._real_rot``) for the readouts and for the next frame's
+drives to read. The drive state of a backend (its previous generated frame, its joint
+commands, the frames since reset) is the backend's own. A backend whose engine lost the
+episode (MuJoCo resetting its data after a bad state) calls :meth:`HalfPhysicsBase._end_episode`.
+No simulator is imported here.
 """
 
 from __future__ import annotations
@@ -52,9 +67,9 @@ import inspect
 import math
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -87,6 +102,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "BASE_OPTIONS",
+    "BASE_STATE",
     "CYLINDER_Z_TO_Y",
     "IDENTITY_QUAT",
     "PARK_POSITION",
@@ -94,6 +110,8 @@ __all__ = [
     "HalfPhysicsBase",
     "PhysicsOption",
     "PhysicsSnapshot",
+    "RealizedState",
+    "RecordedFrames",
     "part_volume",
     "physics_options",
 ]
@@ -196,6 +214,56 @@ BASE_OPTIONS: tuple[PhysicsOption, ...] = (
     ),
 )
 _BASE_NAMES = frozenset(o.name for o in BASE_OPTIONS)
+
+#: The attributes :class:`HalfPhysicsBase` owns: only its own methods write them; a backend
+#: reads them (``tests/test_backend_state.py`` checks that no backend module assigns one, nor
+#: an option a backend declares). The shared options are kept under their names as well.
+BASE_STATE: frozenset[str] = _BASE_NAMES | frozenset(
+    {
+        "body",  # the humanoid built, as data
+        "pjsc_gains",  # per joint, checked
+        "max_torque_nm",  # per joint, scale applied
+        "_body_identity",  # a body asset's identity record (contract)
+        "_drive_map",  # per link, the frame joint driving it
+        "_scene",  # the scene built (None: not built)
+        "_dynamic_ids",  # the dynamic objects' ids, the rows of object_poses
+        "_episode",  # episodes started (snapshots carry it)
+        "_episode_ready",  # reset ran and the engine still holds the episode
+        "_real_pos",  # the realized state: root joint position ...
+        "_real_rot",  # ... and link rotations, as the last engine hook returned them
+    }
+)
+
+
+class RealizedState(NamedTuple):
+    """What an engine hook returns: the humanoid's realized state as the engine read it.
+
+    Attributes:
+        pos: ``float64 (3,)``, the root joint's world position.
+        rot: ``float64 (L, 4)`` xyzw rotations: row 0 the root's world rotation, rows
+            ``1..`` each joint's rotation relative to its parent.
+    """
+
+    pos: np.ndarray
+    rot: np.ndarray
+
+
+class RecordedFrames(NamedTuple):
+    """What :meth:`HalfPhysicsBase._record_engine` returns for ``k`` frames that ran.
+
+    Attributes:
+        pos: ``(k, 3)`` root positions after each frame (as :attr:`RealizedState.pos`).
+        rot: ``(k, L, 4)`` link rotations after each frame.
+        object_poses: ``(k, M, 7)`` dynamic object poses after each frame.
+        contacts: the contact rows of each frame when asked for, else None.
+        error: the exception of the frame that ended the chunk, or None.
+    """
+
+    pos: np.ndarray
+    rot: np.ndarray
+    object_poses: np.ndarray
+    contacts: list[np.ndarray] | None
+    error: Exception | None
 
 
 def physics_options(*added: PhysicsOption, **defaults: Any) -> tuple[PhysicsOption, ...]:
@@ -399,20 +467,13 @@ class HalfPhysicsBase(ABC):
         self.motor_torque_scale = float(motor_torque_scale)
         #: ``float64 (L - 1,)``: each joint's torque cap per axis, N m (scale applied).
         self.max_torque_nm = np.array([cap * self.motor_torque_scale for cap in _torque_caps(body)])
-        n = body.num_links
         self._scene: SceneSpec | None = None
         self._episode = 0
         self._episode_ready = False
         self._dynamic_ids: tuple[int, ...] = ()
-        # drive state (generated rotations of the last frame, joint commands) and the
-        # realized state, kept current by the backend
-        self._prev_rot = np.tile(IDENTITY_QUAT, (n, 1))
-        self._command = np.tile(IDENTITY_QUAT, (n - 1, 1))
+        # the realized state, as the last engine hook returned it (see _take_realized)
         self._real_pos = np.zeros(3)
-        self._real_rot = np.tile(IDENTITY_QUAT, (n, 1))
-        #: ``int64 (1,)``: generated frames executed since the last reset (the release's
-        #: first-frame rule counts chunks by it).
-        self._frame_index = np.zeros(1, dtype=np.int64)
+        self._real_rot = np.tile(IDENTITY_QUAT, (body.num_links, 1))
 
     @property
     def link_root_friction(self) -> float:
@@ -431,26 +492,65 @@ class HalfPhysicsBase(ABC):
 
     # ================================================================== engine hooks
     @abstractmethod
-    def build(self, scene: SceneSpec) -> None:
+    def _build_engine(self, scene: SceneSpec) -> Sequence[int]:
         """Create the engine's world: the static scene, every dynamic object at its initial
-        pose and ``self.body`` parked at :data:`PARK_POSITION`."""
+        pose and ``self.body`` parked at :data:`PARK_POSITION`. Returns the dynamic objects'
+        scene ids in scene order (the rows of :meth:`object_poses`)."""
 
     @abstractmethod
-    def close(self) -> None:
-        """Release the engine's world. Idempotent; safe after a failed ``build``."""
+    def _close_engine(self) -> None:
+        """Release the engine's world. Idempotent; safe after a failed ``_build_engine``."""
 
     @abstractmethod
-    def _is_built(self) -> bool:
-        """Whether ``build`` ran and ``close`` did not."""
+    def _reset_engine(self, frame: np.ndarray) -> RealizedState:
+        """Objects back, the humanoid at the (checked) frame at rest, drives cleared;
+        returns the realized state."""
 
     @abstractmethod
-    def _reset_engine(self, frame: np.ndarray) -> None:
-        """Objects back, the humanoid at the (checked) frame at rest, drives cleared, the
-        realized state read."""
+    def _step_engine(self, frame: np.ndarray) -> RealizedState:
+        """Drives and the 4 substeps of one (checked) frame; returns the realized state.
+        The realized state at the start of the frame is ``self._real_pos`` /
+        ``self._real_rot``."""
 
-    @abstractmethod
-    def _step_engine(self, frame: np.ndarray) -> None:
-        """Drives and the 4 substeps of one (checked) frame; the realized state read."""
+    def _step_engine_frames(self, rows: list[np.ndarray]) -> RealizedState:
+        """Checked frames (at least one) in order, as :meth:`_step_engine` does each;
+        returns the realized state after the last. A backend may run them in one call
+        (MuJoCo's compiled runner); by default each row goes through :meth:`_step_engine`
+        and the base keeps each row's state (the next row's drives read it)."""
+        for row in rows[:-1]:
+            self._take_realized(self._step_engine(row), "_step_engine")
+        return self._step_engine(rows[-1])
+
+    def _record_engine(self, rows: list[np.ndarray], contacts: bool, parts: bool) -> RecordedFrames:
+        """Checked frames in order, as :meth:`_step_engine` does each, with the state after
+        every frame (see :meth:`record_frames`); a frame that raises ends the chunk and its
+        exception is returned. By default frame by frame: the base keeps each frame's state,
+        reads :meth:`object_poses` and, with ``contacts``, :meth:`_frame_contacts`, and
+        converts the contact queries together (:meth:`_contact_batch`)."""
+        pos: list[np.ndarray] = []
+        rot: list[np.ndarray] = []
+        poses: list[np.ndarray] = []
+        queries: list[Any] = []
+        error: Exception | None = None
+        for frame in rows:
+            try:
+                self._take_realized(self._step_engine(frame), "_step_engine")
+            except Exception as exc:  # the frames before it stand; the caller re-raises
+                error = exc
+                break
+            pos.append(self._real_pos)
+            rot.append(self._real_rot)
+            poses.append(self.object_poses())
+            if contacts:
+                queries.append(self._frame_contacts(parts))
+        k = len(pos)
+        return RecordedFrames(
+            np.array(pos).reshape(k, 3),
+            np.array(rot).reshape(k, self.body.num_links, 4),
+            np.array(poses).reshape(k, len(self._dynamic_ids), 7),
+            self._contact_batch(queries, parts) if contacts else None,
+            error,
+        )
 
     @abstractmethod
     def _ray_down(self, x: float, z: float, from_y: float, to_y: float) -> float | None:
@@ -465,8 +565,8 @@ class HalfPhysicsBase(ABC):
         return True
 
     @abstractmethod
-    def _restore(self, state: Any) -> None:
-        """Restore a checked snapshot of this episode; the realized state read."""
+    def _restore(self, state: Any) -> RealizedState:
+        """Restore a checked snapshot of this episode; returns the realized state."""
 
     @abstractmethod
     def _contract_engine(self) -> dict[str, Any]:
@@ -495,6 +595,41 @@ class HalfPhysicsBase(ABC):
         """The ``CONTACT_DTYPE`` rows of each of a chunk's :meth:`_frame_contacts` results
         (a backend may convert them all at once; default: they are rows already)."""
         return list(queries)
+
+    # ================================================================== the base's state
+    def _take_realized(self, state: Any, hook: str) -> None:
+        """Keep a copy of the realized state an engine hook returned (the base's
+        ``_real_pos`` / ``_real_rot``; a backend's own buffers are never shared).
+
+        Raises:
+            TypeError / ValueError: the hook returned something else (a backend's bug),
+                naming the hook.
+        """
+        try:
+            pos, rot = state
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"{type(self).__name__}.{hook} returned {type(state).__name__}: an engine hook "
+                "returns the realized state, RealizedState(pos (3,), rot (L, 4))"
+            ) from None
+        pos = np.array(pos, dtype=np.float64)
+        rot = np.array(rot, dtype=np.float64)
+        if pos.shape != (3,) or rot.shape != (self.body.num_links, 4):
+            raise ValueError(
+                f"{type(self).__name__}.{hook} returned a realized state of shapes {pos.shape} "
+                f"and {rot.shape}: allowed (3,) and ({self.body.num_links}, 4)"
+            )
+        self._real_pos, self._real_rot = pos, rot
+
+    def _end_episode(self) -> None:
+        """For a backend whose engine no longer holds the episode (e.g. MuJoCo reset its
+        data after a bad state): stepping and the readouts are refused ("call reset")
+        until the next :meth:`reset` (or :meth:`set_state`)."""
+        self._episode_ready = False
+
+    def _is_built(self) -> bool:
+        """Whether :meth:`build` succeeded and :meth:`close` did not run since."""
+        return self._scene is not None
 
     # ================================================================== guards
     def _require_built(self, where: str) -> None:
@@ -547,6 +682,33 @@ class HalfPhysicsBase(ABC):
                 out[option.name] = getattr(self, option.name)
         return out
 
+    # ================================================================== lifecycle
+    def build(self, scene: SceneSpec) -> None:
+        """Create the engine's world: the static scene, every dynamic object at its initial
+        pose and the body parked at :data:`PARK_POSITION`.
+
+        Raises:
+            RuntimeError: already built (call :meth:`close` first).
+            Exception: whatever the engine raised building it (the backend is then closed),
+                e.g. ``ValueError`` for a part shape it cannot collide.
+        """
+        if self._is_built():
+            raise RuntimeError(f"{type(self).__name__}.build: already built; call close() first")
+        self._episode_ready = False
+        try:
+            ids = tuple(int(i) for i in self._build_engine(scene))
+        except BaseException:
+            self.close()
+            raise
+        self._dynamic_ids = ids
+        self._scene = scene
+
+    def close(self) -> None:
+        """Release the engine's world. Idempotent; safe after a failed :meth:`build`."""
+        self._episode_ready = False
+        self._scene = None
+        self._close_engine()
+
     # ================================================================== episode
     def reset(self, frame_75: np.ndarray) -> None:
         """Start an episode: dynamic objects back at their scene poses, the humanoid placed
@@ -560,8 +722,7 @@ class HalfPhysicsBase(ABC):
         frame = self._physics_input(validate_frame(frame_75, "reset"))
         self._episode_ready = False
         self._episode += 1
-        self._frame_index[0] = 0
-        self._reset_engine(frame)
+        self._take_realized(self._reset_engine(frame), "_reset_engine")
         self._episode_ready = True
 
     def step_frame(self, frame_75: np.ndarray) -> None:
@@ -572,7 +733,27 @@ class HalfPhysicsBase(ABC):
             RuntimeError: called before :meth:`reset`, or the simulation diverged.
         """
         self._require_episode("step_frame")
-        self._step_engine(self._physics_input(validate_frame(frame_75, "step_frame")))
+        frame = self._physics_input(validate_frame(frame_75, "step_frame"))
+        self._take_realized(self._step_engine(frame), "_step_engine")
+
+    def step_frames(self, frames: np.ndarray) -> None:
+        """Execute generated frames in order; the same as :meth:`step_frame` on each row,
+        bit for bit. A backend may run them in one call (MuJoCo: one compiled call that
+        does not hold the GIL, so other Python threads run meanwhile).
+
+        Args:
+            frames: ``float64 (n, 75)`` generated frames, finite.
+
+        Raises:
+            ValueError: ``frames`` is not a finite ``(n, 75)`` array (checked before any
+                frame runs).
+            RuntimeError: called before :meth:`reset`, or the simulation diverged (the
+                frames after the diverged one do not run).
+        """
+        self._require_episode("step_frames")
+        rows = self._checked_input(frames, "step_frames")
+        if rows:
+            self._take_realized(self._step_engine_frames(rows), "_step_engine_frames")
 
     def record_frames(
         self, frames: np.ndarray, *, contacts: bool = False, contact_parts: bool = False
@@ -598,29 +779,12 @@ class HalfPhysicsBase(ABC):
         """
         self._require_episode("record_frames")
         rows = self._checked_input(frames, "record_frames")
-        pos: list[np.ndarray] = []
-        rot: list[np.ndarray] = []
-        poses: list[np.ndarray] = []
-        queries: list[Any] = []
-        error: Exception | None = None
-        for frame in rows:
-            try:
-                self._step_engine(frame)
-            except Exception as exc:  # the frames before it stand; the caller re-raises
-                error = exc
-                break
-            pos.append(self._real_pos.copy())
-            rot.append(self._real_rot.copy())
-            poses.append(self.object_poses())
-            if contacts:
-                queries.append(self._frame_contacts(contact_parts))
-        k = len(pos)
+        recorded = self._record_engine(rows, contacts, contact_parts)
+        if len(recorded.pos):
+            last = RealizedState(recorded.pos[-1], recorded.rot[-1])
+            self._take_realized(last, "_record_engine")
         return self._frame_states(
-            np.array(pos).reshape(k, 3),
-            np.array(rot).reshape(k, self.body.num_links, 4),
-            np.array(poses).reshape(k, len(self._dynamic_ids), 7),
-            self._contact_batch(queries, contact_parts) if contacts else None,
-            error,
+            recorded.pos, recorded.rot, recorded.object_poses, recorded.contacts, recorded.error
         )
 
     def _physics_input(self, frame: np.ndarray) -> np.ndarray:
@@ -729,5 +893,5 @@ class HalfPhysicsBase(ABC):
                 f"set_state: the snapshot is from episode {state.episode}, the current episode is "
                 f"{self._episode}; snapshots are valid until the next reset()"
             )
-        self._restore(state)
+        self._take_realized(self._restore(state), "_restore")
         self._episode_ready = True

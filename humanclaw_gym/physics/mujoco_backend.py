@@ -12,7 +12,8 @@ states every clause and where this backend's mechanics differ); one generated 30
 2. Four MuJoCo steps of 1/120 s (``implicitfast``). The root x/z velocity is written again
    before substep 2; gravity and contacts act on every substep (vertical root motion is
    never written).
-3. The realized state is read back once and cached.
+3. The realized state is read back once (into this backend's buffers, which the compiled
+   drive reads at the next frame) and returned to the base, which keeps a copy.
 
 The model is MJCF text generated here from the skeleton and the scene: the humanoid is a
 free-floating pelvis with 23 ball joints, each driven natively by three position actuators
@@ -23,8 +24,9 @@ implicitly; a clamped actuator damping lets light links such as hands and toes b
 The drive maths runs compiled (:mod:`humanclaw_gym.physics._mujoco_drive`, numba). The
 bookkeeping around the engine calls (argument checks, lifecycle, readouts of the realized
 state, the contract record) is :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`'s, and
-the humanoid's bodies are written from its ``body``. ``mujoco`` is imported only inside
-:meth:`MujocoHalfPhysics.build`.
+the humanoid's bodies are written from its ``body``; the drive state (the previous
+generated frame, the PJSC commands, the frames since reset) is this backend's own.
+``mujoco`` is imported only inside :meth:`MujocoHalfPhysics.build`.
 """
 
 from __future__ import annotations
@@ -41,10 +43,13 @@ from humanclaw_gym.body.urdf import shape_principal_inertia
 from humanclaw_gym.physics import _mujoco_drive as drive
 from humanclaw_gym.physics.base import (
     CYLINDER_Z_TO_Y,
+    IDENTITY_QUAT,
     PARK_POSITION,
     HalfPhysicsBase,
     PhysicsOption,
     PhysicsSnapshot,
+    RealizedState,
+    RecordedFrames,
     part_volume,
     physics_options,
 )
@@ -58,7 +63,7 @@ from humanclaw_gym.physics.contract import (
     SUBSTEP_S,
     SUBSTEPS_PER_FRAME,
 )
-from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, FrameStates, empty_contacts
+from humanclaw_gym.physics.types import CONTACT_DTYPE, HUMAN_ID, empty_contacts
 
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.scenes.spec import SceneObject, SceneSpec
@@ -373,9 +378,19 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         self._damping = np.zeros(links - 1)
         self._stiffness = np.zeros(links - 1)
         self._ray_groups = np.array([1, 0, 0, 0, 0, 0], dtype=np.uint8)
-        # the root's x/z drive state and the substep schedule of the actuator targets
+        # the drive state: the previous generated root position and link rotations, the
+        # joints' PJSC commands, the frames executed since reset (the release's first-frame
+        # rule counts chunks by it); the compiled drive updates them in place
         self._prev_xz = np.zeros(2)
         self._prev_y = np.zeros(1)
+        self._prev_gen_rot = np.tile(IDENTITY_QUAT, (links, 1))
+        self._pjsc_command = np.tile(IDENTITY_QUAT, (links - 1, 1))
+        self._frames_since_reset = np.zeros(1, dtype=np.int64)
+        # the realized state as last read (the compiled runner writes it; the base keeps a
+        # copy of what the hooks return)
+        self._state_pos = np.zeros(3)
+        self._state_rot = np.tile(IDENTITY_QUAT, (links, 1))
+        # the substep schedule of the actuator targets
         self._ctrl_sched = np.zeros((SUBSTEPS_PER_FRAME, 3 * (links - 1)))
         self._v_root = np.zeros(2)
         self._resets_seen = 0  # MuJoCo's data resets (bad qpos/qvel/qacc) so far
@@ -398,16 +413,13 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         }
 
     # ================================================================== lifecycle
-    def build(self, scene: SceneSpec) -> None:
+    def _build_engine(self, scene: SceneSpec) -> tuple[int, ...]:
         """Compile the model of the scene and the humanoid (MJCF generated here).
 
         Raises:
-            RuntimeError: already built.
             ValueError: a part shape this backend cannot collide (meshes), naming the object.
             ImportError: ``mujoco`` is not installed (``pip install 'humanclaw-gym[mujoco]'``).
         """
-        if self._model is not None:
-            raise RuntimeError("MujocoHalfPhysics.build: already built; call close() first")
         try:
             import mujoco
         except ImportError as exc:
@@ -425,10 +437,10 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             [int(warn.mjWARN_BADQPOS), int(warn.mjWARN_BADQVEL), int(warn.mjWARN_BADQACC)],
             dtype=np.int64,
         )
-        self._scene = scene
         self._ctrl_sched = np.zeros((SUBSTEPS_PER_FRAME, model.nu))
-        self._index(geom_map, dynamic, human_geoms)
+        dynamic_ids = self._index(geom_map, dynamic, human_geoms)
         self._tune_drives()
+        return dynamic_ids
 
     def _mjcf(
         self, scene: SceneSpec
@@ -504,7 +516,9 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         geom_map: list[tuple[int, int]],
         dynamic: list[SceneObject],
         human_geoms: list[tuple[str, int]],
-    ) -> None:
+    ) -> tuple[int, ...]:
+        """The model's addresses of every link, actuator and object; returns the dynamic
+        objects' ids (scene order)."""
         mj, m = self._mj, self._model
         owner = np.zeros(m.ngeom, dtype=np.int32)
         part = np.zeros(m.ngeom, dtype=np.int32)
@@ -541,10 +555,10 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             ids.append(obj.object_id)
             adr.append(int(m.jnt_qposadr[jnt]))
             init.append([*obj.position, *_wxyz(obj.quat_xyzw())])
-        self._dynamic_ids = tuple(ids)
         self._dynamic_id_set = frozenset(ids)
         self._dynamic_qpos_adr = np.array(adr, dtype=np.int64)
         self._dynamic_init = np.array(init, dtype=np.float64).reshape(-1, 7)
+        return tuple(ids)
 
     def _tune_drives(self) -> None:
         """Damping and stiffness of every joint from its torque cap; the stiffness is
@@ -578,17 +592,13 @@ class MujocoHalfPhysics(HalfPhysicsBase):
                 m.actuator_biasprm[a0 + k, 1] = -stiffness
         mj.mj_resetData(m, d)
 
-    def close(self) -> None:
+    def _close_engine(self) -> None:
         """Release the model and data. Idempotent."""
         self._model = None
         self._data = None
         self._probe = None
-        self._episode_ready = False
 
     # ================================================================== helpers
-    def _is_built(self) -> bool:
-        return self._model is not None
-
     def _ensure_kinematics(self) -> None:
         if not self._kinematics_current:
             self._mj.mj_kinematics(self._model, self._data)
@@ -599,14 +609,16 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         counts = self._data.warning.number
         return int(sum(int(counts[k]) for k in self._reset_warnings))
 
-    def _read_state(self) -> None:
-        ok = drive.read_state(self._data.qpos, self._qpos_adr, self._real_pos, self._real_rot)
+    def _read_state(self) -> RealizedState:
+        ok = drive.read_state(self._data.qpos, self._qpos_adr, self._state_pos, self._state_rot)
         if not ok or self._resets() != self._resets_seen:
             self._diverged()
+        return RealizedState(self._state_pos, self._state_rot)
 
     def _diverged(self) -> None:
+        """The engine lost the episode: the base refuses to go on until the next reset."""
         self._resets_seen = self._resets()
-        self._episode_ready = False
+        self._end_episode()
         raise RuntimeError(
             "mujoco simulation diverged: the humanoid state is not finite or MuJoCo "
             "reset the data after a bad position, velocity or acceleration (e.g. a deep "
@@ -614,7 +626,7 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         )
 
     # ================================================================== episode
-    def _reset_engine(self, frame: np.ndarray) -> None:
+    def _reset_engine(self, frame: np.ndarray) -> RealizedState:
         """Reset the data, put the dynamic objects back and place the humanoid exactly at
         ``frame`` at rest; clear the drives."""
         mj, m, d = self._mj, self._model, self._data
@@ -622,46 +634,29 @@ class MujocoHalfPhysics(HalfPhysicsBase):
         self._resets_seen = 0
         for row, adr in enumerate(self._dynamic_qpos_adr):
             d.qpos[adr : adr + 7] = self._dynamic_init[row]
-        drive.set_pose(frame, d.qpos, self._qpos_adr, self._prev_rot, self._drive_map)
+        drive.set_pose(frame, d.qpos, self._qpos_adr, self._prev_gen_rot, self._drive_map)
         self._prev_xz[:] = frame[[0, 2]]
         self._prev_y[0] = frame[1]
-        self._command[:] = self._prev_rot[1:]
+        self._pjsc_command[:] = self._prev_gen_rot[1:]
+        self._frames_since_reset[0] = 0
         self._kinematics_current = False
-        self._read_state()
+        return self._read_state()
 
-    def _step_engine(self, frame: np.ndarray) -> None:
-        self._run(frame[None, :])
+    def _step_engine(self, frame: np.ndarray) -> RealizedState:
+        return self._run(frame[None, :])
 
-    def step_frames(self, frames: np.ndarray) -> None:
-        """Execute generated frames in order; the same as :meth:`step_frame` on each row
-        (bit for bit), in one compiled call that does not hold the GIL, so other Python
+    def _step_engine_frames(self, rows: list[np.ndarray]) -> RealizedState:
+        """The frames in one compiled call that does not hold the GIL, so other Python
         threads run meanwhile (the batched vector env's sub-envs; see
-        :func:`humanclaw_gym.physics._mujoco_drive.frame_runner`).
+        :func:`humanclaw_gym.physics._mujoco_drive.frame_runner`): the base's
+        :meth:`~humanclaw_gym.physics.base.HalfPhysicsBase.step_frames`."""
+        return self._run(np.stack(rows))
 
-        Args:
-            frames: ``float64 (n, 75)`` generated frames, finite.
-
-        Raises:
-            ValueError: ``frames`` is not a finite ``(n, 75)`` array (checked before any
-                frame runs).
-            RuntimeError: called before :meth:`reset`, or the simulation diverged (the
-                frames after the diverged one do not run).
-        """
-        self._require_episode("step_frames")
-        rows = self._checked_input(frames, "step_frames")
-        if rows:
-            self._run(np.stack(rows))
-
-    def record_frames(
-        self, frames: np.ndarray, *, contacts: bool = False, contact_parts: bool = False
-    ) -> FrameStates:
-        """:meth:`HalfPhysicsBase.record_frames <humanclaw_gym.physics.base.HalfPhysicsBase.
-        record_frames>` in one compiled call (as :meth:`step_frames`), which copies each
-        frame's ``qpos`` and realized state as it goes; the object poses and contacts of
-        every frame are then read from those copies (the contact queries run in a second
-        ``MjData``, as :meth:`contacts` does), the realized frames computed all at once."""
-        self._require_episode("record_frames")
-        rows = self._checked_input(frames, "record_frames")
+    def _record_engine(self, rows: list[np.ndarray], contacts: bool, parts: bool) -> RecordedFrames:
+        """The frames in one compiled call (as :meth:`_step_engine_frames`), which copies
+        each frame's ``qpos`` and realized state as it goes; the object poses and contacts
+        of every frame are then read from those copies (the contact queries run in a second
+        ``MjData``, as :meth:`contacts` does)."""
         n, links = len(rows), self.body.num_links
         record = (np.empty((n, self._model.nq)), np.empty((n, 3)), np.empty((n, links, 4)))
         error: Exception | None = None
@@ -673,18 +668,21 @@ class MujocoHalfPhysics(HalfPhysicsBase):
                 error = exc
                 done = self._recorded
         qpos, pos, rot = (array[:done] for array in record)
-        return self._frame_states(
+        return RecordedFrames(
             pos,
             rot,
             self._object_poses_of(qpos),
-            self._contacts_of(qpos, contact_parts) if contacts else None,
+            self._contacts_of(qpos, parts) if contacts else None,
             error,
         )
 
-    def _run(self, frames: np.ndarray, record: tuple[np.ndarray, ...] | None = None) -> None:
-        """Drives, substeps and state read of every row of ``frames`` (checked); with
-        ``record`` (``qpos (n, nq)``, ``real_pos (n, 3)``, ``real_rot (n, L, 4)``) the state
-        after each frame is copied into its row, and ``self._recorded`` counts the rows."""
+    def _run(
+        self, frames: np.ndarray, record: tuple[np.ndarray, ...] | None = None
+    ) -> RealizedState:
+        """Drives, substeps and state read of every row of ``frames`` (checked); returns the
+        realized state after the last. With ``record`` (``qpos (n, nq)``, ``real_pos (n, 3)``,
+        ``real_rot (n, L, 4)``) the state after each frame is copied into its row, and
+        ``self._recorded`` counts the rows."""
         m, d = self._model, self._data
         self._kinematics_current = False
         self._recorded = 0
@@ -701,7 +699,7 @@ class MujocoHalfPhysics(HalfPhysicsBase):
                 d.ctrl,
                 d.qpos,
                 self._qpos_adr,
-                self._real_pos,
+                self._state_pos,
                 d.warning.number,
                 self._reset_warnings,
                 *(self._no_record if record is None else record),
@@ -711,14 +709,15 @@ class MujocoHalfPhysics(HalfPhysicsBase):
                 self._recorded = done
             if done != len(frames):
                 self._diverged()
-            return
+            return RealizedState(self._state_pos, self._state_rot)
         for i, frame in enumerate(frames):
             self._python_frame(frame)
             if record is not None:
                 record[0][i] = d.qpos
-                record[1][i] = self._real_pos
-                record[2][i] = self._real_rot
+                record[1][i] = self._state_pos
+                record[2][i] = self._state_rot
                 self._recorded = i + 1
+        return RealizedState(self._state_pos, self._state_rot)
 
     def _drive_args(self) -> tuple[Any, ...]:
         """:func:`~humanclaw_gym.physics._mujoco_drive.begin_frame`'s arguments after the
@@ -728,9 +727,9 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             self._prev_xz,
             self._prev_y,
             self._drive_map,
-            self._prev_rot,
-            self._real_rot,
-            self._command,
+            self._prev_gen_rot,
+            self._state_rot,
+            self._pjsc_command,
             self.pjsc_gains,
             self.root_correction_gain,
             MAX_DRIVE_PER_FRAME_RAD,
@@ -748,7 +747,7 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             GRAVITY_M_S2 * self.root_gravity_scale,
             1 if self.inherit_downward_root_y_velocity else 0,
             SUBSTEP_S,
-            self._frame_index,
+            self._frames_since_reset,
             FRAMES_PER_CHUNK if self.release_arithmetic else 0,
         )
 
@@ -928,22 +927,22 @@ class MujocoHalfPhysics(HalfPhysicsBase):
             physics=state,
             prev_xz=self._prev_xz.copy(),
             prev_y=self._prev_y.copy(),
-            prev_rot=self._prev_rot.copy(),
-            command=self._command.copy(),
-            frame_index=int(self._frame_index[0]),
+            prev_rot=self._prev_gen_rot.copy(),
+            command=self._pjsc_command.copy(),
+            frame_index=int(self._frames_since_reset[0]),
         )
 
     def _snapshot_live(self, state: Any) -> bool:
         return isinstance(state, _Snapshot)
 
-    def _restore(self, state: _Snapshot) -> None:
+    def _restore(self, state: _Snapshot) -> RealizedState:
         mj, m, d = self._mj, self._model, self._data
         mj.mj_setState(m, d, state.physics, mj.mjtState.mjSTATE_INTEGRATION)
         self._prev_xz[:] = state.prev_xz
         self._prev_y[:] = state.prev_y
-        self._prev_rot[:] = state.prev_rot
-        self._command[:] = state.command
-        self._frame_index[0] = state.frame_index
+        self._prev_gen_rot[:] = state.prev_rot
+        self._pjsc_command[:] = state.command
+        self._frames_since_reset[0] = state.frame_index
         self._kinematics_current = False
         self._resets_seen = self._resets()
-        self._read_state()
+        return self._read_state()

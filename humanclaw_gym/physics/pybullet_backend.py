@@ -11,11 +11,14 @@ code implements. One generated 30 Hz frame (:meth:`PybulletHalfPhysics.step_fram
 2. Four Bullet substeps of 1/120 s. The root x/z velocity is written before substeps 0 and 2,
    the root angular velocity before substep 0 only; gravity and contacts act on every
    substep (vertical root motion is never written).
-3. The realized state is read back once and cached for the readout methods.
+3. The realized state is read back once and returned to the base, which keeps it for the
+   readout methods and the next frame's drives.
 
 The bookkeeping around these calls (argument checks, lifecycle, readouts of the realized
 state, the contract record) is :class:`~humanclaw_gym.physics.base.HalfPhysicsBase`'s, and
-the humanoid is built from its ``body`` (a URDF written from it). The simulation world is Y-up (gravity ``(0, -9.8, 0)``), like every other module, so no axis
+the humanoid is built from its ``body`` (a URDF written from it). The drive state (the
+previous generated frame and its rotations, the PJSC commands, the frames since reset) is
+this backend's own. The simulation world is Y-up (gravity ``(0, -9.8, 0)``), like every other module, so no axis
 conversion happens anywhere. pybullet is imported only inside :meth:`build`.
 """
 
@@ -38,6 +41,7 @@ from humanclaw_gym.physics.base import (
     PARK_POSITION,
     HalfPhysicsBase,
     PhysicsSnapshot,
+    RealizedState,
     part_volume,
     physics_options,
 )
@@ -217,8 +221,13 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         self._dynamic_body_set: frozenset[int] = frozenset()
         self._base_com_local = np.zeros(3)
         self._link_to_joint = np.arange(1, num_joints + 1)
-        # the previous generated frame (the drive state of the root's x/z velocity)
+        # the drive state: the previous generated frame (the root's x/z velocity) and its
+        # link rotations, the joints' PJSC commands, the frames executed since reset (the
+        # release's first-frame rule counts chunks by it)
         self._prev_gen = np.zeros(FRAME_DIM)
+        self._prev_gen_rot = np.tile(IDENTITY_QUAT, (num_joints + 1, 1))
+        self._pjsc_command = np.tile(IDENTITY_QUAT, (num_joints, 1))
+        self._frames_since_reset = 0
 
     def _contract_engine(self) -> dict[str, Any]:
         return {
@@ -228,43 +237,36 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         }
 
     # ================================================================== lifecycle
-    def build(self, scene: SceneSpec) -> None:
+    def _build_engine(self, scene: SceneSpec) -> tuple[int, ...]:
         """Connect a private ``DIRECT`` client and create the scene and the humanoid.
 
         Raises:
-            RuntimeError: already built, or pybullet refused a body (the backend is closed).
+            RuntimeError: pybullet refused a body (the base then closes the backend).
         """
-        if self._client is not None:
-            raise RuntimeError("PybulletHalfPhysics.build: already built; call close() first")
         import pybullet
 
         from humanclaw_gym.body.urdf import build_humanoid_urdf
 
         self._p = pybullet
-        try:
-            client = int(pybullet.connect(pybullet.DIRECT))
-            if client < 0:
-                raise RuntimeError("pybullet.connect(DIRECT) failed")
-            self._client = client
-            self._tmpdir = Path(tempfile.mkdtemp(prefix="humanclaw_pybullet_"))
-            if self.body.source_urdf is not None:  # a body asset: pybullet reads its URDF
-                from humanclaw_gym.body.urdf import held_links_fixed_urdf_text
-                from humanclaw_gym.fileio import write_text_atomic
+        client = int(pybullet.connect(pybullet.DIRECT))
+        if client < 0:
+            raise RuntimeError("pybullet.connect(DIRECT) failed")
+        self._client = client
+        self._tmpdir = Path(tempfile.mkdtemp(prefix="humanclaw_pybullet_"))
+        if self.body.source_urdf is not None:  # a body asset: pybullet reads its URDF
+            from humanclaw_gym.body.urdf import held_links_fixed_urdf_text
+            from humanclaw_gym.fileio import write_text_atomic
 
-                held = {n for n, k in zip(self.body.names, self._drive_map, strict=True) if k < 0}
-                self._urdf_path = write_text_atomic(
-                    self._tmpdir / Path(self.body.source_urdf).name,
-                    held_links_fixed_urdf_text(self.body.source_urdf, held),
-                )
-            else:
-                self._urdf_path = build_humanoid_urdf(self._tmpdir, self.body)
-            self._scene = scene
-            self._populate()
-        except BaseException:
-            self.close()
-            raise
+            held = {n for n, k in zip(self.body.names, self._drive_map, strict=True) if k < 0}
+            self._urdf_path = write_text_atomic(
+                self._tmpdir / Path(self.body.source_urdf).name,
+                held_links_fixed_urdf_text(self.body.source_urdf, held),
+            )
+        else:
+            self._urdf_path = build_humanoid_urdf(self._tmpdir, self.body)
+        return self._populate(scene)
 
-    def close(self) -> None:
+    def _close_engine(self) -> None:
         """Disconnect and delete temporary files. Idempotent; safe after a failed build."""
         client, self._client = self._client, None
         if client is not None and self._p is not None:
@@ -273,7 +275,6 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             except Exception:  # noqa: BLE001 - the server may already be gone
                 pass
         self._saved_states.clear()
-        self._episode_ready = False
         self._pristine = False
         self._human = -1
         if self._tmpdir is not None:
@@ -292,12 +293,9 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         """Call ``pybullet.<name>`` on this backend's client."""
         return getattr(self._p, name)(*args, physicsClientId=self._client, **kwargs)
 
-    def _is_built(self) -> bool:
-        return self._client is not None
-
-    def _populate(self) -> None:
-        """Create the world from scratch (same call sequence every time: determinism)."""
-        assert self._scene is not None
+    def _populate(self, scene: SceneSpec) -> tuple[int, ...]:
+        """Create the world from scratch (same call sequence every time: determinism);
+        returns the dynamic objects' ids."""
         # Y-up world: gravity along -Y; it acts on the humanoid and on every dynamic object
         # on every substep (contract: "movable objects get mass * gravity before every
         # substep" -- Bullet applies exactly m * g to each awake body before each internal
@@ -316,11 +314,13 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             deterministicOverlappingPairs=1,
             contactERP=_CONTACT_ERP,
         )
-        self._create_objects(self._scene)
+        dynamic_ids = self._create_objects(scene)
         self._create_humanoid()
         self._pristine = True
+        return dynamic_ids
 
-    def _create_objects(self, scene: SceneSpec) -> None:
+    def _create_objects(self, scene: SceneSpec) -> tuple[int, ...]:
+        """Every object of the scene; returns the dynamic objects' ids (scene order)."""
         p = self._p
         self._body_to_object = {}
         self._object_bodies = {}
@@ -410,12 +410,12 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             self._body_to_object[body] = obj.object_id
             self._object_bodies[obj.object_id] = body
             self._objects[obj.object_id] = obj
-        self._dynamic_ids = tuple(dyn_ids)
         self._dynamic_bodies = dyn_bodies
         self._dynamic_body_set = frozenset(dyn_bodies)
         self._dynamic_com_local = np.array(dyn_com, dtype=np.float64).reshape(-1, 3)
         weights = {obj.object_id: float(obj.mass_kg) * GRAVITY_M_S2 for obj in scene.objects}
         self._dynamic_weight = np.array([weights[i] for i in dyn_ids], dtype=np.float64)
+        return tuple(dyn_ids)
 
     def _create_mesh_object(self, obj: SceneObject, com_local: np.ndarray) -> int:
         """Bodies of an object made of mesh parts; returns its (first) body.
@@ -564,12 +564,13 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         self._base_com_local = np.asarray(info[3], dtype=np.float64)
 
     # ================================================================== episode
-    def _reset_engine(self, frame: np.ndarray) -> None:
+    def _reset_engine(self, frame: np.ndarray) -> RealizedState:
         """Rebuild the world, place the humanoid exactly at ``frame`` and clear the drives."""
         self._saved_states.clear()  # resetSimulation discards pybullet's saved states
         if not self._pristine:
+            assert self._scene is not None
             self._call("resetSimulation")
-            self._populate()
+            self._populate(self._scene)
         self._pristine = False
         rot = self.frame_link_rotations(frame)
         root_pos = frame[0:3]
@@ -584,11 +585,12 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             targetVelocities=self._drive_zero_vel,
         )
         self._prev_gen = frame.copy()
-        self._prev_rot = rot
-        self._command = rot[1:].copy()
+        self._prev_gen_rot = rot
+        self._pjsc_command = rot[1:].copy()
+        self._frames_since_reset = 0
         self._stepped = False
         self._apply_motors()
-        self._read_state()
+        return self._read_state()
 
     def _apply_motors(self) -> None:
         self._call(
@@ -596,7 +598,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             self._human,
             self._drive_links,
             self._p.POSITION_CONTROL,
-            targetPositions=self._command[self._drive_idx].tolist(),
+            targetPositions=self._pjsc_command[self._drive_idx].tolist(),
             positionGains=self._motor_gains,
             forces=self._motor_forces,
         )
@@ -617,7 +619,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             )
         self._call("stepSimulation")
 
-    def _read_state(self) -> None:
+    def _read_state(self) -> RealizedState:
         com, quat = self._call("getBasePositionAndOrientation", self._human)
         rot = np.tile(IDENTITY_QUAT, (self.body.num_links, 1))  # held links: at rest
         rot[0] = quat
@@ -626,8 +628,7 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         pos = np.asarray(com, dtype=np.float64) - quat_rotate(rot[0], self._base_com_local)
         if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(rot))):
             raise RuntimeError("pybullet simulation diverged: the humanoid state is not finite")
-        self._real_pos = pos
-        self._real_rot = rot
+        return RealizedState(pos, rot)
 
     def _write_root_velocity(self, v_root_xz: np.ndarray, omega_world: np.ndarray | None) -> None:
         """Write the base velocity so that the pelvis joint moves at ``v_root_xz`` (x, z).
@@ -647,15 +648,15 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         v_com = [float(v_root_xz[0] - lever_x), lin[1], float(v_root_xz[1] - lever_z)]
         self._call("resetBaseVelocity", self._human, v_com, omega.tolist())
 
-    def _step_engine(self, frame: np.ndarray) -> None:
+    def _step_engine(self, frame: np.ndarray) -> RealizedState:
         """One generated 30 Hz frame: drives, then 4 substeps of 1/120 s."""
         gen_rot = self.frame_link_rotations(frame)
-        prev_rot = self._prev_rot
-        if self.release_arithmetic and first_in_chunk(int(self._frame_index[0])):
+        prev_rot = self._prev_gen_rot
+        if self.release_arithmetic and first_in_chunk(self._frames_since_reset):
             # the release's first frame of a chunk: no translation command (the displacement
             # from the previous chunk's last frame is dropped)
             self._prev_gen[0:3] = frame[0:3]
-        self._frame_index[0] += 1
+        self._frames_since_reset += 1
 
         # -- Root x/z velocity: difference of consecutive generated root positions * 30 Hz.
         v_root_xz = (frame[[0, 2]] - self._prev_gen[[0, 2]]) * FRAME_RATE_HZ
@@ -689,8 +690,8 @@ class PybulletHalfPhysics(HalfPhysicsBase):
                     )
                 self._substep(sub)
         self._prev_gen = frame.copy()
-        self._prev_rot = gen_rot
-        self._read_state()
+        self._prev_gen_rot = gen_rot
+        return self._read_state()
 
     def _joint_drive(self, gen_rot: np.ndarray, prev_rot: np.ndarray) -> None:
         """This backend's joint drive: PJSC commands, motor targets, joint velocities."""
@@ -704,14 +705,14 @@ class PybulletHalfPhysics(HalfPhysicsBase):
         # rotation, is the base of the increment.
         real_joint = self._real_rot[1:]
         gen_delta = quat_log(quat_mul(quat_conj(prev_rot[1:]), gen_rot[1:]))
-        corr = quat_log(quat_mul(quat_conj(self._command), gen_rot[1:]))
+        corr = quat_log(quat_mul(quat_conj(self._pjsc_command), gen_rot[1:]))
         g = self._pjsc_col
         delta = cap_rotvec((1.0 - g) * gen_delta + g * corr, MAX_DRIVE_PER_FRAME_RAD)
-        wanted = quat_mul(self._command, quat_exp(delta))
+        wanted = quat_mul(self._pjsc_command, quat_exp(delta))
         lead = cap_rotvec(
             quat_log(quat_mul(quat_conj(real_joint), wanted)), MAX_DRIVE_PER_FRAME_RAD
         )
-        self._command = quat_mul(real_joint, quat_exp(lead))
+        self._pjsc_command = quat_mul(real_joint, quat_exp(lead))
         self._apply_motors()
         # -- Joint velocity drive: every joint starts the frame moving at the (capped) rate
         # that carries its realized rotation onto the command in one frame, written once
@@ -1002,10 +1003,10 @@ class PybulletHalfPhysics(HalfPhysicsBase):
             episode=self._episode,
             state_id=state_id,
             prev_gen=self._prev_gen.copy(),
-            prev_rot=self._prev_rot.copy(),
-            command=self._command.copy(),
+            prev_rot=self._prev_gen_rot.copy(),
+            command=self._pjsc_command.copy(),
             stepped=self._stepped,
-            frame_index=int(self._frame_index[0]),
+            frame_index=self._frames_since_reset,
         )
         weakref.finalize(snap, _release_state, weakref.ref(self), self._episode, state_id)
         return snap
@@ -1013,16 +1014,16 @@ class PybulletHalfPhysics(HalfPhysicsBase):
     def _snapshot_live(self, state: Any) -> bool:
         return isinstance(state, _Snapshot) and state.state_id in self._saved_states
 
-    def _restore(self, state: _Snapshot) -> None:
+    def _restore(self, state: _Snapshot) -> RealizedState:
         self._call("restoreState", state.state_id)
         self._pristine = False
         self._prev_gen = state.prev_gen.copy()
-        self._prev_rot = state.prev_rot.copy()
-        self._command = state.command.copy()
+        self._prev_gen_rot = state.prev_rot.copy()
+        self._pjsc_command = state.command.copy()
         self._stepped = state.stepped
-        self._frame_index[0] = state.frame_index
+        self._frames_since_reset = state.frame_index
         self._apply_motors()
-        self._read_state()
+        return self._read_state()
 
     def _forget_saved_state(self, episode: int, state_id: int) -> None:
         if self._client is None or episode != self._episode or state_id not in self._saved_states:

@@ -8,6 +8,9 @@ Importing this package is cheap (no torch): the public names below are loaded on
   :func:`weights_record`, :class:`PaperWeightsError`, :data:`BRANCHES` (:mod:`.manifest`,
   no torch);
 * :func:`release_condition` (:mod:`.conditioning`, no torch);
+* :func:`clear_verified_cache` (:mod:`.verified`, no torch): what the files were found to
+  be (manifest, SHA-256s, payload and seed checks), worked out once per process per file
+  state;
 * :func:`load_models`, :func:`clear_model_cache` (:mod:`.weights`, torch);
 * :func:`write_synthetic_release` (:mod:`.synthetic`, torch): random weights in the
   release's layout, for tests and benchmarks.
@@ -28,6 +31,7 @@ __all__ = [
     "PaperWeightsError",
     "check_weights",
     "clear_model_cache",
+    "clear_verified_cache",
     "generate_many",
     "load_models",
     "read_manifest",
@@ -49,6 +53,7 @@ _HOME = {
     "verify_files": "manifest",
     "weights_record": "manifest",
     "release_condition": "conditioning",
+    "clear_verified_cache": "verified",
     "clear_model_cache": "weights",
     "load_models": "weights",
     "write_synthetic_release": "synthetic",

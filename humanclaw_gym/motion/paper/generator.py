@@ -51,7 +51,6 @@ from humanclaw_gym.motion.paper.manifest import (
     PaperWeightsError,
     read_manifest,
     resolve_sources,
-    sha256_file,
 )
 from humanclaw_gym.motion.paper.manifest import weights_record as _weights_record
 from humanclaw_gym.motion.torch_threads import (
@@ -110,7 +109,22 @@ def _device(value: Any) -> Any:
 
 
 def _load_seed_state(seed_state: Any, path: Any) -> Any:
-    """The ``(5, 219)`` float32 seed state with neck and head zeroed, checked."""
+    """The ``(5, 219)`` float32 seed state with neck and head zeroed, checked; a file is
+    read and checked once per process per file state (:mod:`.verified`), each caller
+    getting its own copy."""
+    if path is None:
+        return _checked_seed_state(seed_state, None)
+    from humanclaw_gym.motion.paper.verified import once
+
+    return once("seed_state", path, lambda: _read_seed_state(path)).clone()
+
+
+def _read_seed_state(path: Any) -> Any:
+    """The seed state file read (weights only) and checked."""
+    return _checked_seed_state(None, path)
+
+
+def _checked_seed_state(seed_state: Any, path: Any) -> Any:
     torch = _require_torch()
     import io
 
@@ -214,8 +228,10 @@ class PaperMotion:
         num_threads: ``torch.set_num_threads`` for this process (None leaves it alone).
 
     Every file is checked (size and SHA-256, then payload schema, tensor names, shapes,
-    dtypes and finiteness) before the generator exists; the networks are shared with every
-    other ``PaperMotion`` of the process that reads the same files on the same device.
+    dtypes and finiteness) before the generator exists, once per process per file state
+    (:mod:`.verified`: what the paper profile's check or ``BackendConfig.check()`` worked
+    out is not worked out again); the networks are shared with every other ``PaperMotion``
+    of the process that reads the same files on the same device.
 
     Raises:
         PaperWeightsError: a missing, altered or malformed file, naming it and its skill.
@@ -244,6 +260,7 @@ class PaperMotion:
         num_threads: int | None = None,
     ) -> None:
         torch = _require_torch()
+        from humanclaw_gym.motion.paper.verified import file_sha256
         from humanclaw_gym.motion.paper.weights import load_models
 
         self.device = _device(device)
@@ -272,7 +289,7 @@ class PaperMotion:
             "checkpoint_step": self.manifest.checkpoint_step,
             "seed_state_sha256": None
             if sources.seed_state is None
-            else sha256_file(sources.seed_state),
+            else file_sha256(sources.seed_state),
             "device": str(self.device),
             "dtype": "float32",
         }

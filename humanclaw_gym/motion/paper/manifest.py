@@ -17,7 +17,8 @@ This module parses and validates that manifest (:func:`read_manifest`), resolves
 of a release checkout (:func:`resolve_sources`), checks every file's size and SHA-256
 (:func:`verify_files`) and describes the weights for run fingerprints and replay manifests
 (:func:`weights_record`). Nothing here unpickles a file or imports torch; every problem is
-one :class:`PaperWeightsError` naming the file and the skill.
+one :class:`PaperWeightsError` naming the file and the skill. The manifest's validation and
+every file's SHA-256 are worked out once per process per file state (:mod:`.verified`).
 
 Bounds: the manifest is read as a regular file of at most :data:`MAX_MANIFEST_BYTES`
 (1 MiB, like the release's other JSON files) whose JSON nesting and numbers the
@@ -459,7 +460,8 @@ def _architecture(fields: _Fields) -> Architecture:
 
 
 def read_manifest(path: str | os.PathLike[str]) -> WeightManifest:
-    """Read and validate a ``humanclaw_weight_manifest_v2`` file (no weight is read).
+    """Read and validate a ``humanclaw_weight_manifest_v2`` file (no weight is read); once
+    per process while the file is unchanged (:func:`.verified.once`), the same record then.
 
     Every field the loader relies on is checked: schema, ``selection_policy``
     ``exact_step_only``, the base file and architecture, the base variants and their
@@ -469,9 +471,14 @@ def read_manifest(path: str | os.PathLike[str]) -> WeightManifest:
     Raises:
         PaperWeightsError: naming the manifest, the field and what is allowed.
     """
+    from humanclaw_gym.motion.paper.verified import once
+
+    return once("manifest", path, lambda: _read_manifest(Path(path)))
+
+
+def _read_manifest(mpath: Path) -> WeightManifest:
     from humanclaw_gym.fileio import FileContentError, loads_json, read_bytes_limited
 
-    mpath = Path(path)
     try:
         raw = read_bytes_limited(mpath, MAX_MANIFEST_BYTES, "weight manifest")
         data = loads_json(raw, str(mpath))
@@ -570,7 +577,8 @@ def _label(skill: str) -> str:
 
 
 def verify_files(manifest: WeightManifest, weights_dir: str | os.PathLike[str]) -> list[Path]:
-    """Check every pinned file's size and SHA-256 (nothing is unpickled).
+    """Check every pinned file's size and SHA-256 (nothing is unpickled); each file is
+    hashed once per process per file state (:func:`.verified.file_sha256`).
 
     Returns:
         the absolute paths, base first, in the order of :meth:`WeightManifest.files`.
@@ -579,6 +587,8 @@ def verify_files(manifest: WeightManifest, weights_dir: str | os.PathLike[str]) 
         PaperWeightsError: the first missing file, size mismatch or hash mismatch, naming
             the file, its skill and the manifest.
     """
+    from humanclaw_gym.motion.paper.verified import file_sha256
+
     root = Path(weights_dir)
     paths = []
     for pinned in manifest.files():
@@ -599,7 +609,7 @@ def verify_files(manifest: WeightManifest, weights_dir: str | os.PathLike[str]) 
                 path,
                 pinned.skill,
             )
-        digest = sha256_file(path)
+        digest = file_sha256(path)
         if digest != pinned.sha256:
             raise PaperWeightsError(
                 f"{what} has SHA-256 {digest}, the manifest pins {pinned.sha256}: the file was "
@@ -622,12 +632,14 @@ def weights_record(
 ) -> dict[str, Any]:
     """What names the paper motion's results, for run fingerprints and replay manifests:
     the manifest's SHA-256 (it pins every weight file), the seed state's SHA-256, the
-    device and the compute dtype. Cheap: only the manifest and the seed state are hashed.
+    device and the compute dtype. Cheap: only the manifest and the seed state are hashed
+    (once per process per file state, shared with the generator: :mod:`.verified`).
 
     Raises:
         PaperWeightsError: the manifest or seed state cannot be found or read.
         ValueError: ``num_threads`` is not an int in ``[1, MAX_NUM_THREADS]`` or None.
     """
+    from humanclaw_gym.motion.paper.verified import file_sha256
     from humanclaw_gym.motion.torch_threads import check_num_threads
 
     check_num_threads(num_threads)
@@ -640,7 +652,7 @@ def weights_record(
         "checkpoint_step": parsed.checkpoint_step,
         "seed_state_sha256": None
         if sources.seed_state is None
-        else sha256_file(sources.seed_state),
+        else file_sha256(sources.seed_state),
         "device": str(device),
         "dtype": "float32",
     }

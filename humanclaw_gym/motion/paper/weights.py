@@ -21,9 +21,13 @@ is used:
 :func:`check_payloads` runs steps 1 to 3 alone, one file at a time, without building a
 model: the paper profile's check before any episode runs.
 
-Loaded models are kept per process (keyed by the weights directory, the manifest's SHA-256,
-the files' sizes and modification times, and the device), so envs of one process share
-one copy; a failed load leaves nothing in that cache.
+Steps 1 to 3 are worked out once per process per file state (:mod:`.verified`): a file
+hashed, or a payload checked against the manifest's network, by the profile's check or
+``BackendConfig.check()`` is not hashed or checked again when the models are loaded (its
+tensors are still read to load them). Loaded models are kept per process (keyed by the
+weights directory, the manifest's SHA-256, the files' sizes and modification times, and
+the device), so envs of one process share one copy; a failed load leaves nothing in either
+cache.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from humanclaw_gym.motion.paper.networks import (
     new_base,
     new_branch,
 )
+from humanclaw_gym.motion.paper.verified import once
 
 __all__ = [
     "LoadedSkill",
@@ -223,12 +228,17 @@ def _template(manifest: WeightManifest, skill: str) -> torch.nn.Module:
 def check_sizes(manifest: WeightManifest) -> None:
     """Every pinned file's ``size_bytes`` against the network its architecture describes:
     at least 2 bytes per value (all bfloat16), at most 4 (all float32) plus the file's
-    pickle and zip records. Reads no file; builds the networks on the meta device only.
+    pickle and zip records. Reads no file; builds the networks on the meta device only;
+    once per process per manifest file state.
 
     Raises:
         PaperWeightsError: naming the manifest, the file's skill, both sizes and the
             architecture fields that set them.
     """
+    once("sizes", manifest.path, lambda: _check_sizes(manifest), manifest.sha256)
+
+
+def _check_sizes(manifest: WeightManifest) -> bool:
     for pinned in manifest.files():
         state = _expected(_template(manifest, pinned.skill))
         values = sum(t.numel() for t in state.values())
@@ -244,31 +254,53 @@ def check_sizes(manifest: WeightManifest) -> None:
                 manifest.path,
                 pinned.skill,
             )
+    return True
 
 
-def check_payloads(manifest: WeightManifest, weights_dir: Path, *, hashed: bool = False) -> None:
+def check_payloads(manifest: WeightManifest, weights_dir: Path) -> None:
     """Steps 1-3 of the module docstring for every file, one at a time, without building
     a model: sizes against the architecture, size and SHA-256, weights-only unpickling,
-    schema, tensor names, shapes, dtypes and finiteness. Nothing is kept; at most one
-    file's tensors are in memory at a time.
-
-    Args:
-        manifest: the validated manifest.
-        weights_dir: the weights directory.
-        hashed: the caller has just checked every file's size and SHA-256
-            (:func:`~.manifest.verify_files`): they are not read a second time for it.
+    schema, tensor names, shapes, dtypes and finiteness. No tensor is kept (at most one
+    file's are in memory at a time), only that the file passed (:mod:`.verified`): a file
+    hashed or checked before in this process in its current state is not read again.
 
     Raises:
         PaperWeightsError: the first file at fault, naming it and its skill.
     """
     check_sizes(manifest)
-    root = Path(weights_dir)
-    paths = [root / p.path for p in manifest.files()] if hashed else verify_files(manifest, root)
+    paths = verify_files(manifest, Path(weights_dir))
     for pinned, path in zip(manifest.files(), paths, strict=True):
-        schema = BASE_PAYLOAD_SCHEMA if pinned.skill == "base" else CONTROL_PAYLOAD_SCHEMA
-        state = _payload(path, schema, pinned.skill)
-        _check_state(state, _expected(_template(manifest, pinned.skill)), path, pinned.skill)
-        del state
+        once(
+            "payload",
+            path,
+            lambda pinned=pinned, path=path: _check_payload(manifest, pinned.skill, path),
+            manifest.sha256,
+            pinned.skill,
+        )
+
+
+def _check_payload(manifest: WeightManifest, skill: str, path: Path) -> bool:
+    """One file read (weights only) and checked against the manifest's network."""
+    schema = BASE_PAYLOAD_SCHEMA if skill == "base" else CONTROL_PAYLOAD_SCHEMA
+    state = _payload(path, schema, skill)
+    _check_state(state, _expected(_template(manifest, skill)), path, skill)
+    return True
+
+
+def _loaded_state(
+    manifest: WeightManifest, skill: str, path: Path, expected: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    """One file's tensors, read to load them; checked unless this file state passed the
+    check against the manifest's network already (:func:`check_payloads`)."""
+    schema = BASE_PAYLOAD_SCHEMA if skill == "base" else CONTROL_PAYLOAD_SCHEMA
+    state = _payload(path, schema, skill)
+
+    def check() -> bool:
+        _check_state(state, expected, path, skill)
+        return True
+
+    once("payload", path, check, manifest.sha256, skill)
+    return state
 
 
 def _variant_state(state: dict[str, torch.Tensor], transform: str) -> dict[str, torch.Tensor]:
@@ -289,8 +321,7 @@ def _build(manifest: WeightManifest, weights_dir: Path, device: torch.device) ->
     paths = verify_files(manifest, weights_dir)  # every file, before anything is unpickled
     arch = manifest.architecture
     template = _template(manifest, "base")
-    base_state = _payload(paths[0], BASE_PAYLOAD_SCHEMA, "base")
-    _check_state(base_state, _expected(template), paths[0], "base")
+    base_state = _loaded_state(manifest, "base", paths[0], _expected(template))
 
     used = {entry.base_variant for entry in manifest.skills.values()}
     bases: dict[str, MotionDiT] = {}
@@ -303,15 +334,16 @@ def _build(manifest: WeightManifest, weights_dir: Path, device: torch.device) ->
 
     skills: dict[str, LoadedSkill] = {}
     for (name, entry), path in zip(manifest.skills.items(), paths[1:], strict=True):
-        skills[name] = _load_skill(entry, path, bases[entry.base_variant], arch, device)
+        skills[name] = _load_skill(manifest, entry, path, bases[entry.base_variant], device)
     return PaperModels(manifest, weights_dir, device, bases, skills)
 
 
-def _load_skill(entry: SkillEntry, path: Path, base: MotionDiT, arch, device) -> LoadedSkill:
+def _load_skill(
+    manifest: WeightManifest, entry: SkillEntry, path: Path, base: MotionDiT, device
+) -> LoadedSkill:
     with torch.device("meta"):
-        branch = new_branch(arch, entry.name, entry.n_freqs)
-    state = _payload(path, CONTROL_PAYLOAD_SCHEMA, entry.name)
-    _check_state(state, _expected(branch), path, entry.name)
+        branch = new_branch(manifest.architecture, entry.name, entry.n_freqs)
+    state = _loaded_state(manifest, entry.name, path, _expected(branch))
     _materialise(branch, {k: v.to(torch.float32) for k, v in state.items()})
     branch = branch.to(device).attach(base)
     return LoadedSkill(
@@ -355,6 +387,10 @@ def load_models(manifest: WeightManifest, weights_dir: Path, device: Any = "cpu"
 
 
 def clear_model_cache() -> None:
-    """Forget every loaded model (the next generator verifies and loads again)."""
+    """Forget every loaded model and every verified record (the next generator verifies
+    and loads again)."""
+    from humanclaw_gym.motion.paper.verified import clear_verified_cache
+
     with _CACHE_LOCK:
         _CACHE.clear()
+    clear_verified_cache()
