@@ -386,6 +386,7 @@ def rollout(args: RolloutArgs) -> int:
     from humanclaw_gym.evaluation.batch import (
         EpisodeSpec,
         check_episode_scenes,
+        check_episode_starts,
         check_policy,
         rollout_dir,
         run_one_episode,
@@ -414,6 +415,7 @@ def rollout(args: RolloutArgs) -> int:
     # nothing written
     check_policy(config, preflight=args.preflight)
     check_episode_scenes([spec], config)
+    check_episode_starts([spec], config)  # a start outside its scene: exit 2, nothing written
     (ep,) = task_cls.load_episodes(
         split, [ep], instruction_template=_template(config.instruction_template)
     )
