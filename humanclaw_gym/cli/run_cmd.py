@@ -402,7 +402,7 @@ def rollout(args: RolloutArgs) -> int:
         matches = [e for e in episodes if e.episode_id == args.episode_id]
         if not matches:
             print(
-                f"humanclaw rollout: episode {args.episode_id!r} is not in split {split!r}",
+                f"humanclaw rollout: error: episode {args.episode_id!r} is not in split {split!r}",
                 file=sys.stderr,
             )
             return 2
