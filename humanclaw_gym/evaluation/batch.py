@@ -652,6 +652,7 @@ def _run_ray(
     on_result: Callable[[dict[str, Any]], None],
     resources: Mapping[str, float] | None = None,
     stop: _Stop | None = None,
+    status: _BarStatus | None = None,
 ) -> None:
     from humanclaw_gym.evaluation.ray_executor import EpisodeRunner, run_ray
 
@@ -665,6 +666,7 @@ def _run_ray(
         workers=workers,
         resources=resources,
         should_stop=lambda: stop.requested,
+        on_status=None if status is None else status.set_line,
     )
 
 
@@ -1060,7 +1062,7 @@ def _run_locked(
             if executor == "local":
                 _run_local(todo, config, workers, on_result, stop, status)
             else:
-                _run_ray(todo, config, ray_address, workers, on_result, ray_resources, stop)
+                _run_ray(todo, config, ray_address, workers, on_result, ray_resources, stop, status)
         finally:
             if bar is not None:
                 bar.close()
@@ -1108,8 +1110,9 @@ def _run_locked(
 
 class _BarStatus(logging.Handler):
     """The progress bar's fields plus the latest status line of a policy that waits
-    (:mod:`.status`; e.g. a model endpoint being retried), logged in this process or sent
-    through a queue by the local executor's workers."""
+    (:mod:`.status`; e.g. a model endpoint being retried), logged in this process, sent
+    through a queue by the local executor's workers, or handed to :meth:`set_line` by the
+    Ray executor."""
 
     def __init__(self, bar: Any) -> None:
         super().__init__(logging.INFO)
@@ -1119,8 +1122,13 @@ class _BarStatus(logging.Handler):
         self._listener: logging.handlers.QueueListener | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.line = record.getMessage()
-        self.show()
+        self.set_line(record.getMessage())
+
+    def set_line(self, line: str) -> None:
+        """Show ``line`` (``""`` clears it); the Ray executor's lines come in here."""
+        with self.lock:
+            self.line = line
+            self.show()
 
     def show(self, fields: Mapping[str, Any] | None = None) -> None:
         with self.lock:  # an RLock: emit() holds it already
