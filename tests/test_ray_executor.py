@@ -179,3 +179,61 @@ def test_task_resources_parse_or_are_refused():
             rx.parse_task_resources(bad)
     with pytest.raises(rx.RayAddressError, match="invalid"):
         rx.check_ray_address("no-port")
+
+
+# ---- the policy's status line on the progress bar --------------------------------------------
+@pytest.mark.slow
+def test_the_progress_bar_shows_a_waiting_policy_of_a_ray_task(tmp_path, ray_session, capfd):
+    """As from the local executor's workers (tests/test_endpoints.py): the Ray executor
+    showed no status line."""
+    config = RunConfig(
+        agent="tests.helpers_endpoints:WaitingPolicy", output=str(tmp_path), max_steps=1
+    )
+    summary = run_batch(
+        list_episode_specs("val100")[:1], config, workers=1, executor="ray", progress=True
+    )
+    assert summary.completed == 1
+    err = capfd.readouterr().err
+    assert "waiting=endpoint retry for step 0: attempt 2/5 in 0.4 s" in err, err[-2000:]
+
+
+def test_a_task_sends_its_status_lines_while_the_episode_runs(tmp_path):
+    """The task side of the channel, without a cluster: the lines the policy reports during
+    the episode go into the queue, in order; none before or after it (the worker process
+    runs other tasks next), and a queue that fails does not fail the episode."""
+    import logging
+
+    from humanclaw_gym.evaluation.status import POLICY_STATUS_LOGGER, report_status
+
+    class Queue:
+        def __init__(self, fail: bool = False) -> None:
+            self.lines: list[str] = []
+            self.fail = fail
+
+        def put_nowait(self, line: str) -> None:
+            if self.fail:
+                raise ConnectionError("the driver is gone")
+            self.lines.append(line)
+
+    def run(spec, config):
+        report_status("attempt 2/5 in 1 s:\n refused")
+        report_status("")
+        folder = Path(config.output) / "ep"
+        folder.mkdir(parents=True)
+        (folder / "a.txt").write_text("a")
+        return {"status": "completed"}
+
+    runner = rx.EpisodeRunner(
+        run, lambda output, spec: Path(output) / "ep", lambda folder: None, lambda: None
+    )
+    logger = logging.getLogger(POLICY_STATUS_LOGGER)
+    handlers = list(logger.handlers)
+    sent, failing = Queue(), Queue(fail=True)
+    for queue in (sent, failing):
+        task = rx._episode_task(runner, None, RunConfig(output=str(tmp_path)), None, 4096, queue)
+        header = next(task)
+        assert header["summary"] == {"status": "completed"}
+        list(task)
+        report_status("after the task: nobody listens")
+        assert logger.handlers == handlers
+    assert sent.lines == ["attempt 2/5 in 1 s: refused", ""] and failing.lines == []

@@ -2,7 +2,9 @@
 
 Exit status 0 when the default configuration can run (pybullet, some renderer, a working
 ffmpeg binary), a ``--scene-dataset`` given has all its files and paper motion weights
-given (``--motion-weights`` / ``--release``) are present and verified, 1 otherwise (the missing pieces are named), 2 for bad arguments. The checks
+given (``--motion-weights`` / ``--release``) are present and verified, 1 otherwise (the
+missing pieces are named), 2 for bad arguments (a path given that does not exist
+included: one line, no report). The checks
 that could crash (loading pybullet, creating an EGL context, running ffmpeg) run in child
 processes, so this command itself imports no simulator, renderer or torch.
 """
@@ -46,6 +48,18 @@ def doctor(
     """
     from humanclaw_gym.doctor import format_report, installation_report
 
+    for flag, path in (
+        ("--scene-dataset", scene_dataset),
+        ("--motion-weights", motion_weights),
+        ("--release", release),
+    ):
+        if path is not None and not Path(path).exists():
+            print(
+                f"humanclaw doctor: error: {flag} {path} does not exist: allowed an existing "
+                "file or folder to check",
+                file=sys.stderr,
+            )
+            return 2
     try:
         report = installation_report(
             hide,
@@ -56,7 +70,7 @@ def doctor(
             release_dir=release,
         )
     except ValueError as exc:
-        print(f"humanclaw doctor: {exc}", file=sys.stderr)
+        print(f"humanclaw doctor: error: {exc}", file=sys.stderr)
         return 2
     if as_json:
         print(json.dumps(report, indent=2, sort_keys=True))

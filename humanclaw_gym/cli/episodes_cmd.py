@@ -155,10 +155,10 @@ def run_episodes(
     try:
         episodes = load_split(split)
     except (KeyError, FileNotFoundError) as exc:
-        print(f"humanclaw episodes: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        print(f"humanclaw episodes: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
     except EpisodeFormatError as exc:  # a user's file: exit code 2, as every user error
-        print(f"humanclaw episodes: invalid split: {exc}", file=sys.stderr)
+        print(f"humanclaw episodes: error: invalid split: {exc}", file=sys.stderr)
         return 2
     summary = split_summary(split, episodes)
     if as_json:

@@ -18,6 +18,27 @@ import tyro
 
 __all__ = ["batch_main", "main", "render", "render_batch"]
 
+_GENDERS = ("neutral", "male", "female")
+
+
+def _check_flags(renderer: str, crf: int, body_model_gender: str) -> None:
+    """Refuse a bad ``--renderer``, ``--crf`` or ``--body-model-gender`` before anything
+    is read or written.
+
+    Raises:
+        ValueError: naming the flag and what is allowed (a ``BackendCapabilityError``
+            for an unknown renderer).
+    """
+    from humanclaw_gym.backends import registry
+
+    registry.check_renderer_name(renderer)
+    if isinstance(crf, bool) or not isinstance(crf, int) or not 0 <= crf <= 51:
+        raise ValueError(f"--crf {crf!r} is invalid: allowed an int in 0..51")
+    if body_model_gender not in _GENDERS:
+        raise ValueError(
+            f"--body-model-gender {body_model_gender!r} is invalid: allowed {', '.join(_GENDERS)}"
+        )
+
 
 def render(
     rollout_dir: Path,
@@ -45,10 +66,12 @@ def render(
             the capsule links (needs the smplx and torch extras).
         body_model_gender: neutral, male or female.
     """
+    from humanclaw_gym.backends.registry import BackendCapabilityError
     from humanclaw_gym.replay import ReplayBundleError, forward_replay, render_saved_trajectory
 
     status = 0
     try:
+        _check_flags(renderer, crf, body_model_gender)
         if ego or exo:
             report = render_saved_trajectory(
                 rollout_dir,
@@ -62,7 +85,10 @@ def render(
             )
             print(json.dumps(asdict(report), indent=2))
         elif not check_replay:
-            print("humanclaw render: nothing to do (--no-ego --no-exo)", file=sys.stderr)
+            print(
+                "humanclaw render: error: nothing to do (--no-ego --no-exo without --check-replay)",
+                file=sys.stderr,
+            )
             return 2
         if check_replay:
             replay = forward_replay(rollout_dir)
@@ -74,7 +100,7 @@ def render(
                     file=sys.stderr,
                 )
                 status = 1
-    except (ReplayBundleError, OSError, ValueError) as exc:  # what the user handed in
+    except (ReplayBundleError, BackendCapabilityError, OSError, ValueError) as exc:  # the input
         print(f"humanclaw render: error: {exc}", file=sys.stderr)
         return 2
     except (RuntimeError, ImportError) as exc:  # no renderer or extra in this installation
@@ -96,6 +122,10 @@ def render_batch(
 ) -> int:
     """Render every rollout under ROOT, each in its own subprocess.
 
+    A mistake in the flags, or a ROOT that holds no rollout, is one line with exit code 2
+    and nothing written; a rollout that fails to render is listed (``FAILED``) and makes
+    the exit code 1, the others are rendered.
+
     Args:
         root: directory searched (any depth) for replay_manifest.json files.
         output_root: parent of the per-rollout output directories.
@@ -107,16 +137,40 @@ def render_batch(
         body_model_dir: your SMPL-X model files: draw the SMPL-X body (see render).
         body_model_gender: neutral, male or female.
     """
+    from humanclaw_gym.backends.registry import BackendCapabilityError
     from humanclaw_gym.replay import find_rollout_dirs, render_saved_batch
 
+    def error(message: str) -> int:
+        print(f"humanclaw render-batch: error: {message}", file=sys.stderr)
+        return 2
+
+    try:
+        _check_flags(renderer, crf, body_model_gender)
+    except (BackendCapabilityError, ValueError) as exc:
+        return error(str(exc))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        return error(f"--workers {workers!r} is invalid: allowed an int >= 1")
+    if not (ego or exo):
+        return error("nothing to do (--no-ego --no-exo)")
+    if body_model_dir is not None and not Path(body_model_dir).is_dir():
+        return error(
+            f"--body-model-dir {body_model_dir} is not a directory: allowed the folder "
+            "holding your SMPL-X model files"
+        )
+    if not Path(root).is_dir():
+        return error(
+            f"--root {root} is not a directory: allowed a folder holding rollouts "
+            "(replay_manifest.json at any depth)"
+        )
     try:
         dirs = find_rollout_dirs(root)
     except OSError as exc:
-        print(f"humanclaw render-batch: error: {exc}", file=sys.stderr)
-        return 2
+        return error(str(exc))
     if not dirs:
-        print(f"humanclaw render-batch: no replay bundles under {root}", file=sys.stderr)
-        return 1
+        return error(
+            f"no replay bundles (replay_manifest.json) under {root}: allowed a folder of "
+            "humanclaw run or rollout, or a folder above some"
+        )
     try:
         results = render_saved_batch(
             dirs,
@@ -130,8 +184,7 @@ def render_batch(
             body_model_gender=body_model_gender,
         )
     except ValueError as exc:
-        print(f"humanclaw render-batch: {exc}", file=sys.stderr)
-        return 2
+        return error(str(exc))
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"FAILED {r.rollout_dir}: {r.error}", file=sys.stderr)

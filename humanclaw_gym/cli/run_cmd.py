@@ -386,6 +386,7 @@ def rollout(args: RolloutArgs) -> int:
     from humanclaw_gym.evaluation.batch import (
         EpisodeSpec,
         check_episode_scenes,
+        check_episode_starts,
         check_policy,
         rollout_dir,
         run_one_episode,
@@ -401,7 +402,7 @@ def rollout(args: RolloutArgs) -> int:
         matches = [e for e in episodes if e.episode_id == args.episode_id]
         if not matches:
             print(
-                f"humanclaw rollout: episode {args.episode_id!r} is not in split {split!r}",
+                f"humanclaw rollout: error: episode {args.episode_id!r} is not in split {split!r}",
                 file=sys.stderr,
             )
             return 2
@@ -414,6 +415,7 @@ def rollout(args: RolloutArgs) -> int:
     # nothing written
     check_policy(config, preflight=args.preflight)
     check_episode_scenes([spec], config)
+    check_episode_starts([spec], config)  # a start outside its scene: exit 2, nothing written
     (ep,) = task_cls.load_episodes(
         split, [ep], instruction_template=_template(config.instruction_template)
     )

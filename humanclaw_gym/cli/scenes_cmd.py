@@ -159,13 +159,13 @@ def _render(args: RenderMap) -> int:
         episode = get_episode(args.split, args.episode)
         if args.scene is not None and args.scene != episode.scene_id:
             print(
-                f"humanclaw scenes render-map: episode {args.episode!r} is in scene {episode.scene_id!r}, not {args.scene!r}",
+                f"humanclaw scenes: error: episode {args.episode!r} is in scene {episode.scene_id!r}, not {args.scene!r}",
                 file=sys.stderr,
             )
             return 2
     scene_id = args.scene or (episode.scene_id if episode is not None else None)
     if scene_id is None:
-        print("humanclaw scenes render-map: give --scene or --episode", file=sys.stderr)
+        print("humanclaw scenes: error: render-map needs --scene or --episode", file=sys.stderr)
         return 2
     scene = load_scene(scene_id)
     image = render_map(
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             _print_show(summary)
         return 0
     except KeyError as exc:
-        print(f"humanclaw scenes: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        print(f"humanclaw scenes: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
     except (EpisodeFormatError, ValueError) as exc:  # an unknown scene, a bad --px-per-m, ...
         print(f"humanclaw scenes: error: {exc}", file=sys.stderr)

@@ -537,16 +537,19 @@ class Simulation:
         """Render a camera of the body standing at another pose, e.g. the view a person
         at a goal pose would see (a task's goal image, rendered at reset).
 
-        The body is drawn in the standing pose of the last :meth:`reset`, moved rigidly
+        The body is drawn in its standing pose of the last :meth:`reset`, moved rigidly
         to ``position`` (``[x, floor y, z]`` in metres, like a start position) and turned
         to ``yaw_rad``; the cameras are placed on it as on the real body; the objects are
-        where they are now. Nothing simulated changes (physics, motion, snapshots); the
-        next ordinary render draws the real body again.
+        where they are now. Any body the env simulates: the built-in body in the reset's
+        standing frame; a body asset (``body_asset``) in the frame physics was reset to
+        (lifted onto the floor as there), drawn from its own meshes with its own ego
+        camera; the SMPL-X body of ``body_model_dir`` skinned in the standing frame. Nothing
+        simulated changes (physics, motion, snapshots); the next ordinary render draws the
+        real body again.
 
         Raises:
             RuntimeError: before a reset.
-            ValueError: a body asset or body model is configured (only the built-in body
-                can be drawn at another pose), or a non-finite pose.
+            ValueError: a non-finite pose.
         """
         from humanclaw_gym.body.skeleton import forward_kinematics
         from humanclaw_gym.render.cameras import ego_camera, exo_camera
@@ -559,11 +562,6 @@ class Simulation:
 
         if self._reset_pose is None or self.physics is None:
             raise RuntimeError("render_at() needs an episode: call it after reset()")
-        if self.body_asset is not None or self.body_model is not None:
-            raise ValueError(
-                "render_at() draws the built-in body only (body_asset / body_model_dir are "
-                "set): their meshes are posed by physics"
-            )
         target = np.array(position, dtype=np.float64)
         if target.shape != (3,) or not np.all(np.isfinite(target)) or not np.isfinite(yaw_rad):
             raise ValueError(
@@ -571,21 +569,49 @@ class Simulation:
                 "3 finite numbers (x, floor y, z) in metres and a finite angle"
             )
         start, start_yaw, standing = self._reset_pose
+        if self.body_asset is not None:  # the frame physics holds the asset in at reset
+            standing = np.asarray(self.reset_frame, dtype=np.float64)
         target[1] += self.surface_skin_m()
         turn = rot_y(float(yaw_rad) - start_yaw)
         frame = standing.copy()
         frame[:3] = target + turn @ (standing[:3] - start)
         frame[3:6] = rotvec_from_matrix(turn @ matrix_from_rotvec(standing[3:6]))
-        positions, rotations = forward_kinematics(frame)
-        link_poses = np.concatenate([positions, matrix_to_quat_xyzw(rotations)], axis=-1)
         self._sync_renderer()  # the objects as they are now
+        asset_poses = None
+        if self.body_asset is not None:
+            asset_poses = self.body_asset.link_poses_from_frame(frame)
+            link_poses = self.body_asset.skeleton_link_poses(asset_poses)
+        else:
+            positions, rotations = forward_kinematics(frame)
+            link_poses = np.concatenate([positions, matrix_to_quat_xyzw(rotations)], axis=-1)
         self.renderer.set_body_pose(link_poses)
+        if asset_poses is not None or self.body_model is not None:
+            self._send_body_mesh_at(frame, asset_poses)
         self._synced_version = -1  # the next ordinary render draws the real body again
-        if view == "ego":
+        if view == "ego" and asset_poses is not None:
+            from humanclaw_gym.render.cameras import body_asset_ego_camera
+
+            camera = body_asset_ego_camera(self.body_asset, asset_poses, width=size, height=size)
+        elif view == "ego":
             camera = ego_camera(link_poses, width=size, height=size)
         else:
             camera = exo_camera(link_poses, width=size, height=size, scene=self.scene)
         return self.renderer.render(camera, frozenset(modes) | {"rgb"})
+
+    def _send_body_mesh_at(self, frame: np.ndarray, asset_poses: np.ndarray | None) -> None:
+        """Send the renderer the mesh of a body asset posed at ``asset_poses``, or of the
+        SMPL-X body skinned in ``frame`` (faces once per renderer build)."""
+        if asset_poses is not None:
+            faces = self.body_asset.visual_mesh[1]
+            vertices = self.body_asset.posed_vertices(asset_poses)
+        else:
+            from humanclaw_gym.body.smplx_model import smplx_vertices
+
+            vertices, faces = smplx_vertices(frame, self.body_model)
+        self.renderer.set_body_mesh(
+            vertices.astype(np.float32), None if self._body_mesh_faces_sent else faces
+        )
+        self._body_mesh_faces_sent = True
 
     def _sync_renderer(self) -> np.ndarray:
         """Copy the current body and object poses to the renderer, once per physics state

@@ -15,7 +15,9 @@ view need goals that carry *our* object ids, boxes, seat heights and approach po
 
 A goal that matches nothing raises :class:`EpisodeFormatError` naming the episode, the goal
 and the scene. Before any of that, :func:`check_start` refuses a start that is not in the
-scene: outside its box or off its floors. Resolved goals get the object's world box (:meth:`SceneObject.aabb`), its
+scene: outside its box or off its floors (``humanclaw run`` makes the same check with each
+scene's :func:`start_limits` before any episode runs, where the scene is cheap to read:
+:func:`humanclaw_gym.evaluation.batch.check_episode_starts`). Resolved goals get the object's world box (:meth:`SceneObject.aabb`), its
 seat height and, for bed / couch / toilet, an approach pose: on the navigation grid of the
 object's floor (:mod:`humanclaw_gym.scenes.meshgrid`), the first free side of the object
 in the order front, left, right, back, at the standard offset in front of that side; the
@@ -29,7 +31,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -39,10 +41,12 @@ from humanclaw_gym.scenes.spec import INTERACT_CATEGORIES, SceneObject, SceneSpe
 
 __all__ = [
     "START_MARGIN_M",
+    "StartLimits",
     "approach_pose_on_grid",
     "check_start",
     "needs_resolution",
     "resolve_episode",
+    "start_limits",
 ]
 
 #: How far a start may lie outside the scene's box (x, z) and from its floors (y), metres.
@@ -145,43 +149,82 @@ def _floor_heights(scene: SceneSpec) -> list[float]:
     return sorted({float(room.floor_y) for room in getattr(scene, "rooms", ())})
 
 
-def check_start(episode: Episode, scene: SceneSpec) -> None:
+@dataclass(frozen=True)
+class StartLimits:
+    """Where a scene lets an episode start (:func:`start_limits`), metres.
+
+    Attributes:
+        scene_id: the scene's id.
+        x, z: the allowed range of ``start_position`` x and z, or None (a scene without
+            objects: not checked).
+        y: the allowed range of ``start_position`` y, or None (not checked).
+        y_source: what ``y`` comes from, for the message.
+    """
+
+    scene_id: str
+    x: tuple[float, float] | None
+    z: tuple[float, float] | None
+    y: tuple[float, float] | None
+    y_source: str = ""
+
+
+def start_limits(scene: SceneSpec) -> StartLimits:
+    """The :class:`StartLimits` of ``scene``: x and z within :data:`START_MARGIN_M` of the
+    box of its objects, y within that of its floors (from the lowest to the highest; a
+    scene without floors on record: its objects' box, from below its bottom to its top). A
+    scene with neither objects nor rooms has no limits. Computing them reads every
+    object's box once: keep them when many episodes share a scene."""
+    m = START_MARGIN_M
+    lo = hi = None
+    x = z = y = None
+    if getattr(scene, "objects", ()):  # test doubles of a scene may have none
+        lo, hi = scene.bounds()
+        x = (float(lo[0]) - m, float(hi[0]) + m)
+        z = (float(lo[2]) - m, float(hi[2]) + m)
+    floors = _floor_heights(scene)
+    what = ""
+    if floors:
+        y = (min(floors) - m, max(floors) + m)
+        what = f"its floors ({', '.join(f'{f:.2f}' for f in floors[:6])} m)"
+    elif lo is not None and hi is not None:
+        y, what = (float(lo[1]) - m, float(hi[1])), "its objects' box"
+    return StartLimits(str(getattr(scene, "scene_id", "?")), x, z, y, what)
+
+
+def check_start(episode: Any, scene: SceneSpec | StartLimits) -> None:
     """Refuse a start the scene does not hold: ``start_position`` x or z more than
     :data:`START_MARGIN_M` outside the box of the scene's objects, or y more than that
     below its lowest floor or above its highest (a scene without floors on record: its
     box). A scene with neither objects nor rooms is not checked.
 
+    Args:
+        episode: a record with ``episode_id`` and ``start_position``.
+        scene: the scene, or its :func:`start_limits` (computed once per scene).
+
     Raises:
         EpisodeFormatError: naming the episode, the field, the scene and its extent.
     """
-    x, y, z = episode.start_position
+    limits = scene if isinstance(scene, StartLimits) else start_limits(scene)
+    x, y, z = (float(v) for v in episode.start_position)
     where = (
         f"episode {episode.episode_id!r} start_position [{x:.6g}, {y:.6g}, {z:.6g}] "
-        f"(scene {getattr(scene, 'scene_id', '?')!r})"
+        f"(scene {limits.scene_id!r})"
     )
     m = START_MARGIN_M
-    lo = hi = None
-    if getattr(scene, "objects", ()):  # test doubles of a scene may have none
-        lo, hi = scene.bounds()
-        if not (lo[0] - m <= x <= hi[0] + m and lo[2] - m <= z <= hi[2] + m):
+    if limits.x is not None and limits.z is not None:
+        (x0, x1), (z0, z1) = limits.x, limits.z
+        if not (x0 <= x <= x1 and z0 <= z <= z1):
             raise EpisodeFormatError(
-                f"{where} lies outside the scene: allowed x in [{lo[0] - m:.2f}, "
-                f"{hi[0] + m:.2f}], z in [{lo[2] - m:.2f}, {hi[2] + m:.2f}] (its objects' box "
-                f"and {m} m)"
+                f"{where} lies outside the scene: allowed x in [{x0:.2f}, {x1:.2f}], z in "
+                f"[{z0:.2f}, {z1:.2f}] (its objects' box and {m} m)"
             )
-    floors = _floor_heights(scene)
-    if floors:
-        low, high = min(floors) - m, max(floors) + m
-        what = f"its floors ({', '.join(f'{f:.2f}' for f in floors[:6])} m)"
-    elif lo is not None and hi is not None:
-        low, high, what = float(lo[1]) - m, float(hi[1]), "its objects' box"
-    else:
-        return
-    if not low <= y <= high:
-        raise EpisodeFormatError(
-            f"{where} is off the scene's floors: allowed y in [{low:.2f}, {high:.2f}] "
-            f"({what}, {m} m)"
-        )
+    if limits.y is not None:
+        low, high = limits.y
+        if not low <= y <= high:
+            raise EpisodeFormatError(
+                f"{where} is off the scene's floors: allowed y in [{low:.2f}, {high:.2f}] "
+                f"({limits.y_source}, {m} m)"
+            )
 
 
 def resolve_episode(episode: Episode, scene: SceneSpec) -> Episode:

@@ -652,6 +652,7 @@ def _run_ray(
     on_result: Callable[[dict[str, Any]], None],
     resources: Mapping[str, float] | None = None,
     stop: _Stop | None = None,
+    status: _BarStatus | None = None,
 ) -> None:
     from humanclaw_gym.evaluation.ray_executor import EpisodeRunner, run_ray
 
@@ -665,6 +666,7 @@ def _run_ray(
         workers=workers,
         resources=resources,
         should_stop=lambda: stop.requested,
+        on_status=None if status is None else status.set_line,
     )
 
 
@@ -786,6 +788,61 @@ def check_episode_scenes(specs: Iterable[EpisodeSpec], config: RunConfig) -> Non
     check_scenes_installed(specs, dataset)
 
 
+def check_episode_starts(specs: Iterable[EpisodeSpec], config: RunConfig) -> None:
+    """Refuse an episode whose start its scene does not hold, before any worker starts:
+    the check every reset makes (:func:`~humanclaw_gym.episodes.resolve.check_start`),
+    made once for the whole run where the scene is cheap to read: a scene read from a
+    SceneSpec file (the shipped homes, a scene file path, ``$HUMANCLAW_SCENE_DIR``). Each
+    scene is read once and its limits kept for all its episodes; a generated training home
+    (``hc_train_<n>``) and a scene of the run's scene dataset are checked at reset only.
+    Episodes whose records have no ``start_position`` (another task's) are not checked.
+
+    Raises:
+        EpisodeFormatError: naming the split, the episode, ``start_position`` and the
+            scene's extent.
+    """
+    if config.via_server:
+        return  # the server checks its own plan
+    from humanclaw_gym.episodes.io import _training_scene, load_scene
+
+    dataset = None
+    if config.backend.scene_dataset is not None:
+        from humanclaw_gym.scenes.hssd import open_scene_dataset
+
+        dataset = open_scene_dataset(config.backend.scene_dataset)
+    cheap = [
+        s
+        for s in specs
+        if not _training_scene(s.scene_id)
+        and not (dataset is not None and dataset.has_scene(s.scene_id))
+    ]
+    if not cheap:
+        return
+    from humanclaw_gym.episodes.resolve import check_start, start_limits
+    from humanclaw_gym.episodes.schema import EpisodeFormatError
+    from humanclaw_gym.tasks import resolve_task
+
+    task = resolve_task(config.task)
+    records: dict[str, dict[tuple[str, str], Any]] = {}
+    limits: dict[str, Any] = {}
+    for spec in cheap:
+        split = records.get(spec.split)
+        if split is None:
+            split = records[spec.split] = {
+                (ep.scene_id, ep.episode_id): ep for ep in task.load_episodes(spec.split)
+            }
+        episode = split.get((spec.scene_id, spec.episode_id))
+        if getattr(episode, "start_position", None) is None:
+            continue  # not in its split (the episode fails and says so) or no start
+        scene = limits.get(spec.scene_id)
+        if scene is None:
+            scene = limits[spec.scene_id] = start_limits(load_scene(spec.scene_id))
+        try:
+            check_start(episode, scene)
+        except EpisodeFormatError as exc:
+            raise EpisodeFormatError(f"{spec.split}: {exc}") from None
+
+
 @contextmanager
 def output_lock(output: str | os.PathLike[str]) -> Iterator[Path]:
     """Hold ``<output>/.humanclaw_run.lock`` (created with ``output``) for one run.
@@ -844,7 +901,8 @@ def run_batch(
 ) -> BatchSummary:
     """Run many episodes; see the module docstring.
 
-    Before anything is written, the config, the episodes' scenes, the run's fingerprint
+    Before anything is written, the config, the episodes' scenes and starts
+    (:func:`check_episode_starts`), the run's fingerprint
     (:mod:`.fingerprint`, against the one the output directory records) and the policy
     (built once, when there are episodes) are checked; then the output directory is
     locked and the fingerprint recorded there if new.
@@ -872,6 +930,7 @@ def run_batch(
     Raises:
         ValueError: bad arguments or config, an episode listed twice.
         SceneNotInstalledError: an episode's scene cannot be found.
+        EpisodeFormatError: an episode starts outside its scene (:func:`check_episode_starts`).
         OutputInUseError: another run is writing to ``config.output``.
         RayAddressError: ``ray_address`` does not answer (nothing was written).
         RayClusterError: no node of the Ray cluster offers ``ray_resources``.
@@ -908,6 +967,7 @@ def run_batch(
         rollout_dir(config.output, spec)  # every output folder stays inside the output
     check_run_config(config)
     check_episode_scenes(specs, config)
+    check_episode_starts(specs, config)
     if executor == "ray":
         from humanclaw_gym.evaluation.ray_executor import check_ray_address
 
@@ -1002,7 +1062,7 @@ def _run_locked(
             if executor == "local":
                 _run_local(todo, config, workers, on_result, stop, status)
             else:
-                _run_ray(todo, config, ray_address, workers, on_result, ray_resources, stop)
+                _run_ray(todo, config, ray_address, workers, on_result, ray_resources, stop, status)
         finally:
             if bar is not None:
                 bar.close()
@@ -1050,8 +1110,9 @@ def _run_locked(
 
 class _BarStatus(logging.Handler):
     """The progress bar's fields plus the latest status line of a policy that waits
-    (:mod:`.status`; e.g. a model endpoint being retried), logged in this process or sent
-    through a queue by the local executor's workers."""
+    (:mod:`.status`; e.g. a model endpoint being retried), logged in this process, sent
+    through a queue by the local executor's workers, or handed to :meth:`set_line` by the
+    Ray executor."""
 
     def __init__(self, bar: Any) -> None:
         super().__init__(logging.INFO)
@@ -1061,8 +1122,13 @@ class _BarStatus(logging.Handler):
         self._listener: logging.handlers.QueueListener | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.line = record.getMessage()
-        self.show()
+        self.set_line(record.getMessage())
+
+    def set_line(self, line: str) -> None:
+        """Show ``line`` (``""`` clears it); the Ray executor's lines come in here."""
+        with self.lock:
+            self.line = line
+            self.show()
 
     def show(self, fields: Mapping[str, Any] | None = None) -> None:
         with self.lock:  # an RLock: emit() holds it already

@@ -9,6 +9,10 @@ writes the folder atomically into ``--output``; the scratch directory is removed
 cluster needs no shared disk, and a worker or node lost mid-episode leaves nothing at the
 driver: the episode is reported failed (``--resume`` runs it again; Ray does not retry it).
 
+While an episode's policy waits (a model endpoint being retried), the status line it
+reports (:mod:`.status`) travels to the driver through a small Ray queue and shows on the
+run's progress bar, as with the local executor.
+
 The driver keeps at most ``workers`` episodes in flight. Each task asks Ray for
 ``num_cpus=1`` unless ``resources`` says otherwise: ``{"CPU": 0.25}`` lets four episodes
 share a core (agents that mostly wait on a model endpoint), a custom resource such as
@@ -23,6 +27,7 @@ key: export it before ``ray start``, worker processes inherit the node's environ
 
 from __future__ import annotations
 
+import logging
 import shutil
 import socket
 import tempfile
@@ -34,6 +39,7 @@ from typing import Any
 from humanclaw_gym.evaluation import artifacts
 from humanclaw_gym.evaluation.artifacts import FolderReceiver, folder_chunks, folder_manifest
 from humanclaw_gym.evaluation.episode import failed_summary as _failed
+from humanclaw_gym.evaluation.status import POLICY_STATUS_LOGGER
 
 __all__ = [
     "EpisodeRunner",
@@ -134,23 +140,47 @@ def check_ray_address(address: str | None) -> None:
 # ---------------------------------------------------------------------------------------
 # the task (runs on a Ray worker)
 # ---------------------------------------------------------------------------------------
+class _StatusToQueue(logging.Handler):
+    """Puts the policy's status lines (:mod:`.status`) of a task into the driver's queue;
+    a line that cannot be sent (the run is over) is dropped: it is only a display."""
+
+    def __init__(self, queue: Any) -> None:
+        super().__init__(logging.INFO)
+        self.queue = queue
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.queue.put_nowait(record.getMessage())
+        except Exception:  # noqa: BLE001 - a full or gone queue must not fail the episode
+            pass
+
+
 def _episode_task(
     runner: EpisodeRunner,
     spec: Any,
     config: Any,
     model_config_text: bytes | None,
     chunk_bytes: int,
+    status_queue: Any = None,
 ) -> Any:
-    """Run one episode in node-local scratch; yield its header, then its folder's chunks."""
+    """Run one episode in node-local scratch; yield its header, then its folder's chunks.
+    With ``status_queue``, the policy's status lines go into it while the episode runs."""
     runner.init()
     scratch = Path(tempfile.mkdtemp(prefix="humanclaw-episode-"))
+    status = None if status_queue is None else _StatusToQueue(status_queue)
+    if status is not None:
+        logging.getLogger(POLICY_STATUS_LOGGER).addHandler(status)
     try:
         local = replace(config, output=str(scratch / "out"))
         if model_config_text is not None:
             local = replace(
                 local, model_config=_node_model_config(config, model_config_text, scratch)
             )
-        summary = runner.run(spec, local)
+        try:
+            summary = runner.run(spec, local)
+        finally:  # the worker process runs other tasks next
+            if status is not None:
+                logging.getLogger(POLICY_STATUS_LOGGER).removeHandler(status)
         directory = runner.folder(local.output, spec)
         manifest = folder_manifest(directory)
         yield {"summary": summary, "manifest": manifest}
@@ -189,6 +219,7 @@ def run_ray(
     resources: Mapping[str, float] | None = None,
     should_stop: Callable[[], bool] | None = None,
     chunk_bytes: int | None = None,
+    on_status: Callable[[str], None] | None = None,
 ) -> None:
     """Run ``specs`` as Ray tasks, at most ``workers`` at a time; ``on_result`` receives each
     episode's summary after its folder was written under ``config.output``.
@@ -210,6 +241,9 @@ def run_ray(
             in flight (their folders never reach the driver).
         chunk_bytes: the largest chunk of file bytes per object (default
             :data:`~humanclaw_gym.evaluation.artifacts.CHUNK_BYTES`).
+        on_status: called on the driver with each status line a task's policy reports
+            (:mod:`.status`; ``""`` clears it), in the order they arrive; they travel
+            through a Ray queue (an actor using no CPU) made for the run when this is given.
 
     Raises:
         RuntimeError: Ray is not installed.
@@ -241,8 +275,13 @@ def run_ray(
             )
         started_here = True
     running: dict[Any, Any] = {}
+    status_queue = None
     try:
         _check_feasible(ray, wanted, address)
+        if on_status is not None:
+            from ray.util.queue import Queue
+
+            status_queue = Queue(actor_options={"num_cpus": 0})
         task = ray.remote(_episode_task).options(
             max_retries=0,
             _generator_backpressure_num_objects=_UNCONSUMED_CHUNKS,
@@ -256,17 +295,32 @@ def run_ray(
         while (pending or running) and not stop():
             while pending and len(running) < workers:
                 spec = pending.pop(0)
-                ref = task.remote(runner, spec, config, model_config_text, chunk_bytes)
+                ref = task.remote(
+                    runner, spec, config, model_config_text, chunk_bytes, status_queue
+                )
                 running[ref] = spec
             ready, _ = ray.wait(list(running), num_returns=1, timeout=0.2)
+            _drain_status(status_queue, on_status)
             for generator in ready:
                 spec = running.pop(generator)
                 on_result(_receive(ray, generator, spec, config, runner))
     finally:
         for generator in running:  # stopped: cancel what is still in flight
             ray.cancel(generator, force=True)
+        if status_queue is not None:
+            status_queue.shutdown(force=True)
         if started_here:
             ray.shutdown()
+
+
+def _drain_status(queue: Any, on_status: Callable[[str], None] | None) -> None:
+    """Hand every status line waiting in ``queue`` to ``on_status``, oldest first."""
+    if queue is None or on_status is None:
+        return
+    waiting = queue.qsize()
+    if waiting:
+        for line in queue.get_nowait_batch(waiting):  # the driver alone takes from it
+            on_status(str(line))
 
 
 def _task_options(wanted: Mapping[str, float]) -> dict[str, Any]:

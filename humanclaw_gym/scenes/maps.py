@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "CATEGORY_COLORS",
+    "MAX_MAP_PX",
     "ROOM_COLORS",
     "legend_rows",
     "render_grid_image",
@@ -75,6 +76,8 @@ _PATH_COLOR = (30, 110, 230)
 _AGENT_PATH_COLOR = (200, 0, 200)
 _START_COLOR = (20, 150, 60)
 _MARGIN_PX = 24
+#: Most pixels the map of a home may span along its longer side (the ``px_per_m`` bound).
+MAX_MAP_PX = 8192
 _LINTEL_BOTTOM_M = 1.9
 _LEGEND_W_PX = 190
 _TITLE_H_PX = 44
@@ -157,10 +160,16 @@ def render_map(
     """
     from PIL import Image, ImageDraw
 
-    if px_per_m <= 0:
+    if not px_per_m > 0:
         raise ValueError(f"px_per_m must be > 0, got {px_per_m!r}")
     lo = np.min([r.min_xz for r in scene.rooms], axis=0) - 0.1
     hi = np.max([r.max_xz for r in scene.rooms], axis=0) + 0.1
+    extent = float(max(hi[0] - lo[0], hi[1] - lo[1]))
+    if not extent * px_per_m <= MAX_MAP_PX:
+        raise ValueError(
+            f"px_per_m {px_per_m:g} would draw this {extent:.1f} m home over more than "
+            f"{MAX_MAP_PX} pixels: allowed at most {MAX_MAP_PX / extent:.0f} px per metre here"
+        )
     map_w = int(math.ceil((hi[0] - lo[0]) * px_per_m))
     map_h = int(math.ceil((hi[1] - lo[1]) * px_per_m))
     width = map_w + 2 * _MARGIN_PX + (_LEGEND_W_PX if legend else 0)

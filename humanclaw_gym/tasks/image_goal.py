@@ -4,7 +4,8 @@
 records (the shipped split ``imagegoal_val100``). At reset it renders the goal picture: the
 ego camera of the body standing at the episode's goal pose, drawn by
 :meth:`~humanclaw_gym.envs.simulation.Simulation.render_at` (the standing pose of the
-reset, moved to the goal; the same camera, renderer and scene as every observation). The
+reset, moved to the goal; the same camera, renderer and scene as every observation; any
+body: the built-in one, a body asset with its own ego camera, an SMPL-X body model). The
 picture is the task's public state (``goal_view``), read by :class:`GoalImageSensor`
 (``goal_rgb``), which the task adds to the observation: ``Dict(rgb, goal_rgb)``, both
 ``uint8 (S, S, 3)`` with ``S`` the observation size (448 by default; ``obs_size`` applies
