@@ -168,6 +168,28 @@ def test_all_shipped_files_regenerate_byte_identically() -> None:
         assert (root / rel).read_bytes() == data, rel
 
 
+def test_nearest_difficulty_takes_the_first_exact_or_nearest_and_stops_drawing() -> None:
+    from types import SimpleNamespace
+
+    from humanclaw_gym.episodes.difficulty import nearest_difficulty
+
+    def stats(label: str) -> SimpleNamespace:  # what the choice reads of a RouteStats
+        return SimpleNamespace(difficulty=label)
+
+    drawn: list[str] = []
+
+    def draws(labels):
+        for k, label in enumerate(labels):
+            drawn.append(label)
+            yield stats(label), k
+
+    picked = nearest_difficulty(2, draws(["easy", "medium", "medium", "hard", "easy"]))
+    assert picked is not None and picked[1] == 3 and drawn == ["easy", "medium", "medium", "hard"]
+    picked = nearest_difficulty(2, draws(["easy", "medium", "medium"]))
+    assert picked is not None and picked[1] == 1  # the first of the nearest
+    assert nearest_difficulty(0, iter(())) is None
+
+
 def test_gzip_is_deterministic() -> None:
     a = gzip_bytes(b"hello" * 100)
     assert a == gzip_bytes(b"hello" * 100)
