@@ -47,6 +47,7 @@ __all__ = [
     "ResponseFormatError",
     "action_space_text",
     "extract_json_object",
+    "fill_planner_template",
     "format_history",
     "render_planner_prompt",
     "render_planner_prompt_v2",
@@ -628,6 +629,30 @@ def render_planner_prompt_v2(
             f"prompt_version={version!r} is rendered by render_planner_prompt; "
             f"render_planner_prompt_v2 takes one of {sorted(_V2_FAMILY)}"
         )
+    return fill_planner_template(
+        template, instruction, step, history, {"ego_view": "attached image"}
+    )
+
+
+def fill_planner_template(
+    template: str,
+    instruction: str,
+    step: int,
+    history: Sequence[HistoryRow],
+    pictures: Mapping[str, Any],
+) -> str:
+    """Fill a planner template of the ``v2`` frame (placeholders ``$actions``, ``$forms``,
+    ``$action_ids``, ``$input_json``) for one decision.
+
+    The input block is JSON: ``task`` (the instruction), the ``pictures`` entries (what
+    the attached images are, e.g. ``{"ego_view": "attached image"}``), ``steps_taken``
+    (the 0-based decision index) and ``recent_steps`` (the :class:`HistoryRow` records,
+    oldest first).
+
+    Raises:
+        ValueError: an empty instruction.
+        TypeError: history rows that are not :class:`HistoryRow` records.
+    """
     if not isinstance(instruction, str) or not instruction.strip():
         raise ValueError(f"instruction={instruction!r} is invalid: allowed a non-empty string")
     rows = []
@@ -637,7 +662,7 @@ def render_planner_prompt_v2(
         rows.append(row.to_dict())
     payload = {
         "task": instruction.strip(),
-        "ego_view": "attached image",
+        **pictures,
         "steps_taken": int(step),
         "recent_steps": rows,
     }

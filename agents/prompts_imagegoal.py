@@ -10,17 +10,15 @@ version.
 
 Placeholders: ``$actions`` and ``$forms`` (the skill table of
 :func:`humanclaw_agents.prompts.action_space_text`), ``$action_ids`` and ``$input_json``
-(task, step count, recent steps), rendered by :func:`render_imagegoal_prompt`.
+(task, step count, recent steps), filled by
+:func:`humanclaw_agents.prompts.fill_planner_template` (:func:`render_imagegoal_prompt`).
 """
 
 from __future__ import annotations
 
-import json
-import string
 from collections.abc import Sequence
 
-from humanclaw_agents.prompts import SYSTEM_FRAME, HistoryRow, action_space_text
-from humanclaw_gym.skills import Skill
+from humanclaw_agents.prompts import SYSTEM_FRAME, HistoryRow, fill_planner_template
 
 __all__ = [
     "DEFAULT_IMAGEGOAL_PROMPT",
@@ -133,22 +131,10 @@ def render_imagegoal_prompt(
             f"image-goal prompt version {version!r} is unknown: allowed one of "
             f"{sorted(IMAGEGOAL_PROMPTS)}"
         )
-    if not isinstance(instruction, str) or not instruction.strip():
-        raise ValueError(f"instruction={instruction!r} is invalid: allowed a non-empty string")
-    rows = []
-    for row in history:
-        if not isinstance(row, HistoryRow):
-            raise TypeError(f"history must hold HistoryRow records, got {type(row).__name__}")
-        rows.append(row.to_dict())
-    payload = {
-        "task": instruction.strip(),
-        "pictures": ["current view (attached first)", "goal picture (attached second)"],
-        "steps_taken": int(step),
-        "recent_steps": rows,
-    }
-    return string.Template(IMAGEGOAL_PROMPTS[version]).substitute(
-        actions=action_space_text(),
-        forms=action_space_text(style="forms"),
-        action_ids=" | ".join(str(int(skill)) for skill in Skill),
-        input_json=json.dumps(payload, ensure_ascii=False, indent=2),
+    return fill_planner_template(
+        IMAGEGOAL_PROMPTS[version],
+        instruction,
+        step,
+        history,
+        {"pictures": ["current view (attached first)", "goal picture (attached second)"]},
     )

@@ -72,6 +72,7 @@ from humanclaw_agents.stages import (
     RETRY_CAUSES,
     VERIFIER_FILE,
     Parsed,
+    StageAgent,
     StageOutcome,
     StageRunner,
     as_model,
@@ -128,7 +129,7 @@ _V2_PROMPTS = frozenset({"v2"})
 _IMAGEGOAL_ROUTES = frozenset({"walk", "climb_up"})
 
 
-class PSVAgent:
+class PSVAgent(StageAgent):
     """The reference PSV agent implementing the :class:`~humanclaw_gym.policy.Policy`
     protocol (``--agent psv``).
 
@@ -208,26 +209,6 @@ class PSVAgent:
         self._current_plan: str | None = None
         self._plan_age = 0
         self._step_counter = 0
-
-    def preflight(self) -> None:
-        """Check once, before the first episode, that the model endpoint answers this
-        config (the batch runner calls it; see ``docs/policies.md``). One cheap request
-        for an OpenAI-compatible endpoint, a write check for a queue; no usage is recorded.
-
-        Raises:
-            ModelCallError: one line naming the endpoint and the cause.
-        """
-        self._runner.preflight()
-
-    def close(self) -> None:
-        """Close the model transport's connections (the agent cannot call it afterwards)."""
-        self._runner.close()
-
-    def __repr__(self) -> str:
-        return (
-            f"PSVAgent(model={self.model!r}, prompt_version={self.prompt_version!r}, "
-            f"verifier_version={self.verifier_version!r})"
-        )
 
     # ---- state views ---------------------------------------------------------------------
 

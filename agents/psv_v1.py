@@ -39,6 +39,7 @@ from humanclaw_agents.stages import (
     PLANNER_FILE,
     VERIFIER_FILE,
     Parsed,
+    StageAgent,
     StageOutcome,
     StageRunner,
     as_model,
@@ -74,7 +75,7 @@ _V1_PROMPTS = frozenset({"v1"})
 _V1_VERIFIERS = frozenset({"v1"})
 
 
-class PSVAgentV1:
+class PSVAgentV1(StageAgent):
     """Our first PSV agent (``--agent psv:v1``), kept unchanged so that earlier results
     reproduce. :class:`~humanclaw_agents.psv.PSVAgent` is the default, reference-faithful
     agent; ``docs/agents.md`` lists every difference.
@@ -135,26 +136,6 @@ class PSVAgentV1:
         self._turn_for_sit_active = False
         self._mid_level_goal = ""
         self._step_counter = 0
-
-    def preflight(self) -> None:
-        """Check once, before the first episode, that the model endpoint answers this
-        config (the batch runner calls it; see ``docs/policies.md``). One cheap request
-        for an OpenAI-compatible endpoint, a write check for a queue; no usage is recorded.
-
-        Raises:
-            ModelCallError: one line naming the endpoint and the cause.
-        """
-        self._runner.preflight()
-
-    def close(self) -> None:
-        """Close the model transport's connections (the agent cannot call it afterwards)."""
-        self._runner.close()
-
-    def __repr__(self) -> str:
-        return (
-            f"PSVAgentV1(model={self.model!r}, prompt_version={self.prompt_version!r}, "
-            f"verifier_version={self.verifier_version!r})"
-        )
 
     # ---- Policy protocol ---------------------------------------------------------------
 

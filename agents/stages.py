@@ -60,6 +60,7 @@ __all__ = [
     "RETRY_CAUSES",
     "VERIFIER_FILE",
     "Parsed",
+    "StageAgent",
     "StageOutcome",
     "StageRunner",
     "as_model",
@@ -308,6 +309,38 @@ class StageRunner:
 # ---- shared helpers ----------------------------------------------------------------------------
 
 _STATUS_CAUSE_CHARS = 160
+
+
+class StageAgent:
+    """What both PSV agents do alike with their :class:`StageRunner` (``self._runner``):
+    the endpoint preflight, closing the transport, and a ``repr`` naming the model and the
+    prompt and verifier versions."""
+
+    _runner: StageRunner
+    model: ChatModel
+    prompt_version: str
+    verifier_version: str
+
+    def preflight(self) -> None:
+        """Check once, before the first episode, that the model endpoint answers this
+        config (the batch runner calls it; see ``docs/policies.md``). One cheap request
+        for an OpenAI-compatible endpoint, a write check for a queue; no usage is recorded.
+
+        Raises:
+            ModelCallError: one line naming the endpoint and the cause.
+        """
+        self._runner.preflight()
+
+    def close(self) -> None:
+        """Close the model transport's connections (the agent cannot call it afterwards)."""
+        self._runner.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(model={self.model!r}, "
+            f"prompt_version={self.prompt_version!r}, "
+            f"verifier_version={self.verifier_version!r})"
+        )
 
 
 def _one_line(text: str, limit: int) -> str:

@@ -414,6 +414,10 @@ def test_psv_agent_preflight_reaches_the_transport_and_records_no_usage():
         assert len(decision.usage) == model.calls  # one record per real call, none for it
         agent.close()
         assert model.closed
+        assert repr(agent) == (
+            f"{cls.__name__}(model={model!r}, prompt_version={agent.prompt_version!r}, "
+            f"verifier_version={agent.verifier_version!r})"
+        )
 
 
 # ---- the wait on the progress bar ----------------------------------------------------------

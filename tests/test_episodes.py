@@ -168,6 +168,28 @@ def test_all_shipped_files_regenerate_byte_identically() -> None:
         assert (root / rel).read_bytes() == data, rel
 
 
+def test_nearest_difficulty_takes_the_first_exact_or_nearest_and_stops_drawing() -> None:
+    from types import SimpleNamespace
+
+    from humanclaw_gym.episodes.difficulty import nearest_difficulty
+
+    def stats(label: str) -> SimpleNamespace:  # what the choice reads of a RouteStats
+        return SimpleNamespace(difficulty=label)
+
+    drawn: list[str] = []
+
+    def draws(labels):
+        for k, label in enumerate(labels):
+            drawn.append(label)
+            yield stats(label), k
+
+    picked = nearest_difficulty(2, draws(["easy", "medium", "medium", "hard", "easy"]))
+    assert picked is not None and picked[1] == 3 and drawn == ["easy", "medium", "medium", "hard"]
+    picked = nearest_difficulty(2, draws(["easy", "medium", "medium"]))
+    assert picked is not None and picked[1] == 1  # the first of the nearest
+    assert nearest_difficulty(0, iter(())) is None
+
+
 def test_gzip_is_deterministic() -> None:
     a = gzip_bytes(b"hello" * 100)
     assert a == gzip_bytes(b"hello" * 100)
@@ -210,6 +232,37 @@ def test_index_hash_mismatch_is_detected(tmp_path: Path) -> None:
     write_shard(shard, "hc_val_004", eps[:-1])
     with pytest.raises(EpisodeFormatError, match="hc_val_004.json.gz.*SHA-256"):
         load_split(copy)
+
+
+@pytest.mark.parametrize("loader", ["val", "imagegoal_val100"])
+def test_index_entries_must_name_files_in_the_split_folder(tmp_path: Path, loader: str) -> None:
+    """Both split readers share one index check: an entry leaving the folder is refused."""
+    from humanclaw_gym.episodes.imagegoal import load_imagegoal_split
+
+    copy = tmp_path / "split"
+    shutil.copytree(assets_dir() / "splits" / loader, copy)
+    index = json.loads((copy / "index.json").read_text())
+    first = index["scenes"][0]["file"]
+    (tmp_path / first).write_bytes((copy / first).read_bytes())
+    index["scenes"][0]["file"] = f"../{first}"
+    (copy / "index.json").write_text(json.dumps(index))
+    load = load_split if loader == "val" else load_imagegoal_split
+    with pytest.raises(EpisodeFormatError, match=r"scenes\[0\]\.file .* must be a file name"):
+        load(copy)
+
+
+def test_start_pose_checks_name_the_field(val: list[Episode]) -> None:
+    """The pose check shared with image-goal records: bounded, finite, no bool yaw."""
+    for field, value, message in (
+        ("start_position", [1e5, 0.0, 0.0], r"Episode\.start_position .* out of range"),
+        ("start_yaw_rad", True, r"Episode\.start_yaw_rad must be a finite number"),
+        ("start_yaw_rad", "north", r"Episode\.start_yaw_rad must be a number"),
+        ("max_steps", 10_001, r"Episode\.max_steps must be an int in \[1, 10000\]"),
+    ):
+        bad = val[0].to_dict()
+        bad[field] = value
+        with pytest.raises(EpisodeFormatError, match=message):
+            Episode.from_dict(bad)
 
 
 def _write_gz(path: Path, doc: object) -> Path:

@@ -127,6 +127,22 @@ def test_a_bare_string_of_episode_ids_is_refused_in_one_line() -> None:
     assert [e.episode_id for e in chosen] == ["hc_val_003_003", "hc_val_003_000"]
 
 
+def test_the_image_goal_task_reads_episode_ids_the_same_way() -> None:
+    """Both built-in tasks pick their episodes with ``tasks.base.episode_list``."""
+    from humanclaw_gym.tasks.image_goal import ImageGoalTask
+
+    with pytest.raises(ValueError, match="episode_ids='ig_val_003_000' is a single string"):
+        ImageGoalTask.load_episodes("imagegoal_val100", episode_ids="ig_val_003_000")
+    with pytest.raises(ValueError, match="not in split 'imagegoal_val100'"):
+        ImageGoalTask.load_episodes("imagegoal_val100", episode_ids=["nope"])
+    picked = ImageGoalTask.load_episodes(
+        "imagegoal_val100", episode_ids=["ig_val_003_001", "ig_val_003_000"]
+    )
+    assert [e.episode_id for e in picked] == ["ig_val_003_001", "ig_val_003_000"]
+    with pytest.raises(ValueError, match="has no episodes"):
+        ImageGoalTask.load_episodes("imagegoal_val100", episodes=[])
+
+
 def test_the_env_refuses_a_bare_string_of_episode_ids() -> None:
     from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
 

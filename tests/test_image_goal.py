@@ -73,6 +73,10 @@ def test_record_round_trips_and_defaults():
         ({"start_position": (1.0, float("nan"), 2.0)}, "start_position"),
         ({"goal_position": (1.0, 2.0)}, "goal_position"),
         ({"goal_yaw_rad": "north"}, "goal_yaw_rad"),
+        ({"goal_yaw_rad": True}, "goal_yaw_rad must be a finite number"),
+        ({"start_position": (1e5, 0.0, 2.0)}, r"start_position .* is out of range"),
+        ({"start_rotation": (0.0, 0.0, 0.0, 2.0)}, "start_rotation must be a unit quaternion"),
+        ({"max_steps": 10_001}, r"max_steps must be an int in \[1, 10000\]"),
         ({"success_distance_m": 0.0}, "success_distance_m"),
         ({"max_steps": 0}, "max_steps"),
         ({"episode_id": "../x"}, "episode_id"),
@@ -564,6 +568,15 @@ def test_start_record_refuses_bad_values():
         _start(goal_xz=(1.0, float("inf")))
     with pytest.raises(ValueError, match="difficulty"):
         _start(difficulty="trivial")
+    # the fields shared with the benchmark's EpisodeStart are checked by the same code
+    with pytest.raises(ValueError, match="link_names must be non-empty link names"):
+        _start(link_names=("pelvis", ""))
+    with pytest.raises(ValueError, match="episode_id must be a non-empty string"):
+        _start(episode_id="")
+    handles = {3: "chair_01"}
+    start = _start(object_handles=handles, dynamic_ids=(5, 2))
+    handles[3] = "changed"
+    assert start.object_handles == {3: "chair_01"} and start.dynamic_ids == (2, 5)
 
 
 def test_humanclaw_run_psv_on_image_goal_against_a_loopback_server(tmp_path: Path):

@@ -503,6 +503,51 @@ def make_recorder(interact=True, category="couch", **kw) -> EpisodeMetricRecorde
     return EpisodeMetricRecorder(EpisodeStart(**args))
 
 
+def test_episode_and_outcome_trackers_write_their_fields_in_spec_order():
+    """The benchmark's ``episode`` tracker is the shared ``outcome`` tracker with the target
+    fields after ``rollout_index``; each summary follows its spec (the metrics.json order)."""
+    from humanclaw_gym.metrics.outcome import EpisodeMetric, OutcomeMetric
+    from humanclaw_gym.metrics.tracker import EpisodeEnd
+
+    start = EpisodeStart(
+        episode_id="ep1",
+        scene_id="scene_a",
+        category="couch",
+        target_ids=[TARGET],
+        target_aabbs=TARGET_BOX,
+        interact=True,
+        dynamic_ids=DYNAMIC,
+        floor_height_m=0.0,
+        initial_penetration_m=0.0,
+        difficulty="easy",
+        rollout_index=2,
+    )
+    end = EpisodeEnd("stop", 5, np.zeros((1, 3)))
+    summaries = {}
+    for cls in (EpisodeMetric, OutcomeMetric):
+        tracker = cls()
+        tracker.on_reset(start)
+        summaries[cls] = tracker.summary(end)
+        assert list(summaries[cls]) == [f.name for f in cls.spec.fields]
+        assert cls.check({**summaries[cls], "ended_by": "truncated"}) is not None
+    assert summaries[EpisodeMetric] == {
+        **summaries[OutcomeMetric],
+        "category": "couch",
+        "difficulty": "easy",
+        "interact": True,
+        "target_ids": [TARGET],
+    }
+    assert summaries[OutcomeMetric] == {
+        "rules": start.rules,
+        "episode_id": "ep1",
+        "scene_id": "scene_a",
+        "rollout_index": 2,
+        "ended_by": "stop",
+        "active_stop": True,
+        "steps": 5,
+    }
+
+
 def body_at(x: float) -> np.ndarray:
     """Body points whose nearest one is at distance x - 1 from the target box (x > 1)."""
     return np.array([[x, 0.25, 0.5], [x + 0.3, 0.9, 0.5], [x + 0.1, 1.5, 0.5]])

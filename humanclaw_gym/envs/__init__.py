@@ -14,48 +14,38 @@ GENERIC_ENV_ID = "HumanClaw-v0"
 IMAGE_GOAL_ENV_ID = "HumanClawImageGoal-v0"
 
 
+#: ``(env id, entry point, keyword arguments)`` of every env :func:`register_envs`
+#: registers, in that order.
+_ENVS: tuple[tuple[str, str, dict[str, str]], ...] = (
+    (ENV_ID, "humanclaw_gym.envs.find_nav_interact:FindNavInteractEnv", {}),
+    (IMAGE_GOAL_ENV_ID, "humanclaw_gym.envs.image_goal:ImageGoalEnv", {"task": "image_goal"}),
+    (GENERIC_ENV_ID, "humanclaw_gym.envs.env:HumanClawEnv", {}),
+)
+
+
 def register_envs() -> None:
-    """Register ``HumanClaw-v0`` and ``HumanClawFindNavInteract-v0`` with Gymnasium
-    (idempotent)."""
+    """Register ``HumanClaw-v0``, ``HumanClawFindNavInteract-v0`` and
+    ``HumanClawImageGoal-v0`` with Gymnasium (idempotent)."""
     import gymnasium as gym
 
-    if ENV_ID not in gym.registry:
-        gym.register(
-            id=ENV_ID,
-            entry_point="humanclaw_gym.envs.find_nav_interact:FindNavInteractEnv",
-            vector_entry_point="humanclaw_gym.envs.vector:make_vector_env",
-            disable_env_checker=False,
-        )
-    if IMAGE_GOAL_ENV_ID not in gym.registry:
-        gym.register(
-            id=IMAGE_GOAL_ENV_ID,
-            entry_point="humanclaw_gym.envs.image_goal:ImageGoalEnv",
-            vector_entry_point="humanclaw_gym.envs.vector:make_vector_env",
-            kwargs={"task": "image_goal"},
-            disable_env_checker=False,
-        )
-    if GENERIC_ENV_ID not in gym.registry:
-        gym.register(
-            id=GENERIC_ENV_ID,
-            entry_point="humanclaw_gym.envs.env:HumanClawEnv",
-            vector_entry_point="humanclaw_gym.envs.vector:make_vector_env",
-            disable_env_checker=False,
-        )
+    for env_id, entry_point, kwargs in _ENVS:
+        if env_id not in gym.registry:
+            gym.register(
+                id=env_id,
+                entry_point=entry_point,
+                vector_entry_point="humanclaw_gym.envs.vector:make_vector_env",
+                kwargs=dict(kwargs),
+                disable_env_checker=False,
+            )
 
 
 def __getattr__(name: str):
-    if name == "FindNavInteractEnv":
-        from humanclaw_gym.envs.find_nav_interact import FindNavInteractEnv
+    for _, entry_point, _ in _ENVS:
+        module, _, attr = entry_point.partition(":")
+        if name == attr:
+            import importlib
 
-        return FindNavInteractEnv
-    if name == "ImageGoalEnv":
-        from humanclaw_gym.envs.image_goal import ImageGoalEnv
-
-        return ImageGoalEnv
-    if name == "HumanClawEnv":
-        from humanclaw_gym.envs.env import HumanClawEnv
-
-        return HumanClawEnv
+            return getattr(importlib.import_module(module), attr)
     raise AttributeError(name)
 
 

@@ -8,15 +8,15 @@ contract is in ``docs/env.md``.
 
 from __future__ import annotations
 
-from typing import Any
-
-from humanclaw_gym.envs.env import HumanClawEnv, PrivilegedState
-from humanclaw_gym.tasks import DEFAULT_TASK, resolve_task
+from humanclaw_gym.envs import ENV_ID
+from humanclaw_gym.envs.env import PrivilegedState
+from humanclaw_gym.envs.pinned import PinnedTaskEnv
+from humanclaw_gym.tasks import DEFAULT_TASK
 
 __all__ = ["FindNavInteractEnv", "PrivilegedState"]
 
 
-class FindNavInteractEnv(HumanClawEnv):
+class FindNavInteractEnv(PinnedTaskEnv):
     """Find an object in a home, walk to it and (for beds, couches, toilets) sit on it.
 
     :class:`~humanclaw_gym.envs.env.HumanClawEnv` with ``task="find_nav_interact"``; every
@@ -24,11 +24,5 @@ class FindNavInteractEnv(HumanClawEnv):
     ``HumanClaw-v0`` with ``task=`` for it.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        task = kwargs.pop("task", DEFAULT_TASK)
-        if resolve_task(task).spec.id != DEFAULT_TASK:
-            raise ValueError(
-                f"HumanClawFindNavInteract-v0 plays the task {DEFAULT_TASK!r}, not {task!r}: "
-                "make 'HumanClaw-v0' with task=... for another task"
-            )
-        super().__init__(task, *args, **kwargs)
+    env_id = ENV_ID
+    pinned_task = DEFAULT_TASK

@@ -8,15 +8,14 @@ where the goal picture was taken and stop within 1 m of it. Its contract is in
 
 from __future__ import annotations
 
-from typing import Any
-
-from humanclaw_gym.envs.env import HumanClawEnv
-from humanclaw_gym.tasks import IMAGE_GOAL_TASK, resolve_task
+from humanclaw_gym.envs import IMAGE_GOAL_ENV_ID
+from humanclaw_gym.envs.pinned import PinnedTaskEnv
+from humanclaw_gym.tasks import IMAGE_GOAL_TASK
 
 __all__ = ["ImageGoalEnv"]
 
 
-class ImageGoalEnv(HumanClawEnv):
+class ImageGoalEnv(PinnedTaskEnv):
     """Walk to where the goal picture was taken; stop with the pelvis within 1 m of it.
 
     The observation is ``Dict(rgb, goal_rgb)``: the head camera's image and the goal
@@ -29,11 +28,5 @@ class ImageGoalEnv(HumanClawEnv):
     ``docs/tasks.md``.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        task = kwargs.pop("task", IMAGE_GOAL_TASK)
-        if resolve_task(task).spec.id != IMAGE_GOAL_TASK:
-            raise ValueError(
-                f"HumanClawImageGoal-v0 plays the task {IMAGE_GOAL_TASK!r}, not {task!r}: make "
-                "'HumanClaw-v0' with task=... for another task"
-            )
-        super().__init__(task, *args, **kwargs)
+    env_id = IMAGE_GOAL_ENV_ID
+    pinned_task = IMAGE_GOAL_TASK

@@ -24,8 +24,9 @@ sit near the terciles of routes from uniformly random starts in the validation h
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -42,6 +43,7 @@ __all__ = [
     "RouteStats",
     "bin_level",
     "difficulty_label",
+    "nearest_difficulty",
     "route_stats",
 ]
 
@@ -163,3 +165,28 @@ def route_stats(
         path_xz=path,
         simplified_xz=simplified,
     )
+
+
+_T = TypeVar("_T")
+
+
+def nearest_difficulty(
+    want: int, candidates: Iterable[tuple[RouteStats, _T]]
+) -> tuple[RouteStats, _T] | None:
+    """The split generators' difficulty balance: of ``(stats, candidate)`` pairs, the first
+    whose label is ``DIFFICULTY_LABELS[want]``, else the first of those nearest to it.
+
+    ``candidates`` is read lazily and no further than the first exact match (so a
+    generator drawing them from a random stream stops drawing there).
+
+    Returns:
+        The chosen pair, or None when there was no candidate.
+    """
+    best: tuple[int, RouteStats, _T] | None = None
+    for stats, candidate in candidates:
+        gap = abs(DIFFICULTY_LABELS.index(stats.difficulty) - want)
+        if best is None or gap < best[0]:
+            best = (gap, stats, candidate)
+        if gap == 0:
+            break
+    return None if best is None else (best[1], best[2])

@@ -33,13 +33,13 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from humanclaw_gym.episodes.difficulty import route_stats
+from humanclaw_gym.episodes.difficulty import RouteStats, nearest_difficulty, route_stats
 from humanclaw_gym.episodes.io import (
     SCENE_INDEX_SCHEMA,
     SPLIT_INDEX_SCHEMA,
@@ -70,7 +70,7 @@ from humanclaw_gym.episodes.schema import (
 from humanclaw_gym.episodes.spawns import SpawnChecker
 from humanclaw_gym.scenes.generator import GENERATOR_VERSION
 from humanclaw_gym.scenes.navgrid import NavGrid
-from humanclaw_gym.scenes.spec import INTERACT_CATEGORIES, TARGET_CATEGORIES, SceneSpec
+from humanclaw_gym.scenes.spec import INTERACT_CATEGORIES, TARGET_CATEGORIES, SceneObject, SceneSpec
 
 __all__ = [
     "APPROACH_POINT_SPACING_M",
@@ -201,6 +201,25 @@ def _nearest_by_aabb(objs, x: float, z: float) -> tuple[float, int]:
     return best
 
 
+def _start_draws(
+    rng: np.random.Generator,
+    grid: NavGrid,
+    cells: np.ndarray,
+    objs: Sequence[SceneObject],
+    used: Sequence[tuple[float, float]],
+) -> Iterator[tuple[RouteStats, tuple[float, float]]]:
+    """Up to ``_CANDIDATES`` start cells drawn from ``cells``, with their route to ``objs``
+    (those too close to a start in ``used``, or with no route, are drawn and skipped)."""
+    for _ in range(_CANDIDATES):
+        iz, ix = (int(v) for v in cells[int(rng.integers(len(cells)))])
+        x, z = grid.cell_center(iz, ix)
+        if any(math.hypot(x - ux, z - uz) < _MIN_START_SEPARATION_M for ux, uz in used):
+            continue
+        stats = route_stats(grid, (x, z), list(objs))
+        if stats is not None:
+            yield stats, (x, z)
+
+
 def generate_scene_episodes(
     scene: SceneSpec,
     plan: Mapping[str, int],
@@ -261,26 +280,14 @@ def generate_scene_episodes(
         used: list[tuple[float, float]] = []
         interact = category in INTERACT_CATEGORIES
         for j in range(n):
-            want = (phase + j) % 3
-            best = None
-            for _ in range(_CANDIDATES):
-                iz, ix = (int(v) for v in candidates[int(rng.integers(len(candidates)))])
-                x, z = grid.cell_center(iz, ix)
-                if any(math.hypot(x - ux, z - uz) < _MIN_START_SEPARATION_M for ux, uz in used):
-                    continue
-                stats = route_stats(grid, (x, z), list(objs))
-                if stats is None:
-                    continue
-                gap = abs(DIFFICULTY_LABELS.index(stats.difficulty) - want)
-                if best is None or gap < best[0]:
-                    best = (gap, x, z, stats)
-                if gap == 0:
-                    break
-            if best is None:
+            chosen = nearest_difficulty(
+                (phase + j) % 3, _start_draws(rng, grid, candidates, objs, used)
+            )
+            if chosen is None:
                 raise ValueError(
                     f"scene {scene.scene_id!r}: could not place a start for a {category} episode"
                 )
-            _, x, z, stats = best
+            stats, (x, z) = chosen
             used.append((x, z))
             for _ in range(_YAW_DRAWS):
                 yaw = _r(float(rng.uniform(-math.pi, math.pi)), 4)

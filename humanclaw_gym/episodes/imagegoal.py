@@ -38,21 +38,22 @@ from pathlib import Path
 from typing import Any
 
 from humanclaw_gym.episodes.io import (
-    MAX_EPISODE_FILE_BYTES,
     assets_dir,
-    canonical_json,
-    gzip_bytes,
     read_json_gz,
-    sha256_hex,
+    read_split_index,
+    refuse_duplicate_ids,
+    shard_bytes,
 )
 from humanclaw_gym.episodes.schema import (
     DEFAULT_MAX_STEPS,
     EpisodeFormatError,
     EpisodeInfo,
     check_id,
+    check_max_steps,
+    check_pose,
+    pose_dict,
     shown_id,
 )
-from humanclaw_gym.fileio import FileContentError, read_bytes_limited
 
 __all__ = [
     "IMAGEGOAL_EPISODE_SCHEMA",
@@ -77,50 +78,6 @@ IMAGEGOAL_INSTRUCTION = (
 )
 #: The shipped image-goal splits (directories under ``assets/splits``).
 IMAGEGOAL_SPLITS: tuple[str, ...] = ("imagegoal_val100",)
-_YAW_TOL_RAD = 1e-3
-
-
-def _wrap(angle: float) -> float:
-    return (angle + math.pi) % (2.0 * math.pi) - math.pi
-
-
-def _vec(value: Any, n: int, where: str) -> tuple[float, ...]:
-    if isinstance(value, (str, bytes)):
-        raise EpisodeFormatError(f"{where} must be a list of {n} numbers, got {value!r}")
-    try:
-        out = tuple(float(v) for v in value)
-    except (TypeError, ValueError):
-        raise EpisodeFormatError(f"{where} must be a list of {n} numbers, got {value!r}") from None
-    if len(out) != n or not all(math.isfinite(v) for v in out):
-        raise EpisodeFormatError(f"{where} must be {n} finite numbers, got {value!r}")
-    return out
-
-
-def _yaw(value: Any, where: str) -> float:
-    if isinstance(value, bool):
-        raise EpisodeFormatError(f"{where} must be a finite number (radians), got {value!r}")
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise EpisodeFormatError(
-            f"{where} must be a finite number (radians), got {value!r}"
-        ) from None
-    if not math.isfinite(out):
-        raise EpisodeFormatError(f"{where} must be a finite number (radians), got {value!r}")
-    return out
-
-
-def _check_rotation(rotation: tuple[float, ...], yaw: float, where: str) -> None:
-    norm = math.sqrt(sum(v * v for v in rotation))
-    if abs(norm - 1.0) > 1e-3 or abs(rotation[0]) > 1e-3 or abs(rotation[2]) > 1e-3:
-        raise EpisodeFormatError(
-            f"{where} must be a unit quaternion about +Y [0, s, 0, c], got {list(rotation)}"
-        )
-    rot_yaw = 2.0 * math.atan2(rotation[1], rotation[3])
-    if abs(_wrap(rot_yaw - yaw)) > _YAW_TOL_RAD:
-        raise EpisodeFormatError(
-            f"{where} {list(rotation)} (yaw {rot_yaw:.4f} rad) disagrees with its yaw {yaw:.4f} rad"
-        )
 
 
 @dataclass(frozen=True)
@@ -159,13 +116,10 @@ class ImageGoalEpisode:
             check_id(getattr(self, name), name)
         put = object.__setattr__
         for prefix in ("start", "goal"):
-            pos = _vec(getattr(self, f"{prefix}_position"), 3, f"{prefix}_position")
-            rot = _vec(getattr(self, f"{prefix}_rotation"), 4, f"{prefix}_rotation")
-            yaw = _yaw(getattr(self, f"{prefix}_yaw_rad"), f"{prefix}_yaw_rad")
-            _check_rotation(rot, yaw, f"{prefix}_rotation")
-            put(self, f"{prefix}_position", pos)
-            put(self, f"{prefix}_rotation", rot)
-            put(self, f"{prefix}_yaw_rad", yaw)
+            fields = (f"{prefix}_position", f"{prefix}_rotation", f"{prefix}_yaw_rad")
+            pose = check_pose(*(getattr(self, f) for f in fields), prefix)
+            for field, value in zip(fields, pose, strict=True):
+                put(self, field, value)
         if not isinstance(self.info, EpisodeInfo):
             raise EpisodeFormatError("info must be an EpisodeInfo")
         radius = self.success_distance_m
@@ -179,12 +133,7 @@ class ImageGoalEpisode:
                 f"success_distance_m must be a finite number of metres > 0, got {radius!r}"
             )
         put(self, "success_distance_m", float(radius))
-        if (
-            isinstance(self.max_steps, bool)
-            or not isinstance(self.max_steps, int)
-            or self.max_steps < 1
-        ):
-            raise EpisodeFormatError(f"max_steps must be an int >= 1, got {self.max_steps!r}")
+        check_max_steps(self.max_steps)
         if not isinstance(self.instruction, str) or not self.instruction.strip():
             raise EpisodeFormatError(
                 f"instruction must be a non-empty string, got {self.instruction!r}"
@@ -208,12 +157,8 @@ class ImageGoalEpisode:
         return {
             "episode_id": self.episode_id,
             "scene_id": self.scene_id,
-            "start_position": list(self.start_position),
-            "start_rotation": list(self.start_rotation),
-            "start_yaw_rad": self.start_yaw_rad,
-            "goal_position": list(self.goal_position),
-            "goal_rotation": list(self.goal_rotation),
-            "goal_yaw_rad": self.goal_yaw_rad,
+            **pose_dict("start", self.start_position, self.start_rotation, self.start_yaw_rad),
+            **pose_dict("goal", self.goal_position, self.goal_rotation, self.goal_yaw_rad),
             "info": self.info.to_dict(),
             "success_distance_m": self.success_distance_m,
             "max_steps": self.max_steps,
@@ -263,12 +208,7 @@ class ImageGoalEpisode:
 # ---------------------------------------------------------------------------------------
 def imagegoal_shard_bytes(scene_id: str, episodes: Sequence[ImageGoalEpisode]) -> bytes:
     """The gzip bytes of one image-goal shard (canonical JSON, deterministic gzip)."""
-    doc = {
-        "schema": IMAGEGOAL_EPISODE_SCHEMA,
-        "scene_id": scene_id,
-        "episodes": [e.to_dict() for e in episodes],
-    }
-    return gzip_bytes(canonical_json(doc).encode("utf-8"))
+    return shard_bytes(scene_id, episodes, schema=IMAGEGOAL_EPISODE_SCHEMA)
 
 
 def _episodes_of(doc: Any, where: str) -> list[ImageGoalEpisode]:
@@ -335,44 +275,16 @@ def _load_dir(
     directory: Path, stamp: tuple[tuple[str, int, int], ...]
 ) -> tuple[ImageGoalEpisode, ...]:
     del stamp  # the cache key only
-    index_path = directory / "index.json"
-    index = read_json_gz(index_path)
-    if not isinstance(index, dict) or index.get("schema") != IMAGEGOAL_SPLIT_INDEX_SCHEMA:
-        got = index.get("schema") if isinstance(index, dict) else type(index).__name__
-        raise EpisodeFormatError(
-            f"{index_path}: field 'schema' must be {IMAGEGOAL_SPLIT_INDEX_SCHEMA!r}, got {got!r}"
-        )
-    scenes = index.get("scenes")
-    if not isinstance(scenes, list) or not scenes:
-        raise EpisodeFormatError(f"{index_path}: field 'scenes' must be a non-empty list")
+    index, shards = read_split_index(directory, IMAGEGOAL_SPLIT_INDEX_SCHEMA)
     episodes: list[ImageGoalEpisode] = []
-    for k, entry in enumerate(scenes):
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("file"), str):
-            raise EpisodeFormatError(f"{index_path}: scenes[{k}] must have a string field 'file'")
-        name = entry["file"]
-        if "/" in name or "\\" in name or name.startswith("."):
-            raise EpisodeFormatError(
-                f"{index_path}: scenes[{k}].file {name!r} must be a file name in the split folder"
-            )
-        shard = directory / name
-        try:
-            data = read_bytes_limited(shard, MAX_EPISODE_FILE_BYTES, "episode file")
-        except (FileContentError, FileNotFoundError) as exc:
-            raise EpisodeFormatError(f"{exc} (listed in {index_path})") from None
-        if sha256_hex(data) != entry.get("sha256"):
-            raise EpisodeFormatError(
-                f"{shard}: SHA-256 does not match {index_path} (file changed or corrupt)"
-            )
+    for shard in shards:
         episodes += read_imagegoal_shard(shard)
-    seen: set[str] = set()
-    for ep in episodes:
-        if ep.episode_id in seen:
-            raise EpisodeFormatError(f"{directory}: duplicate episode_id {ep.episode_id!r}")
-        seen.add(ep.episode_id)
+    refuse_duplicate_ids(directory, episodes)
     count = index.get("num_episodes")
     if count is not None and count != len(episodes):
         raise EpisodeFormatError(
-            f"{index_path}: num_episodes is {count!r} but the shards hold {len(episodes)}"
+            f"{directory / 'index.json'}: num_episodes is {count!r} but the shards hold "
+            f"{len(episodes)}"
         )
     return tuple(episodes)
 

@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from humanclaw_gym.episodes.difficulty import route_stats
+from humanclaw_gym.episodes.difficulty import RouteStats, nearest_difficulty, route_stats
 from humanclaw_gym.episodes.goal_view import (
     GENERATOR_MARGIN,
     GOAL_VIEW_THRESHOLDS,
@@ -85,6 +85,8 @@ _CANDIDATES = 20
 _START_YAW_DRAWS = 64
 _GOAL_YAW_DRAWS = 12
 _PAIR_DRAWS = 60
+#: A drawn cell: its centre ``(x, z)`` and grid indices ``(iz, ix)``.
+_Cell = tuple[float, float, int, int]
 
 #: ``render_view(scene, start_xyz, start_yaw_rad, goal_xyz, goal_yaw_rad, episode_id) ->
 #: {"rgb", "depth", "instance"}``: the goal view as the task renders it at reset (the body
@@ -153,38 +155,39 @@ def generate_imagegoal_scene_episodes(
     episodes: list[ImageGoalEpisode] = []
     phase = int(rng.integers(3))
 
-    def draw_cell(used: Sequence[tuple[float, float]]) -> tuple[float, float, int, int] | None:
+    def draw_cell(used: Sequence[tuple[float, float]]) -> _Cell | None:
         iz, ix = (int(v) for v in cells[int(rng.integers(len(cells)))])
         x, z = grid.cell_center(iz, ix)
         if any(math.hypot(x - ux, z - uz) < _MIN_SEPARATION_M for ux, uz in used):
             return None
         return x, z, iz, ix
 
+    def pair_draws() -> Iterator[tuple[RouteStats, tuple[_Cell, _Cell]]]:
+        """Up to ``_CANDIDATES`` start/goal pairs with their route (the pairs too close
+        to earlier starts or goals, too near each other or without a long enough route
+        are drawn and skipped)."""
+        for _ in range(_CANDIDATES):
+            start = draw_cell(starts)
+            goal = draw_cell(goals)
+            if start is None or goal is None:
+                continue
+            if math.hypot(start[0] - goal[0], start[1] - goal[1]) < MIN_GOAL_EUCLIDEAN_M:
+                continue
+            target = np.array([[goal[2], goal[3]]], dtype=np.int64)
+            stats = route_stats(grid, (start[0], start[1]), target)
+            if stats is None or stats.geodesic_distance < MIN_GOAL_GEODESIC_M:
+                continue
+            yield stats, (start, goal)
+
     for k in range(count):
         episode_id = f"{prefix}_{k:03d}"
         want = (phase + k) % 3
         accepted = None
         for _ in range(_PAIR_DRAWS):
-            best = None
-            for _ in range(_CANDIDATES):
-                start = draw_cell(starts)
-                goal = draw_cell(goals)
-                if start is None or goal is None:
-                    continue
-                if math.hypot(start[0] - goal[0], start[1] - goal[1]) < MIN_GOAL_EUCLIDEAN_M:
-                    continue
-                target = np.array([[goal[2], goal[3]]], dtype=np.int64)
-                stats = route_stats(grid, (start[0], start[1]), target)
-                if stats is None or stats.geodesic_distance < MIN_GOAL_GEODESIC_M:
-                    continue
-                gap = abs(DIFFICULTY_LABELS.index(stats.difficulty) - want)
-                if best is None or gap < best[0]:
-                    best = (gap, start, goal, stats)
-                if gap == 0:
-                    break
-            if best is None:
+            chosen = nearest_difficulty(want, pair_draws())
+            if chosen is None:
                 continue
-            _, start, goal, stats = best
+            stats, (start, goal) = chosen
             start_yaw = _start_yaw(scene, spawns, rng, start)
             start_pose = ((_r(start[0]), _r(floor_y), _r(start[1])), start_yaw)
             goal_yaw = _goal_yaw(

@@ -82,6 +82,8 @@ __all__ = [
     "read_json_gz",
     "read_scene_file",
     "read_shard",
+    "read_split_index",
+    "refuse_duplicate_ids",
     "scene_installed",
     "scene_not_installed",
     "sha256_hex",
@@ -164,10 +166,12 @@ def read_json_gz(path: str | os.PathLike[str]) -> Any:
 # ---------------------------------------------------------------------------------------
 # shards
 # ---------------------------------------------------------------------------------------
-def shard_bytes(scene_id: str, episodes: Sequence[Episode]) -> bytes:
-    """The gzip bytes of one shard of our format."""
+def shard_bytes(scene_id: str, episodes: Sequence[Any], schema: str = EPISODE_SCHEMA) -> bytes:
+    """The gzip bytes of one shard: ``{"schema", "scene_id", "episodes"}`` with every
+    record's ``to_dict()`` (our format by default; the image-goal task's shards give
+    their own ``schema``), canonical JSON, deterministic gzip."""
     doc = {
-        "schema": EPISODE_SCHEMA,
+        "schema": schema,
         "scene_id": scene_id,
         "episodes": [e.to_dict() for e in episodes],
     }
@@ -470,29 +474,8 @@ def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
                 "holding episodes)"
             )
     elif index_path.is_file():
-        index = _read_json(index_path)
-        if not isinstance(index, dict) or index.get("schema") != SPLIT_INDEX_SCHEMA:
-            got = index.get("schema") if isinstance(index, dict) else type(index).__name__
-            raise EpisodeFormatError(
-                f"{index_path}: field 'schema' must be {SPLIT_INDEX_SCHEMA!r}, got {shown_id(got)}"
-            )
-        scenes = index.get("scenes")
-        if not isinstance(scenes, list):
-            raise EpisodeFormatError(f"{index_path}: field 'scenes' must be a list")
-        for k, entry in enumerate(scenes):
-            if not isinstance(entry, Mapping) or "file" not in entry or "sha256" not in entry:
-                raise EpisodeFormatError(
-                    f"{index_path}: scenes[{k}] must have fields 'file' and 'sha256'"
-                )
-            shard = directory / str(entry["file"])
-            try:
-                data = _read_file(shard)
-            except EpisodeFormatError as exc:
-                raise EpisodeFormatError(f"{exc} (listed in {index_path})") from None
-            if sha256_hex(data) != entry["sha256"]:
-                raise EpisodeFormatError(
-                    f"{shard}: SHA-256 does not match {index_path} (file changed or corrupt)"
-                )
+        _, shards = read_split_index(directory, SPLIT_INDEX_SCHEMA)
+        for shard in shards:
             episodes += read_shard(shard)
     else:
         shards = sorted(directory.glob("*.json.gz"))
@@ -502,12 +485,69 @@ def _load_split_dir(directory: Path) -> tuple[Episode, ...]:
             episodes += read_shard(shard)
     if not episodes:
         raise EpisodeFormatError(f"{directory}: the split's shards hold no episodes")
+    refuse_duplicate_ids(directory, episodes)
+    return tuple(episodes)
+
+
+def read_split_index(directory: Path, schema: str) -> tuple[dict[str, Any], list[Path]]:
+    """The ``index.json`` of a split folder and the shard files it lists, each checked
+    against the SHA-256 the index gives (``{"schema", "scenes": [{"file", "sha256", ...},
+    ...], ...}``; ``file`` a name in the folder).
+
+    Args:
+        directory: the split folder.
+        schema: the index schema the caller reads (:data:`SPLIT_INDEX_SCHEMA`, the
+            image-goal task's).
+
+    Returns:
+        ``(index document, shard paths in index order)``.
+
+    Raises:
+        EpisodeFormatError: another schema, a malformed entry, a missing or changed shard;
+            naming the file.
+    """
+    index_path = directory / "index.json"
+    index = _read_json(index_path)
+    if not isinstance(index, dict) or index.get("schema") != schema:
+        got = index.get("schema") if isinstance(index, dict) else type(index).__name__
+        raise EpisodeFormatError(
+            f"{index_path}: field 'schema' must be {schema!r}, got {shown_id(got)}"
+        )
+    scenes = index.get("scenes")
+    if not isinstance(scenes, list) or not scenes:
+        raise EpisodeFormatError(f"{index_path}: field 'scenes' must be a non-empty list")
+    shards = []
+    for k, entry in enumerate(scenes):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("file"), str):
+            raise EpisodeFormatError(
+                f"{index_path}: scenes[{k}] must have a string field 'file' and a field 'sha256'"
+            )
+        name = entry["file"]
+        if "/" in name or "\\" in name or name.startswith("."):
+            raise EpisodeFormatError(
+                f"{index_path}: scenes[{k}].file {shown_id(name)} must be a file name in the "
+                "split folder"
+            )
+        shard = directory / name
+        try:
+            data = _read_file(shard)
+        except EpisodeFormatError as exc:
+            raise EpisodeFormatError(f"{exc} (listed in {index_path})") from None
+        if sha256_hex(data) != entry.get("sha256"):
+            raise EpisodeFormatError(
+                f"{shard}: SHA-256 does not match {index_path} (file changed or corrupt)"
+            )
+        shards.append(shard)
+    return index, shards
+
+
+def refuse_duplicate_ids(where: str | os.PathLike[str], episodes: Iterable[Any]) -> None:
+    """Refuse a split whose records repeat an ``episode_id`` (naming ``where``)."""
     seen: set[str] = set()
     for ep in episodes:
         if ep.episode_id in seen:
-            raise EpisodeFormatError(f"{directory}: duplicate episode_id {ep.episode_id!r}")
+            raise EpisodeFormatError(f"{where}: duplicate episode_id {ep.episode_id!r}")
         seen.add(ep.episode_id)
-    return tuple(episodes)
 
 
 def _reference_subset(path: Path, doc: dict[str, Any]) -> tuple[Episode, ...]:

@@ -50,6 +50,9 @@ __all__ = [
     "InstructionTemplate",
     "ReferenceRecord",
     "check_id",
+    "check_max_steps",
+    "check_pose",
+    "pose_dict",
     "reference_yaw_to_ours",
     "shown_id",
     "instruction_for",
@@ -327,6 +330,77 @@ def _opt_float(value: Any, where: str) -> float | None:
     return out
 
 
+def check_pose(
+    position: Any, rotation: Any, yaw_rad: Any, name: str, owner: str = ""
+) -> tuple[tuple[float, float, float], tuple[float, float, float, float], float]:
+    """Check the pose fields ``<name>_position``, ``<name>_rotation`` and ``<name>_yaw_rad``
+    of an episode record (e.g. ``name="start"``).
+
+    The position is ``[x, y, z]`` within ±:data:`MAX_COORD_M` metres, the yaw a finite
+    number of radians, and the rotation the unit quaternion ``[0, s, 0, c]`` about +Y of
+    that yaw (within 1e-3 rad).
+
+    Args:
+        position / rotation / yaw_rad: the values as given.
+        name: the fields' prefix (``"start"``, ``"goal"``).
+        owner: what error messages put before the field names (``"Episode."``).
+
+    Returns:
+        ``(position, rotation, yaw_rad)`` as floats.
+
+    Raises:
+        EpisodeFormatError: naming the field and what is allowed.
+    """
+    where = f"{owner}{name}"
+    pos = _vec(position, 3, f"{where}_position")
+    rot = _vec(rotation, 4, f"{where}_rotation")
+    if isinstance(yaw_rad, bool):
+        raise EpisodeFormatError(f"{where}_yaw_rad must be a finite number, got {yaw_rad!r}")
+    yaw = _opt_float(yaw_rad, f"{where}_yaw_rad")
+    if yaw is None or not math.isfinite(yaw):
+        raise EpisodeFormatError(
+            f"{where}_yaw_rad must be a finite number, got {shown_id(yaw_rad)}"
+        )
+    assert pos is not None and rot is not None
+    norm = math.sqrt(sum(v * v for v in rot))
+    if abs(norm - 1.0) > 1e-3 or abs(rot[0]) > 1e-3 or abs(rot[2]) > 1e-3:
+        raise EpisodeFormatError(
+            f"{where}_rotation must be a unit quaternion about +Y [0, s, 0, c], got {list(rot)}"
+        )
+    rot_yaw = 2.0 * math.atan2(rot[1], rot[3])
+    if abs(_wrap(rot_yaw - yaw)) > _YAW_TOL_RAD:
+        raise EpisodeFormatError(
+            f"{where}_rotation {list(rot)} (yaw {rot_yaw:.4f} rad) disagrees with "
+            f"{name}_yaw_rad {yaw:.4f} rad"
+        )
+    return pos, rot, yaw  # type: ignore[return-value]
+
+
+def pose_dict(
+    name: str, position: Sequence[float], rotation: Sequence[float], yaw_rad: float
+) -> dict[str, Any]:
+    """The pose fields ``<name>_position``, ``<name>_rotation`` and ``<name>_yaw_rad`` of a
+    record's JSON form (the inverse of :func:`check_pose`)."""
+    return {
+        f"{name}_position": list(position),
+        f"{name}_rotation": list(rotation),
+        f"{name}_yaw_rad": yaw_rad,
+    }
+
+
+def check_max_steps(value: Any, where: str = "max_steps") -> int:
+    """An episode's decision-step limit: an int in ``[1, MAX_EPISODE_STEPS]``.
+
+    Raises:
+        EpisodeFormatError: naming ``where`` and what is allowed.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_EPISODE_STEPS:
+        raise EpisodeFormatError(
+            f"{where} must be an int in [1, {MAX_EPISODE_STEPS}], got {shown_id(value)}"
+        )
+    return value
+
+
 def _reference(value: Any, where: str) -> ReferenceRecord | None:
     if value is None:
         return None
@@ -583,28 +657,13 @@ class Episode:
     def __post_init__(self) -> None:
         for name in ("episode_id", "scene_id", "object_category"):
             check_id(getattr(self, name), name)
-        object.__setattr__(
-            self, "start_position", _vec(self.start_position, 3, "Episode.start_position")
+        pose = check_pose(
+            self.start_position, self.start_rotation, self.start_yaw_rad, "start", "Episode."
         )
-        rot = _vec(self.start_rotation, 4, "Episode.start_rotation")
-        object.__setattr__(self, "start_rotation", rot)
-        yaw = _opt_float(self.start_yaw_rad, "Episode.start_yaw_rad")
-        if yaw is None or not math.isfinite(yaw):
-            raise EpisodeFormatError(
-                f"Episode.start_yaw_rad must be a finite number, got {shown_id(self.start_yaw_rad)}"
-            )
-        object.__setattr__(self, "start_yaw_rad", yaw)
-        assert rot is not None
-        norm = math.sqrt(sum(v * v for v in rot))
-        if abs(norm - 1.0) > 1e-3 or abs(rot[0]) > 1e-3 or abs(rot[2]) > 1e-3:
-            raise EpisodeFormatError(
-                f"Episode.start_rotation must be a unit quaternion about +Y [0, s, 0, c], got {list(rot)}"
-            )
-        rot_yaw = 2.0 * math.atan2(rot[1], rot[3])
-        if abs(_wrap(rot_yaw - yaw)) > _YAW_TOL_RAD:
-            raise EpisodeFormatError(
-                f"Episode.start_rotation {list(rot)} (yaw {rot_yaw:.4f} rad) disagrees with start_yaw_rad {yaw:.4f} rad"
-            )
+        for field, value in zip(
+            ("start_position", "start_rotation", "start_yaw_rad"), pose, strict=True
+        ):
+            object.__setattr__(self, field, value)
         goals = tuple(self.goals)
         if not goals:
             raise EpisodeFormatError(f"episode {self.episode_id!r} has no goals")
@@ -613,15 +672,7 @@ class Episode:
         object.__setattr__(self, "goals", goals)
         if not isinstance(self.info, EpisodeInfo):
             raise EpisodeFormatError("Episode.info must be an EpisodeInfo")
-        if (
-            isinstance(self.max_steps, bool)
-            or not isinstance(self.max_steps, int)
-            or not 1 <= self.max_steps <= MAX_EPISODE_STEPS
-        ):
-            raise EpisodeFormatError(
-                f"Episode.max_steps must be an int in [1, {MAX_EPISODE_STEPS}], got "
-                f"{shown_id(self.max_steps)}"
-            )
+        check_max_steps(self.max_steps, "Episode.max_steps")
         if not isinstance(self.interact, bool):
             raise EpisodeFormatError(
                 f"Episode.interact must be a bool, got {shown_id(self.interact)}"
@@ -656,9 +707,7 @@ class Episode:
         return {
             "episode_id": self.episode_id,
             "scene_id": self.scene_id,
-            "start_position": list(self.start_position),
-            "start_rotation": list(self.start_rotation),
-            "start_yaw_rad": self.start_yaw_rad,
+            **pose_dict("start", self.start_position, self.start_rotation, self.start_yaw_rad),
             "object_category": self.object_category,
             "goals": [g.to_dict() for g in self.goals],
             "info": self.info.to_dict(),

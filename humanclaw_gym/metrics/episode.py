@@ -48,7 +48,7 @@ from humanclaw_gym.metrics._checks import (
     check_object_positions,
 )
 from humanclaw_gym.metrics.fields import check_field, field_value
-from humanclaw_gym.metrics.outcome import ENDED_BY
+from humanclaw_gym.metrics.outcome import ENDED_BY, OutcomeMetric
 from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, EpisodeStart, FrameRecord
 from humanclaw_gym.metrics.trackers import (
     BENCHMARK_SUITE,
@@ -549,11 +549,9 @@ def validate_metrics(metrics: Any, where: str = "metrics") -> dict[str, Any]:
     for key in ("episode_id", "scene_id"):
         if not metrics[key]:
             raise fail(f"{key} must be a non-empty string")
-    if metrics["active_stop"] != (metrics["ended_by"] == "stop"):
-        raise fail(
-            f"active_stop ({metrics['active_stop']}) must be true exactly when ended_by is "
-            f"'stop' (ended_by={metrics['ended_by']!r})"
-        )
+    problem = OutcomeMetric.check(metrics)
+    if problem is not None:
+        raise fail(problem)
     for flag, needs in (
         ("find_success", "geo_find_success"),
         ("nav_success_20cm", "active_stop"),

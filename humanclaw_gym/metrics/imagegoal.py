@@ -29,10 +29,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from humanclaw_gym.episodes.schema import DIFFICULTY_LABELS
-from humanclaw_gym.metrics._checks import as_finite_float, as_id_set, as_int
+from humanclaw_gym.metrics._checks import as_finite_float
 from humanclaw_gym.metrics.fields import Column, MetricField, MetricSpec, Reduce
-from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES, check_rules
-from humanclaw_gym.metrics.tracker import DecisionRecord, EpisodeEnd, FrameRecord
+from humanclaw_gym.metrics.rules import DEFAULT_METRIC_RULES
+from humanclaw_gym.metrics.tracker import (
+    DecisionRecord,
+    EpisodeEnd,
+    FrameRecord,
+    check_start_fields,
+)
 from humanclaw_gym.registry import register_tracker
 
 __all__ = [
@@ -143,34 +148,14 @@ class ImageGoalStart:
     link_names: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
-        def put(name: str, value: Any) -> None:
-            object.__setattr__(self, name, value)
-
-        for name in ("episode_id", "scene_id"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-        put("rules", check_rules(self.rules))
-        put("rollout_index", as_int(self.rollout_index, "rollout_index", 0))
-        put("start_xz", _xz(self.start_xz, "start_xz"))
-        put("goal_xz", _xz(self.goal_xz, "goal_xz"))
+        check_start_fields(self)
+        object.__setattr__(self, "start_xz", _xz(self.start_xz, "start_xz"))
+        object.__setattr__(self, "goal_xz", _xz(self.goal_xz, "goal_xz"))
         for name in ("success_distance_m", "geodesic_distance_m"):
             value = as_finite_float(getattr(self, name), name)
             if value <= 0.0:
                 raise ValueError(f"{name} must be > 0 m, got {getattr(self, name)!r}")
-            put(name, value)
-        if self.difficulty is not None and self.difficulty not in DIFFICULTY_LABELS:
-            raise ValueError(
-                f"difficulty must be one of {DIFFICULTY_LABELS} or None, got {self.difficulty!r}"
-            )
-        penetration = as_finite_float(self.initial_penetration_m, "initial_penetration_m")
-        if penetration < 0:
-            raise ValueError(f"initial_penetration_m must be >= 0, got {penetration!r}")
-        put("initial_penetration_m", penetration)
-        put("dynamic_ids", tuple(sorted(as_id_set(self.dynamic_ids, "dynamic_ids"))))
-        put("floor_height_m", as_finite_float(self.floor_height_m, "floor_height_m"))
-        if self.link_names is not None:
-            put("link_names", tuple(self.link_names))
+            object.__setattr__(self, name, value)
 
 
 #: Success, SPL and the distances behind them.

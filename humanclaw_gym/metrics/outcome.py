@@ -92,39 +92,6 @@ EPISODE_SPEC = MetricSpec(
 )
 
 
-class EpisodeMetric:
-    """Tracker of the episode's identity and outcome (:data:`EPISODE_SPEC`)."""
-
-    spec: ClassVar[MetricSpec] = EPISODE_SPEC
-    needs: ClassVar[frozenset[str]] = frozenset()
-    thresholds: ClassVar[dict[str, float | int]] = {}
-
-    def on_reset(self, start: EpisodeStart) -> None:
-        self._start = start
-
-    def on_decision(self, decision: DecisionRecord) -> None:
-        pass
-
-    def on_frame(self, frame: FrameRecord) -> None:
-        pass
-
-    def summary(self, end: EpisodeEnd) -> dict[str, Any]:
-        start = self._start
-        return {
-            "rules": start.rules,
-            "episode_id": start.episode_id,
-            "scene_id": start.scene_id,
-            "rollout_index": start.rollout_index,
-            "category": start.category,
-            "difficulty": start.difficulty,
-            "interact": start.interact,
-            "target_ids": list(start.target_ids),
-            "ended_by": end.ended_by,
-            "active_stop": end.active_stop,
-            "steps": end.steps,
-        }
-
-
 #: Identity and outcome of an episode of any task (the benchmark's fields without the
 #: target category, difficulty, interact flag and target ids).
 OUTCOME_SPEC = MetricSpec(
@@ -155,6 +122,10 @@ class OutcomeMetric:
     def on_frame(self, frame: FrameRecord) -> None:
         pass
 
+    def _identity(self, start: Any) -> dict[str, Any]:
+        """The fields a subclass adds after ``rollout_index`` (none here)."""
+        return {}
+
     def summary(self, end: EpisodeEnd) -> dict[str, Any]:
         start = self._start
         return {
@@ -162,6 +133,7 @@ class OutcomeMetric:
             "episode_id": start.episode_id,
             "scene_id": start.scene_id,
             "rollout_index": start.rollout_index,
+            **self._identity(start),
             "ended_by": end.ended_by,
             "active_stop": end.active_stop,
             "steps": end.steps,
@@ -176,3 +148,18 @@ class OutcomeMetric:
                 f"'stop' (ended_by={metrics['ended_by']!r})"
             )
         return None
+
+
+class EpisodeMetric(OutcomeMetric):
+    """Tracker of the episode's identity and outcome (:data:`EPISODE_SPEC`): the outcome
+    with the benchmark's target category, difficulty, interact flag and target ids."""
+
+    spec: ClassVar[MetricSpec] = EPISODE_SPEC
+
+    def _identity(self, start: EpisodeStart) -> dict[str, Any]:
+        return {
+            "category": start.category,
+            "difficulty": start.difficulty,
+            "interact": start.interact,
+            "target_ids": list(start.target_ids),
+        }

@@ -48,6 +48,7 @@ __all__ = [
     "EpisodeStart",
     "FrameRecord",
     "Tracker",
+    "check_start_fields",
 ]
 
 #: Observer needs a tracker may declare (see :mod:`humanclaw_gym.envs.events`):
@@ -138,18 +139,11 @@ class EpisodeStart:
         def put(name: str, value: Any) -> None:
             object.__setattr__(self, name, value)
 
-        put("rules", check_rules(self.rules))
-        put("rollout_index", as_int(self.rollout_index, "rollout_index", 0))
-        for name in ("episode_id", "scene_id", "category"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        check_start_fields(self)
+        if not isinstance(self.category, str) or not self.category:
+            raise ValueError(f"category must be a non-empty string, got {self.category!r}")
         if self.category not in TARGET_CATEGORIES:
             raise ValueError(f"category must be one of {TARGET_CATEGORIES}, got {self.category!r}")
-        if self.difficulty is not None and self.difficulty not in DIFFICULTY_LABELS:
-            raise ValueError(
-                f"difficulty must be one of {DIFFICULTY_LABELS} or None, got {self.difficulty!r}"
-            )
         if not isinstance(self.interact, (bool, np.bool_)):
             raise ValueError(f"interact must be a bool, got {self.interact!r}")
         put("interact", bool(self.interact))
@@ -164,23 +158,46 @@ class EpisodeStart:
             )
         body_to_target_aabb_distance(np.zeros((1, 3)), aabbs)  # validates the boxes
         aabbs.setflags(write=False)
-        penetration = as_finite_float(self.initial_penetration_m, "initial_penetration_m")
-        if penetration < 0:
-            raise ValueError(
-                f"initial_penetration_m must be >= 0, got {self.initial_penetration_m!r}"
-            )
         put("target_ids", ids)
         put("target_aabbs", aabbs)
-        put("initial_penetration_m", penetration)
-        put("dynamic_ids", tuple(sorted(as_id_set(self.dynamic_ids, "dynamic_ids"))))
-        put("floor_height_m", as_finite_float(self.floor_height_m, "floor_height_m"))
-        if self.object_handles is not None:
-            put("object_handles", dict(self.object_handles))
-        if self.link_names is not None:
-            names = tuple(self.link_names)
-            if not names or not all(isinstance(n, str) and n for n in names):
-                raise ValueError(f"link_names must be non-empty link names, got {names[:3]!r}")
-            put("link_names", names)
+
+
+def check_start_fields(start: Any) -> None:
+    """Check and normalise, in place, the fields every tracker start record shares with
+    :class:`EpisodeStart` (a frozen dataclass's ``__post_init__`` calls it): the ids,
+    ``rules``, ``rollout_index``, ``difficulty``, ``initial_penetration_m``,
+    ``dynamic_ids`` (sorted), ``floor_height_m``, ``object_handles`` and ``link_names``.
+
+    Raises:
+        ValueError: naming the field and what is allowed.
+    """
+
+    def put(name: str, value: Any) -> None:
+        object.__setattr__(start, name, value)
+
+    put("rules", check_rules(start.rules))
+    put("rollout_index", as_int(start.rollout_index, "rollout_index", 0))
+    for name in ("episode_id", "scene_id"):
+        value = getattr(start, name)
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    if start.difficulty is not None and start.difficulty not in DIFFICULTY_LABELS:
+        raise ValueError(
+            f"difficulty must be one of {DIFFICULTY_LABELS} or None, got {start.difficulty!r}"
+        )
+    penetration = as_finite_float(start.initial_penetration_m, "initial_penetration_m")
+    if penetration < 0:
+        raise ValueError(f"initial_penetration_m must be >= 0, got {start.initial_penetration_m!r}")
+    put("initial_penetration_m", penetration)
+    put("dynamic_ids", tuple(sorted(as_id_set(start.dynamic_ids, "dynamic_ids"))))
+    put("floor_height_m", as_finite_float(start.floor_height_m, "floor_height_m"))
+    if start.object_handles is not None:
+        put("object_handles", dict(start.object_handles))
+    if start.link_names is not None:
+        names = tuple(start.link_names)
+        if not names or not all(isinstance(n, str) and n for n in names):
+            raise ValueError(f"link_names must be non-empty link names, got {names[:3]!r}")
+        put("link_names", names)
 
 
 class DecisionRecord(NamedTuple):

@@ -450,17 +450,7 @@ def raise_heels_for_seat(
 
         theta = _legs.smallest_raise(lift, SEATED_MAX_HEEL_RAISE_RAD)
         raises[side] = 0.0 if theta is None else theta  # out of reach: left as generated
-    if not any(raises):
-        return frames
-    n = len(frames)
-    u = np.clip((np.arange(1, n + 1) / n - 0.05) / 0.95, 0.0, 1.0)
-    ramp = u**3 * (10.0 - 15.0 * u + 6.0 * u * u)
-    out = frames.copy()
-    for t in range(n):
-        for side in (0, 1):
-            if raises[side] > 0.0 and ramp[t] > 0.0:
-                out[t] = _heel_raised(out[t], side, raises[side] * ramp[t])
-    return out
+    return raise_heels(frames, (raises[0], raises[1]))
 
 
 def tip_pelvis(
@@ -521,7 +511,8 @@ def raise_heels(
 ) -> np.ndarray:
     """Roll the feet of a Sit down chunk onto their toes by ``raises_rad`` (left, right) at
     its end, growing in over the chunk (minimum-jerk from 5 % to 100 % of it), the toe
-    joints where they are and the legs re-solved (as :func:`raise_heels_for_seat` does)."""
+    joints where they are and the legs re-solved (:func:`raise_heels_for_seat` rolls its
+    feet with it)."""
     frames = _check_chunk(frames, "raise_heels")
     if not any(r > 0.0 for r in raises_rad):
         return frames

@@ -41,9 +41,10 @@ trackers start from) and reads :attr:`TaskSpec.trackers`; a privileged env's
 
 from __future__ import annotations
 
+import os
 import re
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -63,6 +64,7 @@ __all__ = [
     "Task",
     "TaskSimulation",
     "TaskSpec",
+    "episode_list",
 ]
 
 #: Decision steps of an episode that declares no limit of its own.
@@ -150,6 +152,37 @@ class TaskSpec:
     def record(self) -> dict[str, Any]:
         """What results record of the task: ``{"id", "version"}``."""
         return {"id": self.id, "version": self.version}
+
+
+def episode_list(
+    split: Any,
+    episodes: Any,
+    episode_ids: Sequence[str] | None,
+    load_split: Callable[[Any], Sequence[Any]],
+) -> list[Any]:
+    """The episodes of an env, as :meth:`BaseTask.load_episodes` describes them:
+    ``episodes`` (records, or a split path, read as ``split``) or ``load_split(split)``,
+    restricted to ``episode_ids`` in their order.
+
+    Raises:
+        ValueError: ``episode_ids`` not a list of ids, an id not in the split, or no
+            episode at all.
+    """
+    from humanclaw_gym.id_lists import check_id_list
+
+    if isinstance(episodes, (str, os.PathLike)):  # a split path: same as split=
+        split, episodes = episodes, None
+    chosen = list(episodes) if episodes is not None else list(load_split(split))
+    if episode_ids is not None:
+        wanted = check_id_list(episode_ids, "episode_ids")
+        by_id = {ep.episode_id: ep for ep in chosen}
+        missing = [e for e in wanted if e not in by_id]
+        if missing:
+            raise ValueError(f"episode_ids not in split {split!r}: {missing[:5]}")
+        chosen = [by_id[e] for e in wanted]
+    if not chosen:
+        raise ValueError(f"split {split!r} has no episodes")
+    return chosen
 
 
 class TaskSimulation(Protocol):
@@ -283,7 +316,8 @@ class BaseTask:
         instruction_template: Any = None,
     ) -> list[Any]:
         """The episode list of an env: ``episodes`` (records or a path) or the split
-        ``split``, restricted to ``episode_ids`` in their order.
+        ``split``, restricted to ``episode_ids`` in their order (:func:`episode_list` does
+        this given the task's split reader).
 
         Raises:
             ValueError: an id not in the split, no episode at all, or an option the task

@@ -20,9 +20,8 @@ import numpy as np
 
 from humanclaw_gym.episodes.instructions import apply_instruction_template
 from humanclaw_gym.episodes.resolve import resolve_episode
-from humanclaw_gym.id_lists import check_id_list
 from humanclaw_gym.metrics.trackers import benchmark_tracker_names
-from humanclaw_gym.tasks.base import BaseTask, TaskSimulation, TaskSpec
+from humanclaw_gym.tasks.base import BaseTask, TaskSimulation, TaskSpec, episode_list
 
 if TYPE_CHECKING:  # pragma: no cover
     from humanclaw_gym.episodes import Episode
@@ -53,18 +52,7 @@ def load_episodes(
     """
     from humanclaw_gym import episodes as episodes_mod
 
-    if isinstance(episodes, (str, os.PathLike)):  # a split path: same as split=
-        split, episodes = episodes, None
-    chosen = list(episodes) if episodes is not None else episodes_mod.load_split(split)
-    if episode_ids is not None:
-        wanted = check_id_list(episode_ids, "episode_ids")
-        by_id = {ep.episode_id: ep for ep in chosen}
-        missing = [e for e in wanted if e not in by_id]
-        if missing:
-            raise ValueError(f"episode_ids not in split {split!r}: {missing[:5]}")
-        chosen = [by_id[e] for e in wanted]
-    if not chosen:
-        raise ValueError(f"split {split!r} has no episodes")
+    chosen = episode_list(split, episodes, episode_ids, episodes_mod.load_split)
     return apply_instruction_template(chosen, instruction_template)
 
 

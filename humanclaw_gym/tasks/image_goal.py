@@ -35,7 +35,7 @@ from humanclaw_gym.episodes.imagegoal import (
 from humanclaw_gym.image_sizes import EGO_SIZE_PX
 from humanclaw_gym.metrics.imagegoal import ImageGoalStart, stop_success
 from humanclaw_gym.registry import register_sensor
-from humanclaw_gym.tasks.base import BaseTask, TaskSimulation, TaskSpec
+from humanclaw_gym.tasks.base import BaseTask, TaskSimulation, TaskSpec, episode_list
 
 if TYPE_CHECKING:  # pragma: no cover
     from gymnasium import spaces
@@ -143,28 +143,15 @@ class ImageGoalTask(BaseTask):
                 "instruction_template rewrites find_nav_interact instructions; image_goal "
                 "episodes carry their own instruction"
             )
-        if isinstance(episodes, (str, os.PathLike)):
-            split, episodes = episodes, None
-        if episodes is not None:
-            chosen = list(episodes)
-            wrong = [type(e).__name__ for e in chosen if not isinstance(e, ImageGoalEpisode)]
+        if episodes is not None and not isinstance(episodes, (str, os.PathLike)):
+            episodes = list(episodes)
+            wrong = [type(e).__name__ for e in episodes if not isinstance(e, ImageGoalEpisode)]
             if wrong:
                 raise ValueError(
                     f"task image_goal plays ImageGoalEpisode records, got {wrong[0]} "
                     f"({IMAGEGOAL_EPISODE_SCHEMA} shards: humanclaw_gym.episodes.imagegoal)"
                 )
-        else:
-            chosen = load_imagegoal_split(split)
-        if episode_ids is not None:
-            wanted = [str(e) for e in episode_ids]
-            by_id = {ep.episode_id: ep for ep in chosen}
-            missing = [e for e in wanted if e not in by_id]
-            if missing:
-                raise ValueError(f"episode_ids not in split {split!r}: {missing[:5]}")
-            chosen = [by_id[e] for e in wanted]
-        if not chosen:
-            raise ValueError(f"split {split!r} has no episodes")
-        return chosen
+        return episode_list(split, episodes, episode_ids, load_imagegoal_split)
 
     @classmethod
     def select_episodes(cls, selection: str) -> list[tuple[str, Any]]:
