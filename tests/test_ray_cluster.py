@@ -40,6 +40,8 @@ pytest.importorskip("openai")
 from chat_server import ChatServer, prompt_text  # noqa: E402
 from test_ray_executor import assert_same_episode_folders  # noqa: E402
 
+from humanclaw_agents.transports import PREFLIGHT_PROMPT  # noqa: E402
+
 pytestmark = pytest.mark.slow
 
 _RAY = Path(sys.executable).with_name("ray")
@@ -265,7 +267,11 @@ def test_two_nodes_without_a_shared_disk_deliver_every_artifact(tmp_path):
                 "--output",
                 str(tmp_path / "mixed"),
             )
-        assert len(server.requests) == 2 * 2 * _EPISODES * _STEPS  # local and remote runs
+        # local and remote runs: a planner and a verifier request per step, and each run's
+        # one preflight request before its first episode (made by the driver)
+        preflight = [r for r in server.requests if PREFLIGHT_PROMPT in prompt_text(r["body"])]
+        assert len(preflight) == 2
+        assert len(server.requests) - len(preflight) == 2 * 2 * _EPISODES * _STEPS
     assert not _processes_mentioning(str(cluster.temp))  # every Ray process has stopped
 
     assert mixed.returncode == 0, mixed.stdout + mixed.stderr
